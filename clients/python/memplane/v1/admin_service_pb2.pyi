@@ -1,0 +1,327 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Role(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ROLE_UNSPECIFIED: _ClassVar[Role]
+    ROLE_PLATFORM_ADMIN: _ClassVar[Role]
+    ROLE_TENANT_ADMIN: _ClassVar[Role]
+    ROLE_WRITER: _ClassVar[Role]
+    ROLE_READER: _ClassVar[Role]
+    ROLE_AGENT: _ClassVar[Role]
+
+class DomainAccess(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    DOMAIN_ACCESS_UNSPECIFIED: _ClassVar[DomainAccess]
+    DOMAIN_ACCESS_READ: _ClassVar[DomainAccess]
+    DOMAIN_ACCESS_READ_WRITE: _ClassVar[DomainAccess]
+ROLE_UNSPECIFIED: Role
+ROLE_PLATFORM_ADMIN: Role
+ROLE_TENANT_ADMIN: Role
+ROLE_WRITER: Role
+ROLE_READER: Role
+ROLE_AGENT: Role
+DOMAIN_ACCESS_UNSPECIFIED: DomainAccess
+DOMAIN_ACCESS_READ: DomainAccess
+DOMAIN_ACCESS_READ_WRITE: DomainAccess
+
+class Tenant(_message.Message):
+    __slots__ = ("id", "display_name", "create_time", "max_memories")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    MAX_MEMORIES_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    display_name: str
+    create_time: _timestamp_pb2.Timestamp
+    max_memories: int
+    def __init__(self, id: _Optional[str] = ..., display_name: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., max_memories: _Optional[int] = ...) -> None: ...
+
+class Agent(_message.Message):
+    __slots__ = ("tenant_id", "id", "display_name", "create_time")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    id: str
+    display_name: str
+    create_time: _timestamp_pb2.Timestamp
+    def __init__(self, tenant_id: _Optional[str] = ..., id: _Optional[str] = ..., display_name: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ApiKey(_message.Message):
+    __slots__ = ("id", "tenant_id", "agent_id", "role", "display_name", "create_time", "revoke_time")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    REVOKE_TIME_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    tenant_id: str
+    agent_id: str
+    role: Role
+    display_name: str
+    create_time: _timestamp_pb2.Timestamp
+    revoke_time: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., role: _Optional[_Union[Role, str]] = ..., display_name: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., revoke_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class Domain(_message.Message):
+    __slots__ = ("name", "description", "create_time")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    description: str
+    create_time: _timestamp_pb2.Timestamp
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class DomainGrant(_message.Message):
+    __slots__ = ("domain", "tenant_id", "access", "create_time")
+    DOMAIN_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    ACCESS_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    domain: str
+    tenant_id: str
+    access: DomainAccess
+    create_time: _timestamp_pb2.Timestamp
+    def __init__(self, domain: _Optional[str] = ..., tenant_id: _Optional[str] = ..., access: _Optional[_Union[DomainAccess, str]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class AuditEvent(_message.Message):
+    __slots__ = ("id", "tenant_id", "actor_key_id", "action", "target", "details_json", "event_time")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_KEY_ID_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    DETAILS_JSON_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TIME_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    tenant_id: str
+    actor_key_id: str
+    action: str
+    target: str
+    details_json: str
+    event_time: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., actor_key_id: _Optional[str] = ..., action: _Optional[str] = ..., target: _Optional[str] = ..., details_json: _Optional[str] = ..., event_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class CreateTenantRequest(_message.Message):
+    __slots__ = ("tenant", "create_admin_key")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    CREATE_ADMIN_KEY_FIELD_NUMBER: _ClassVar[int]
+    tenant: Tenant
+    create_admin_key: bool
+    def __init__(self, tenant: _Optional[_Union[Tenant, _Mapping]] = ..., create_admin_key: _Optional[bool] = ...) -> None: ...
+
+class CreateTenantResponse(_message.Message):
+    __slots__ = ("tenant", "admin_key", "admin_key_secret")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    ADMIN_KEY_FIELD_NUMBER: _ClassVar[int]
+    ADMIN_KEY_SECRET_FIELD_NUMBER: _ClassVar[int]
+    tenant: Tenant
+    admin_key: ApiKey
+    admin_key_secret: str
+    def __init__(self, tenant: _Optional[_Union[Tenant, _Mapping]] = ..., admin_key: _Optional[_Union[ApiKey, _Mapping]] = ..., admin_key_secret: _Optional[str] = ...) -> None: ...
+
+class GetTenantRequest(_message.Message):
+    __slots__ = ("id",)
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    def __init__(self, id: _Optional[str] = ...) -> None: ...
+
+class GetTenantResponse(_message.Message):
+    __slots__ = ("tenant",)
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    tenant: Tenant
+    def __init__(self, tenant: _Optional[_Union[Tenant, _Mapping]] = ...) -> None: ...
+
+class ListTenantsRequest(_message.Message):
+    __slots__ = ("page_size", "page_token")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListTenantsResponse(_message.Message):
+    __slots__ = ("tenants", "next_page_token")
+    TENANTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    tenants: _containers.RepeatedCompositeFieldContainer[Tenant]
+    next_page_token: str
+    def __init__(self, tenants: _Optional[_Iterable[_Union[Tenant, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class CreateAgentRequest(_message.Message):
+    __slots__ = ("agent",)
+    AGENT_FIELD_NUMBER: _ClassVar[int]
+    agent: Agent
+    def __init__(self, agent: _Optional[_Union[Agent, _Mapping]] = ...) -> None: ...
+
+class CreateAgentResponse(_message.Message):
+    __slots__ = ("agent",)
+    AGENT_FIELD_NUMBER: _ClassVar[int]
+    agent: Agent
+    def __init__(self, agent: _Optional[_Union[Agent, _Mapping]] = ...) -> None: ...
+
+class ListAgentsRequest(_message.Message):
+    __slots__ = ("tenant_id", "page_size", "page_token")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    page_size: int
+    page_token: str
+    def __init__(self, tenant_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListAgentsResponse(_message.Message):
+    __slots__ = ("agents", "next_page_token")
+    AGENTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    agents: _containers.RepeatedCompositeFieldContainer[Agent]
+    next_page_token: str
+    def __init__(self, agents: _Optional[_Iterable[_Union[Agent, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class CreateApiKeyRequest(_message.Message):
+    __slots__ = ("tenant_id", "agent_id", "role", "display_name")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    agent_id: str
+    role: Role
+    display_name: str
+    def __init__(self, tenant_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., role: _Optional[_Union[Role, str]] = ..., display_name: _Optional[str] = ...) -> None: ...
+
+class CreateApiKeyResponse(_message.Message):
+    __slots__ = ("api_key", "secret")
+    API_KEY_FIELD_NUMBER: _ClassVar[int]
+    SECRET_FIELD_NUMBER: _ClassVar[int]
+    api_key: ApiKey
+    secret: str
+    def __init__(self, api_key: _Optional[_Union[ApiKey, _Mapping]] = ..., secret: _Optional[str] = ...) -> None: ...
+
+class ListApiKeysRequest(_message.Message):
+    __slots__ = ("tenant_id", "page_size", "page_token")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    page_size: int
+    page_token: str
+    def __init__(self, tenant_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListApiKeysResponse(_message.Message):
+    __slots__ = ("api_keys", "next_page_token")
+    API_KEYS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    api_keys: _containers.RepeatedCompositeFieldContainer[ApiKey]
+    next_page_token: str
+    def __init__(self, api_keys: _Optional[_Iterable[_Union[ApiKey, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class RevokeApiKeyRequest(_message.Message):
+    __slots__ = ("id",)
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    def __init__(self, id: _Optional[str] = ...) -> None: ...
+
+class RevokeApiKeyResponse(_message.Message):
+    __slots__ = ("api_key",)
+    API_KEY_FIELD_NUMBER: _ClassVar[int]
+    api_key: ApiKey
+    def __init__(self, api_key: _Optional[_Union[ApiKey, _Mapping]] = ...) -> None: ...
+
+class CreateDomainRequest(_message.Message):
+    __slots__ = ("domain",)
+    DOMAIN_FIELD_NUMBER: _ClassVar[int]
+    domain: Domain
+    def __init__(self, domain: _Optional[_Union[Domain, _Mapping]] = ...) -> None: ...
+
+class CreateDomainResponse(_message.Message):
+    __slots__ = ("domain",)
+    DOMAIN_FIELD_NUMBER: _ClassVar[int]
+    domain: Domain
+    def __init__(self, domain: _Optional[_Union[Domain, _Mapping]] = ...) -> None: ...
+
+class ListDomainsRequest(_message.Message):
+    __slots__ = ("page_size", "page_token")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListDomainsResponse(_message.Message):
+    __slots__ = ("domains", "next_page_token")
+    DOMAINS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    domains: _containers.RepeatedCompositeFieldContainer[Domain]
+    next_page_token: str
+    def __init__(self, domains: _Optional[_Iterable[_Union[Domain, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class GrantDomainRequest(_message.Message):
+    __slots__ = ("grant",)
+    GRANT_FIELD_NUMBER: _ClassVar[int]
+    grant: DomainGrant
+    def __init__(self, grant: _Optional[_Union[DomainGrant, _Mapping]] = ...) -> None: ...
+
+class GrantDomainResponse(_message.Message):
+    __slots__ = ("grant",)
+    GRANT_FIELD_NUMBER: _ClassVar[int]
+    grant: DomainGrant
+    def __init__(self, grant: _Optional[_Union[DomainGrant, _Mapping]] = ...) -> None: ...
+
+class RevokeDomainGrantRequest(_message.Message):
+    __slots__ = ("domain", "tenant_id")
+    DOMAIN_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    domain: str
+    tenant_id: str
+    def __init__(self, domain: _Optional[str] = ..., tenant_id: _Optional[str] = ...) -> None: ...
+
+class RevokeDomainGrantResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListDomainGrantsRequest(_message.Message):
+    __slots__ = ("domain", "tenant_id")
+    DOMAIN_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    domain: str
+    tenant_id: str
+    def __init__(self, domain: _Optional[str] = ..., tenant_id: _Optional[str] = ...) -> None: ...
+
+class ListDomainGrantsResponse(_message.Message):
+    __slots__ = ("grants",)
+    GRANTS_FIELD_NUMBER: _ClassVar[int]
+    grants: _containers.RepeatedCompositeFieldContainer[DomainGrant]
+    def __init__(self, grants: _Optional[_Iterable[_Union[DomainGrant, _Mapping]]] = ...) -> None: ...
+
+class ListAuditEventsRequest(_message.Message):
+    __slots__ = ("tenant_id", "page_size", "page_token")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    page_size: int
+    page_token: str
+    def __init__(self, tenant_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListAuditEventsResponse(_message.Message):
+    __slots__ = ("events", "next_page_token")
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[AuditEvent]
+    next_page_token: str
+    def __init__(self, events: _Optional[_Iterable[_Union[AuditEvent, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...

@@ -1,0 +1,447 @@
+import datetime
+
+from google.protobuf import duration_pb2 as _duration_pb2
+from google.protobuf import field_mask_pb2 as _field_mask_pb2
+from google.protobuf import struct_pb2 as _struct_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from memplane.v1 import memory_pb2 as _memory_pb2
+from memplane.v1 import operation_pb2 as _operation_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class InferMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    INFER_MODE_UNSPECIFIED: _ClassVar[InferMode]
+    INFER_MODE_ASYNC: _ClassVar[InferMode]
+    INFER_MODE_SYNC: _ClassVar[InferMode]
+
+class TaskOutcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TASK_OUTCOME_UNSPECIFIED: _ClassVar[TaskOutcome]
+    TASK_OUTCOME_SUCCESS: _ClassVar[TaskOutcome]
+    TASK_OUTCOME_FAILURE: _ClassVar[TaskOutcome]
+    TASK_OUTCOME_PARTIAL: _ClassVar[TaskOutcome]
+
+class ReflectMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    REFLECT_MODE_UNSPECIFIED: _ClassVar[ReflectMode]
+    REFLECT_MODE_SYNC: _ClassVar[ReflectMode]
+    REFLECT_MODE_ASYNC: _ClassVar[ReflectMode]
+
+class HistoryAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    HISTORY_ACTION_UNSPECIFIED: _ClassVar[HistoryAction]
+    HISTORY_ACTION_CREATED: _ClassVar[HistoryAction]
+    HISTORY_ACTION_UPDATED: _ClassVar[HistoryAction]
+    HISTORY_ACTION_SUPERSEDED: _ClassVar[HistoryAction]
+    HISTORY_ACTION_MERGED: _ClassVar[HistoryAction]
+    HISTORY_ACTION_DELETED: _ClassVar[HistoryAction]
+    HISTORY_ACTION_RESTORED: _ClassVar[HistoryAction]
+    HISTORY_ACTION_FEEDBACK: _ClassVar[HistoryAction]
+INFER_MODE_UNSPECIFIED: InferMode
+INFER_MODE_ASYNC: InferMode
+INFER_MODE_SYNC: InferMode
+TASK_OUTCOME_UNSPECIFIED: TaskOutcome
+TASK_OUTCOME_SUCCESS: TaskOutcome
+TASK_OUTCOME_FAILURE: TaskOutcome
+TASK_OUTCOME_PARTIAL: TaskOutcome
+REFLECT_MODE_UNSPECIFIED: ReflectMode
+REFLECT_MODE_SYNC: ReflectMode
+REFLECT_MODE_ASYNC: ReflectMode
+HISTORY_ACTION_UNSPECIFIED: HistoryAction
+HISTORY_ACTION_CREATED: HistoryAction
+HISTORY_ACTION_UPDATED: HistoryAction
+HISTORY_ACTION_SUPERSEDED: HistoryAction
+HISTORY_ACTION_MERGED: HistoryAction
+HISTORY_ACTION_DELETED: HistoryAction
+HISTORY_ACTION_RESTORED: HistoryAction
+HISTORY_ACTION_FEEDBACK: HistoryAction
+
+class MemoryInput(_message.Message):
+    __slots__ = ("scope", "domain", "layer", "kind", "content", "context", "entity", "attribute", "value", "tags", "metadata", "confidence", "user_id", "session_id", "source", "occurred_at", "valid_from", "valid_to", "ttl", "state_key")
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    DOMAIN_FIELD_NUMBER: _ClassVar[int]
+    LAYER_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    ENTITY_FIELD_NUMBER: _ClassVar[int]
+    ATTRIBUTE_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    TAGS_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    OCCURRED_AT_FIELD_NUMBER: _ClassVar[int]
+    VALID_FROM_FIELD_NUMBER: _ClassVar[int]
+    VALID_TO_FIELD_NUMBER: _ClassVar[int]
+    TTL_FIELD_NUMBER: _ClassVar[int]
+    STATE_KEY_FIELD_NUMBER: _ClassVar[int]
+    scope: _memory_pb2.Scope
+    domain: str
+    layer: _memory_pb2.Layer
+    kind: _memory_pb2.Kind
+    content: str
+    context: str
+    entity: str
+    attribute: str
+    value: str
+    tags: _containers.RepeatedScalarFieldContainer[str]
+    metadata: _struct_pb2.Struct
+    confidence: float
+    user_id: str
+    session_id: str
+    source: _memory_pb2.Source
+    occurred_at: _timestamp_pb2.Timestamp
+    valid_from: _timestamp_pb2.Timestamp
+    valid_to: _timestamp_pb2.Timestamp
+    ttl: _duration_pb2.Duration
+    state_key: str
+    def __init__(self, scope: _Optional[_Union[_memory_pb2.Scope, str]] = ..., domain: _Optional[str] = ..., layer: _Optional[_Union[_memory_pb2.Layer, str]] = ..., kind: _Optional[_Union[_memory_pb2.Kind, str]] = ..., content: _Optional[str] = ..., context: _Optional[str] = ..., entity: _Optional[str] = ..., attribute: _Optional[str] = ..., value: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., confidence: _Optional[float] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., source: _Optional[_Union[_memory_pb2.Source, _Mapping]] = ..., occurred_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., state_key: _Optional[str] = ...) -> None: ...
+
+class WriteRequest(_message.Message):
+    __slots__ = ("memories", "request_id", "infer", "time_zone")
+    MEMORIES_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    INFER_FIELD_NUMBER: _ClassVar[int]
+    TIME_ZONE_FIELD_NUMBER: _ClassVar[int]
+    memories: _containers.RepeatedCompositeFieldContainer[MemoryInput]
+    request_id: str
+    infer: InferMode
+    time_zone: str
+    def __init__(self, memories: _Optional[_Iterable[_Union[MemoryInput, _Mapping]]] = ..., request_id: _Optional[str] = ..., infer: _Optional[_Union[InferMode, str]] = ..., time_zone: _Optional[str] = ...) -> None: ...
+
+class WriteResponse(_message.Message):
+    __slots__ = ("memories", "operation")
+    MEMORIES_FIELD_NUMBER: _ClassVar[int]
+    OPERATION_FIELD_NUMBER: _ClassVar[int]
+    memories: _containers.RepeatedCompositeFieldContainer[_memory_pb2.Memory]
+    operation: _operation_pb2.Operation
+    def __init__(self, memories: _Optional[_Iterable[_Union[_memory_pb2.Memory, _Mapping]]] = ..., operation: _Optional[_Union[_operation_pb2.Operation, _Mapping]] = ...) -> None: ...
+
+class ScopeWeight(_message.Message):
+    __slots__ = ("scope", "weight")
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    scope: _memory_pb2.Scope
+    weight: float
+    def __init__(self, scope: _Optional[_Union[_memory_pb2.Scope, str]] = ..., weight: _Optional[float] = ...) -> None: ...
+
+class SearchRequest(_message.Message):
+    __slots__ = ("query", "filter", "top_k", "token_budget", "as_of_time", "scope_weights", "explain", "time_zone")
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    TOP_K_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_BUDGET_FIELD_NUMBER: _ClassVar[int]
+    AS_OF_TIME_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_WEIGHTS_FIELD_NUMBER: _ClassVar[int]
+    EXPLAIN_FIELD_NUMBER: _ClassVar[int]
+    TIME_ZONE_FIELD_NUMBER: _ClassVar[int]
+    query: str
+    filter: _memory_pb2.MemoryFilter
+    top_k: int
+    token_budget: int
+    as_of_time: _timestamp_pb2.Timestamp
+    scope_weights: _containers.RepeatedCompositeFieldContainer[ScopeWeight]
+    explain: bool
+    time_zone: str
+    def __init__(self, query: _Optional[str] = ..., filter: _Optional[_Union[_memory_pb2.MemoryFilter, _Mapping]] = ..., top_k: _Optional[int] = ..., token_budget: _Optional[int] = ..., as_of_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., scope_weights: _Optional[_Iterable[_Union[ScopeWeight, _Mapping]]] = ..., explain: _Optional[bool] = ..., time_zone: _Optional[str] = ...) -> None: ...
+
+class ScoreComponent(_message.Message):
+    __slots__ = ("name", "value", "rank", "detail")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    value: float
+    rank: int
+    detail: str
+    def __init__(self, name: _Optional[str] = ..., value: _Optional[float] = ..., rank: _Optional[int] = ..., detail: _Optional[str] = ...) -> None: ...
+
+class ScoreExplanation(_message.Message):
+    __slots__ = ("components",)
+    COMPONENTS_FIELD_NUMBER: _ClassVar[int]
+    components: _containers.RepeatedCompositeFieldContainer[ScoreComponent]
+    def __init__(self, components: _Optional[_Iterable[_Union[ScoreComponent, _Mapping]]] = ...) -> None: ...
+
+class SearchHit(_message.Message):
+    __slots__ = ("memory", "score", "explanation")
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    EXPLANATION_FIELD_NUMBER: _ClassVar[int]
+    memory: _memory_pb2.Memory
+    score: float
+    explanation: ScoreExplanation
+    def __init__(self, memory: _Optional[_Union[_memory_pb2.Memory, _Mapping]] = ..., score: _Optional[float] = ..., explanation: _Optional[_Union[ScoreExplanation, _Mapping]] = ...) -> None: ...
+
+class SearchResponse(_message.Message):
+    __slots__ = ("hits",)
+    HITS_FIELD_NUMBER: _ClassVar[int]
+    hits: _containers.RepeatedCompositeFieldContainer[SearchHit]
+    def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ...) -> None: ...
+
+class TaskStep(_message.Message):
+    __slots__ = ("action", "observation", "occurred_at")
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    OBSERVATION_FIELD_NUMBER: _ClassVar[int]
+    OCCURRED_AT_FIELD_NUMBER: _ClassVar[int]
+    action: str
+    observation: str
+    occurred_at: _timestamp_pb2.Timestamp
+    def __init__(self, action: _Optional[str] = ..., observation: _Optional[str] = ..., occurred_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class TaskTrajectory(_message.Message):
+    __slots__ = ("task_id", "request", "steps", "outcome", "feedback")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    FEEDBACK_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    request: str
+    steps: _containers.RepeatedCompositeFieldContainer[TaskStep]
+    outcome: TaskOutcome
+    feedback: str
+    def __init__(self, task_id: _Optional[str] = ..., request: _Optional[str] = ..., steps: _Optional[_Iterable[_Union[TaskStep, _Mapping]]] = ..., outcome: _Optional[_Union[TaskOutcome, str]] = ..., feedback: _Optional[str] = ...) -> None: ...
+
+class SessionSelector(_message.Message):
+    __slots__ = ("session_id", "user_id")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    user_id: str
+    def __init__(self, session_id: _Optional[str] = ..., user_id: _Optional[str] = ...) -> None: ...
+
+class ReflectRequest(_message.Message):
+    __slots__ = ("task", "session", "scope", "domain", "mode", "request_id")
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    DOMAIN_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    task: TaskTrajectory
+    session: SessionSelector
+    scope: _memory_pb2.Scope
+    domain: str
+    mode: ReflectMode
+    request_id: str
+    def __init__(self, task: _Optional[_Union[TaskTrajectory, _Mapping]] = ..., session: _Optional[_Union[SessionSelector, _Mapping]] = ..., scope: _Optional[_Union[_memory_pb2.Scope, str]] = ..., domain: _Optional[str] = ..., mode: _Optional[_Union[ReflectMode, str]] = ..., request_id: _Optional[str] = ...) -> None: ...
+
+class ReflectResult(_message.Message):
+    __slots__ = ("memories", "summary", "merged_count", "used_llm")
+    MEMORIES_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    MERGED_COUNT_FIELD_NUMBER: _ClassVar[int]
+    USED_LLM_FIELD_NUMBER: _ClassVar[int]
+    memories: _containers.RepeatedCompositeFieldContainer[_memory_pb2.Memory]
+    summary: str
+    merged_count: int
+    used_llm: bool
+    def __init__(self, memories: _Optional[_Iterable[_Union[_memory_pb2.Memory, _Mapping]]] = ..., summary: _Optional[str] = ..., merged_count: _Optional[int] = ..., used_llm: _Optional[bool] = ...) -> None: ...
+
+class ReflectResponse(_message.Message):
+    __slots__ = ("result", "operation")
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    OPERATION_FIELD_NUMBER: _ClassVar[int]
+    result: ReflectResult
+    operation: _operation_pb2.Operation
+    def __init__(self, result: _Optional[_Union[ReflectResult, _Mapping]] = ..., operation: _Optional[_Union[_operation_pb2.Operation, _Mapping]] = ...) -> None: ...
+
+class ForgetRequest(_message.Message):
+    __slots__ = ("ids", "filter", "hard", "dry_run", "request_id", "reason")
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    HARD_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    ids: MemoryIds
+    filter: _memory_pb2.MemoryFilter
+    hard: bool
+    dry_run: bool
+    request_id: str
+    reason: str
+    def __init__(self, ids: _Optional[_Union[MemoryIds, _Mapping]] = ..., filter: _Optional[_Union[_memory_pb2.MemoryFilter, _Mapping]] = ..., hard: _Optional[bool] = ..., dry_run: _Optional[bool] = ..., request_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class MemoryIds(_message.Message):
+    __slots__ = ("ids",)
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ForgetResponse(_message.Message):
+    __slots__ = ("forgotten_count", "forgotten_ids")
+    FORGOTTEN_COUNT_FIELD_NUMBER: _ClassVar[int]
+    FORGOTTEN_IDS_FIELD_NUMBER: _ClassVar[int]
+    forgotten_count: int
+    forgotten_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, forgotten_count: _Optional[int] = ..., forgotten_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class GetMemoryRequest(_message.Message):
+    __slots__ = ("id",)
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    def __init__(self, id: _Optional[str] = ...) -> None: ...
+
+class GetMemoryResponse(_message.Message):
+    __slots__ = ("memory",)
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    memory: _memory_pb2.Memory
+    def __init__(self, memory: _Optional[_Union[_memory_pb2.Memory, _Mapping]] = ...) -> None: ...
+
+class ListMemoriesRequest(_message.Message):
+    __slots__ = ("filter", "page_size", "page_token")
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    filter: _memory_pb2.MemoryFilter
+    page_size: int
+    page_token: str
+    def __init__(self, filter: _Optional[_Union[_memory_pb2.MemoryFilter, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListMemoriesResponse(_message.Message):
+    __slots__ = ("memories", "next_page_token")
+    MEMORIES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    memories: _containers.RepeatedCompositeFieldContainer[_memory_pb2.Memory]
+    next_page_token: str
+    def __init__(self, memories: _Optional[_Iterable[_Union[_memory_pb2.Memory, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class UpdateMemoryRequest(_message.Message):
+    __slots__ = ("memory", "update_mask", "request_id")
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_MASK_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    memory: _memory_pb2.Memory
+    update_mask: _field_mask_pb2.FieldMask
+    request_id: str
+    def __init__(self, memory: _Optional[_Union[_memory_pb2.Memory, _Mapping]] = ..., update_mask: _Optional[_Union[_field_mask_pb2.FieldMask, _Mapping]] = ..., request_id: _Optional[str] = ...) -> None: ...
+
+class UpdateMemoryResponse(_message.Message):
+    __slots__ = ("memory",)
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    memory: _memory_pb2.Memory
+    def __init__(self, memory: _Optional[_Union[_memory_pb2.Memory, _Mapping]] = ...) -> None: ...
+
+class ListMemoryHistoryRequest(_message.Message):
+    __slots__ = ("memory_id", "entity", "page_size", "page_token")
+    MEMORY_ID_FIELD_NUMBER: _ClassVar[int]
+    ENTITY_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    memory_id: str
+    entity: EntityRef
+    page_size: int
+    page_token: str
+    def __init__(self, memory_id: _Optional[str] = ..., entity: _Optional[_Union[EntityRef, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class EntityRef(_message.Message):
+    __slots__ = ("entity", "attribute")
+    ENTITY_FIELD_NUMBER: _ClassVar[int]
+    ATTRIBUTE_FIELD_NUMBER: _ClassVar[int]
+    entity: str
+    attribute: str
+    def __init__(self, entity: _Optional[str] = ..., attribute: _Optional[str] = ...) -> None: ...
+
+class HistoryEntry(_message.Message):
+    __slots__ = ("memory_id", "action", "snapshot", "change_time", "actor", "reason")
+    MEMORY_ID_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    CHANGE_TIME_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    memory_id: str
+    action: HistoryAction
+    snapshot: _memory_pb2.Memory
+    change_time: _timestamp_pb2.Timestamp
+    actor: str
+    reason: str
+    def __init__(self, memory_id: _Optional[str] = ..., action: _Optional[_Union[HistoryAction, str]] = ..., snapshot: _Optional[_Union[_memory_pb2.Memory, _Mapping]] = ..., change_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., actor: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class ListMemoryHistoryResponse(_message.Message):
+    __slots__ = ("entries", "next_page_token")
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[HistoryEntry]
+    next_page_token: str
+    def __init__(self, entries: _Optional[_Iterable[_Union[HistoryEntry, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class SubmitFeedbackRequest(_message.Message):
+    __slots__ = ("memory_ids", "useful", "comment")
+    MEMORY_IDS_FIELD_NUMBER: _ClassVar[int]
+    USEFUL_FIELD_NUMBER: _ClassVar[int]
+    COMMENT_FIELD_NUMBER: _ClassVar[int]
+    memory_ids: _containers.RepeatedScalarFieldContainer[str]
+    useful: bool
+    comment: str
+    def __init__(self, memory_ids: _Optional[_Iterable[str]] = ..., useful: _Optional[bool] = ..., comment: _Optional[str] = ...) -> None: ...
+
+class SubmitFeedbackResponse(_message.Message):
+    __slots__ = ("memories",)
+    MEMORIES_FIELD_NUMBER: _ClassVar[int]
+    memories: _containers.RepeatedCompositeFieldContainer[_memory_pb2.Memory]
+    def __init__(self, memories: _Optional[_Iterable[_Union[_memory_pb2.Memory, _Mapping]]] = ...) -> None: ...
+
+class GetWorkingMemoryRequest(_message.Message):
+    __slots__ = ("session_id",)
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class GetWorkingMemoryResponse(_message.Message):
+    __slots__ = ("state", "items", "expire_time")
+    class StateEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    state: _containers.ScalarMap[str, str]
+    items: _containers.RepeatedCompositeFieldContainer[_memory_pb2.Memory]
+    expire_time: _timestamp_pb2.Timestamp
+    def __init__(self, state: _Optional[_Mapping[str, str]] = ..., items: _Optional[_Iterable[_Union[_memory_pb2.Memory, _Mapping]]] = ..., expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class GetStatsRequest(_message.Message):
+    __slots__ = ("filter",)
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    filter: _memory_pb2.MemoryFilter
+    def __init__(self, filter: _Optional[_Union[_memory_pb2.MemoryFilter, _Mapping]] = ...) -> None: ...
+
+class StatCount(_message.Message):
+    __slots__ = ("key", "count")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    count: int
+    def __init__(self, key: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
+
+class GetStatsResponse(_message.Message):
+    __slots__ = ("total", "by_scope", "by_layer", "by_kind", "by_status", "newest_time")
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    BY_SCOPE_FIELD_NUMBER: _ClassVar[int]
+    BY_LAYER_FIELD_NUMBER: _ClassVar[int]
+    BY_KIND_FIELD_NUMBER: _ClassVar[int]
+    BY_STATUS_FIELD_NUMBER: _ClassVar[int]
+    NEWEST_TIME_FIELD_NUMBER: _ClassVar[int]
+    total: int
+    by_scope: _containers.RepeatedCompositeFieldContainer[StatCount]
+    by_layer: _containers.RepeatedCompositeFieldContainer[StatCount]
+    by_kind: _containers.RepeatedCompositeFieldContainer[StatCount]
+    by_status: _containers.RepeatedCompositeFieldContainer[StatCount]
+    newest_time: _timestamp_pb2.Timestamp
+    def __init__(self, total: _Optional[int] = ..., by_scope: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_layer: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_kind: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_status: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., newest_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...

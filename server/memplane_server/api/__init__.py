@@ -1,0 +1,1 @@
+"""gRPC servicers and interceptors: translation between protobuf and the domain only."""

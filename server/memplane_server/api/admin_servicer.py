@@ -1,0 +1,159 @@
+"""AdminService: protobuf in, use case, protobuf out."""
+from __future__ import annotations
+
+import json
+
+from memplane.v1 import admin_service_pb2 as apb
+from memplane.v1 import admin_service_pb2_grpc as apb_grpc
+
+from ..core.caller import Role
+from ..services.admin import AdminService
+from .context import current_caller
+from .convert import enum_in, ts_out
+
+ROLES = {apb.ROLE_PLATFORM_ADMIN: Role.PLATFORM_ADMIN, apb.ROLE_TENANT_ADMIN: Role.TENANT_ADMIN,
+         apb.ROLE_WRITER: Role.WRITER, apb.ROLE_READER: Role.READER, apb.ROLE_AGENT: Role.AGENT}
+ACCESS = {apb.DOMAIN_ACCESS_READ: False, apb.DOMAIN_ACCESS_READ_WRITE: True}
+
+
+def tenant_out(row, t: apb.Tenant) -> None:
+    t.id, t.display_name, t.max_memories = row["id"], row["display_name"], row["max_memories"]
+    ts_out(t.create_time, row["created_at"])
+
+
+def agent_out(row, a: apb.Agent) -> None:
+    a.tenant_id, a.id, a.display_name = row["tenant_id"], row["id"], row["display_name"]
+    ts_out(a.create_time, row["created_at"])
+
+
+def key_out(row, k: apb.ApiKey) -> None:
+    k.id, k.tenant_id, k.agent_id = row["id"], row["tenant_id"] or "", row["agent_id"] or ""
+    k.role = next(n for n, r in ROLES.items() if r.value == row["role"])
+    k.display_name = row["display_name"]
+    ts_out(k.create_time, row["created_at"])
+    ts_out(k.revoke_time, row["revoked_at"])
+
+
+def domain_out(row, d: apb.Domain) -> None:
+    d.name, d.description = row["name"], row["description"]
+    ts_out(d.create_time, row["created_at"])
+
+
+def grant_out(row, g: apb.DomainGrant) -> None:
+    g.domain, g.tenant_id = row["domain"], row["tenant_id"]
+    g.access = apb.DOMAIN_ACCESS_READ_WRITE if row["can_write"] else apb.DOMAIN_ACCESS_READ
+    ts_out(g.create_time, row["created_at"])
+
+
+def event_out(row, e: apb.AuditEvent) -> None:
+    e.id, e.tenant_id, e.actor_key_id = str(row["id"]), row["tenant_id"] or "", row["actor_key_id"]
+    e.action, e.target, e.details_json = row["action"], row["target"], json.dumps(row["details"], ensure_ascii=False)
+    ts_out(e.event_time, row["created_at"])
+
+
+class AdminServicer(apb_grpc.AdminServiceServicer):
+    def __init__(self, admin: AdminService) -> None:
+        self.admin = admin
+
+    async def CreateTenant(self, request, context):
+        tenant, key, secret = await self.admin.create_tenant(
+            current_caller(), request.tenant.id, request.tenant.display_name, request.tenant.max_memories,
+            request.create_admin_key,
+        )
+        response = apb.CreateTenantResponse(admin_key_secret=secret)
+        tenant_out(tenant, response.tenant)
+        if key is not None:
+            key_out(key, response.admin_key)
+        return response
+
+    async def GetTenant(self, request, context):
+        response = apb.GetTenantResponse()
+        tenant_out(await self.admin.get_tenant(current_caller(), request.id), response.tenant)
+        return response
+
+    async def ListTenants(self, request, context):
+        rows, token = await self.admin.list_tenants(current_caller(), request.page_size, request.page_token)
+        response = apb.ListTenantsResponse(next_page_token=token)
+        for row in rows:
+            tenant_out(row, response.tenants.add())
+        return response
+
+    async def CreateAgent(self, request, context):
+        a = request.agent
+        response = apb.CreateAgentResponse()
+        agent_out(await self.admin.create_agent(current_caller(), a.tenant_id, a.id, a.display_name), response.agent)
+        return response
+
+    async def ListAgents(self, request, context):
+        rows, token = await self.admin.list_agents(
+            current_caller(), request.tenant_id, request.page_size, request.page_token
+        )
+        response = apb.ListAgentsResponse(next_page_token=token)
+        for row in rows:
+            agent_out(row, response.agents.add())
+        return response
+
+    async def CreateApiKey(self, request, context):
+        row, secret = await self.admin.create_api_key(
+            current_caller(), request.tenant_id or None, request.agent_id or None,
+            enum_in(ROLES, request.role, "role"), request.display_name,
+        )
+        response = apb.CreateApiKeyResponse(secret=secret)
+        key_out(row, response.api_key)
+        return response
+
+    async def ListApiKeys(self, request, context):
+        rows, token = await self.admin.list_api_keys(
+            current_caller(), request.tenant_id, request.page_size, request.page_token
+        )
+        response = apb.ListApiKeysResponse(next_page_token=token)
+        for row in rows:
+            key_out(row, response.api_keys.add())
+        return response
+
+    async def RevokeApiKey(self, request, context):
+        response = apb.RevokeApiKeyResponse()
+        key_out(await self.admin.revoke_api_key(current_caller(), request.id), response.api_key)
+        return response
+
+    async def CreateDomain(self, request, context):
+        response = apb.CreateDomainResponse()
+        row = await self.admin.create_domain(current_caller(), request.domain.name, request.domain.description)
+        domain_out(row, response.domain)
+        return response
+
+    async def ListDomains(self, request, context):
+        rows, token = await self.admin.list_domains(current_caller(), request.page_size, request.page_token)
+        response = apb.ListDomainsResponse(next_page_token=token)
+        for row in rows:
+            domain_out(row, response.domains.add())
+        return response
+
+    async def GrantDomain(self, request, context):
+        g = request.grant
+        row = await self.admin.grant_domain(
+            current_caller(), g.domain, g.tenant_id, enum_in(ACCESS, g.access, "grant.access")
+        )
+        response = apb.GrantDomainResponse()
+        grant_out(row, response.grant)
+        return response
+
+    async def RevokeDomainGrant(self, request, context):
+        await self.admin.revoke_domain_grant(current_caller(), request.domain, request.tenant_id)
+        return apb.RevokeDomainGrantResponse()
+
+    async def ListDomainGrants(self, request, context):
+        rows = await self.admin.list_domain_grants(current_caller(), request.domain, request.tenant_id)
+        response = apb.ListDomainGrantsResponse()
+        for row in rows:
+            grant_out(row, response.grants.add())
+        return response
+
+    async def ListAuditEvents(self, request, context):
+        rows, token = await self.admin.list_audit_events(
+            current_caller(), request.tenant_id, request.page_size, request.page_token
+        )
+        response = apb.ListAuditEventsResponse(next_page_token=token)
+        for row in rows:
+            event_out(row, response.events.add())
+        return response

@@ -1,0 +1,207 @@
+"""Protobuf <-> domain translation for memories, filters and search hits."""
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any, TypeVar
+
+from google.protobuf import json_format
+from google.protobuf.struct_pb2 import Struct
+from google.protobuf.timestamp_pb2 import Timestamp
+from memplane.v1 import memory_pb2 as pb
+from memplane.v1 import memory_service_pb2 as spb
+
+from ..core.errors import invalid
+from ..core.model import HistoryEntry, Kind, Layer, MemoryDraft, MemoryFilter, MemoryRecord, Scope, SearchHit, Status
+
+E = TypeVar("E")
+
+SCOPES = {pb.SCOPE_GLOBAL: Scope.GLOBAL, pb.SCOPE_DOMAIN: Scope.DOMAIN, pb.SCOPE_PRIVATE: Scope.PRIVATE}
+LAYERS = {pb.LAYER_WORKING: Layer.WORKING, pb.LAYER_EPISODIC: Layer.EPISODIC,
+          pb.LAYER_SEMANTIC: Layer.SEMANTIC, pb.LAYER_PROCEDURAL: Layer.PROCEDURAL}
+KINDS = {pb.KIND_TURN: Kind.TURN, pb.KIND_EVENT: Kind.EVENT, pb.KIND_FACT: Kind.FACT,
+         pb.KIND_PREFERENCE: Kind.PREFERENCE, pb.KIND_PROCEDURE: Kind.PROCEDURE, pb.KIND_LESSON: Kind.LESSON,
+         pb.KIND_SUMMARY: Kind.SUMMARY}
+STATUSES = {pb.MEMORY_STATUS_ACTIVE: Status.ACTIVE, pb.MEMORY_STATUS_PENDING: Status.PENDING,
+            pb.MEMORY_STATUS_SUPERSEDED: Status.SUPERSEDED, pb.MEMORY_STATUS_DELETED: Status.DELETED}
+HISTORY_ACTIONS = {"created": spb.HISTORY_ACTION_CREATED, "updated": spb.HISTORY_ACTION_UPDATED,
+                   "superseded": spb.HISTORY_ACTION_SUPERSEDED, "merged": spb.HISTORY_ACTION_MERGED,
+                   "deleted": spb.HISTORY_ACTION_DELETED, "restored": spb.HISTORY_ACTION_RESTORED,
+                   "feedback": spb.HISTORY_ACTION_FEEDBACK}
+
+
+def enum_in(table: dict[int, E], value: int, field: str) -> E | None:
+    """Unspecified -> None; an unknown number (proto3 keeps them) -> INVALID_ARGUMENT."""
+    if value == 0:
+        return None
+    if value not in table:
+        raise invalid("UNKNOWN_ENUM_VALUE", f"{field} has an unknown value {value}", field=field)
+    return table[value]
+
+
+def enums_in(table: dict[int, E], values, field: str) -> tuple[E, ...]:
+    out = []
+    for v in values:
+        e = enum_in(table, v, field)
+        if e is None:
+            raise invalid("UNKNOWN_ENUM_VALUE", f"{field} must not contain UNSPECIFIED", field=field)
+        out.append(e)
+    return tuple(out)
+
+
+def enum_out(table: dict[int, E], value: E | None) -> int:
+    for number, e in table.items():
+        if e == value:
+            return number
+    return 0
+
+
+def ts_in(msg: Any, field: str) -> datetime | None:
+    if not msg.HasField(field):
+        return None
+    t: Timestamp = getattr(msg, field)
+    try:
+        return t.ToDatetime(tzinfo=timezone.utc)
+    except (ValueError, OverflowError):
+        raise invalid("INVALID_TIMESTAMP", f"{field} is out of range", field=field) from None
+
+
+def ts_out(target: Timestamp, value: datetime | None) -> None:
+    if value is not None:
+        target.FromDatetime(value.astimezone(timezone.utc))
+
+
+def struct_in(msg: Any, field: str) -> dict[str, Any]:
+    if not msg.HasField(field):
+        return {}
+    data = json_format.MessageToDict(getattr(msg, field))
+    # Postgres jsonb refuses NUL and lone surrogates; catch them here instead of as a 500.
+    text = json.dumps(data, ensure_ascii=False)
+    if "\\u0000" in text:
+        raise invalid("INVALID_METADATA", "metadata must not contain NUL characters", field=field)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise invalid("INVALID_METADATA", "metadata must be valid UTF-8", field=field) from None
+    return data
+
+
+def draft_in(m: spb.MemoryInput) -> MemoryDraft:
+    return MemoryDraft(
+        scope=enum_in(SCOPES, m.scope, "scope"),
+        domain=m.domain or None,
+        agent_id=None,
+        layer=enum_in(LAYERS, m.layer, "layer"),
+        kind=enum_in(KINDS, m.kind, "kind"),
+        content=m.content,
+        context=m.context,
+        entity=m.entity or None,
+        attribute=m.attribute or None,
+        value=m.value or None,
+        tags=tuple(m.tags),
+        metadata=struct_in(m, "metadata"),
+        confidence=m.confidence if m.HasField("confidence") else 1.0,
+        user_id=m.user_id or None,
+        session_id=m.session_id or None,
+        source_type=m.source.type or None,
+        source_id=m.source.id or None,
+        occurred_at=ts_in(m, "occurred_at"),
+        valid_from=ts_in(m, "valid_from"),
+        valid_to=ts_in(m, "valid_to"),
+        ttl_seconds=_ttl_in(m),
+        state_key=m.state_key or None,
+    )
+
+
+def _ttl_in(m: spb.MemoryInput) -> int | None:
+    if not m.HasField("ttl"):
+        return None
+    seconds = m.ttl.seconds + (1 if m.ttl.nanos > 0 else 0)
+    if seconds <= 0:
+        raise invalid("INVALID_TTL", "ttl must be positive", field="ttl")
+    return seconds
+
+
+def filter_in(f: pb.MemoryFilter) -> MemoryFilter:
+    if f.min_confidence != f.min_confidence or not 0 <= f.min_confidence <= 1:
+        raise invalid("INVALID_CONFIDENCE", "min_confidence must be between 0 and 1")
+    return MemoryFilter(
+        scopes=enums_in(SCOPES, f.scopes, "scopes"),
+        layers=enums_in(LAYERS, f.layers, "layers"),
+        kinds=enums_in(KINDS, f.kinds, "kinds"),
+        domains=tuple(f.domains),
+        agent_id=f.agent_id or None,
+        user_id=f.user_id or None,
+        session_id=f.session_id or None,
+        tags=tuple(f.tags),
+        occurred_after=ts_in(f.occurred, "start_time") if f.HasField("occurred") else None,
+        occurred_before=ts_in(f.occurred, "end_time") if f.HasField("occurred") else None,
+        entity=f.entity or None,
+        attribute=f.attribute or None,
+        min_confidence=f.min_confidence or None,
+        include_pending=f.include_pending,
+        statuses=enums_in(STATUSES, f.statuses, "statuses"),
+    )
+
+
+def memory_out(r: MemoryRecord, target: pb.Memory | None = None) -> pb.Memory:
+    m = target if target is not None else pb.Memory()
+    m.id = str(r.id)
+    m.tenant_id = r.tenant_id
+    m.scope = enum_out(SCOPES, r.scope)
+    m.domain = r.domain or ""
+    m.agent_id = r.agent_id or ""
+    m.user_id = r.user_id or ""
+    m.session_id = r.session_id or ""
+    m.layer = enum_out(LAYERS, r.layer)
+    m.kind = enum_out(KINDS, r.kind)
+    m.content = r.content
+    m.context = r.context
+    m.entity = r.entity or ""
+    m.attribute = r.attribute or ""
+    m.value = r.value or ""
+    m.tags.extend(r.tags)
+    if r.metadata:
+        m.metadata.update(r.metadata)
+    m.confidence = r.confidence
+    m.status = enum_out(STATUSES, r.status)
+    m.supersedes = str(r.supersedes) if r.supersedes else ""
+    m.source.type = r.source_type or ""
+    m.source.id = r.source_id or ""
+    ts_out(m.occurred_at, r.occurred_at)
+    ts_out(m.valid_from, r.valid_from)
+    ts_out(m.valid_to, r.valid_to)
+    ts_out(m.create_time, r.created_at)
+    ts_out(m.update_time, r.updated_at)
+    ts_out(m.last_used_time, r.last_used_at)
+    ts_out(m.expire_time, r.expire_at)
+    m.use_count = r.use_count
+    m.embedding_model = r.embedding_model or ""
+    return m
+
+
+def hit_out(h: SearchHit, target: spb.SearchHit) -> None:
+    memory_out(h.memory, target.memory)
+    target.score = h.score
+    for c in h.explanation:
+        target.explanation.components.add(name=c.name, value=c.value, rank=c.rank, detail=c.detail)
+
+
+def history_out(e: HistoryEntry, target: spb.HistoryEntry) -> None:
+    target.memory_id = str(e.memory_id)
+    target.action = HISTORY_ACTIONS.get(e.action, 0)
+    memory_out(e.snapshot, target.snapshot)
+    ts_out(target.change_time, e.changed_at)
+    target.actor = e.actor
+    target.reason = e.reason
+
+
+def counts_out(counts: dict[str, int], target, names: dict) -> None:
+    for key, n in sorted(counts.items()):
+        target.add(key=names.get(key, key), count=n)
+
+
+def struct_out(data: dict[str, Any]) -> Struct:
+    s = Struct()
+    s.update(data)
+    return s

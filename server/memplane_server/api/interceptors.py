@@ -1,0 +1,186 @@
+"""Interceptors: error mapping, API-key authentication, idempotency and per-RPC metrics."""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from grpc_status import rpc_status
+from opentelemetry import metrics
+
+from ..core.errors import Code, MemplaneError
+from ..services.auth import Authenticator
+from ..stores.redis.idempotency import IdempotencyConflict, IdempotencyStore
+from .context import current_caller, reset_caller, set_caller
+
+log = logging.getLogger(__name__)
+
+ERROR_DOMAIN = "memplane.dev"
+PUBLIC_PREFIXES = ("/grpc.health.v1.", "/grpc.reflection.")
+IDEMPOTENT_METHODS = frozenset(
+    {
+        "/memplane.v1.MemoryService/Write",
+        "/memplane.v1.MemoryService/Forget",
+        "/memplane.v1.MemoryService/UpdateMemory",
+        "/memplane.v1.MemoryService/Reflect",
+    }
+)
+_GRPC_CODES = {c.value: grpc.StatusCode[c.value] for c in Code}
+
+Behavior = Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]
+
+
+def _wrap_unary(handler: grpc.RpcMethodHandler | None, wrap: Callable[[Behavior], Behavior], serializer=None):
+    if handler is None or handler.unary_unary is None:
+        return handler
+    return grpc.unary_unary_rpc_method_handler(
+        wrap(handler.unary_unary),
+        request_deserializer=handler.request_deserializer,
+        response_serializer=serializer or handler.response_serializer,
+    )
+
+
+def to_status(error: MemplaneError) -> grpc.Status:
+    info = error_details_pb2.ErrorInfo(reason=error.reason, domain=ERROR_DOMAIN, metadata=error.metadata)
+    detail = any_pb2.Any()
+    detail.Pack(info)
+    status = status_pb2.Status(
+        code=getattr(code_pb2, error.code.value), message=error.message, details=[detail]
+    )
+    return rpc_status.to_status(status)
+
+
+class ErrorInterceptor(grpc.aio.ServerInterceptor):
+    """Maps MemplaneError to google.rpc.Status with ErrorInfo; anything else becomes INTERNAL."""
+
+    async def intercept_service(self, continuation, details):
+        handler = await continuation(details)
+
+        def wrap(behavior: Behavior) -> Behavior:
+            async def guarded(request, context: grpc.aio.ServicerContext):
+                try:
+                    return await behavior(request, context)
+                except MemplaneError as exc:
+                    await context.abort_with_status(to_status(exc))
+                except grpc.aio.AbortError:
+                    raise
+                except Exception:
+                    log.exception("unhandled error in %s", details.method)
+                    await context.abort_with_status(
+                        to_status(MemplaneError(Code.INTERNAL, "INTERNAL", "internal error; it has been logged"))
+                    )
+
+            return guarded
+
+        return _wrap_unary(handler, wrap)
+
+
+def _metadata(details, name: str) -> str | None:
+    for key, value in details.invocation_metadata or ():
+        if key == name:
+            return value
+    return None
+
+
+class AuthInterceptor(grpc.aio.ServerInterceptor):
+    """Resolves `authorization: Bearer <key>` (and `x-memplane-agent`) to the call's Caller."""
+
+    def __init__(self, authenticator: Authenticator) -> None:
+        self.authenticator = authenticator
+
+    async def intercept_service(self, continuation, details):
+        handler = await continuation(details)
+        if details.method.startswith(PUBLIC_PREFIXES):
+            return handler
+        header = _metadata(details, "authorization") or ""
+        presented = header[7:].strip() if header[:7].lower() == "bearer " else None
+        agent = _metadata(details, "x-memplane-agent")
+
+        def wrap(behavior: Behavior) -> Behavior:
+            async def authenticated(request, context):
+                token = set_caller(await self.authenticator.resolve(presented, agent))
+                try:
+                    return await behavior(request, context)
+                finally:
+                    reset_caller(token)
+
+            return authenticated
+
+        return _wrap_unary(handler, wrap)
+
+
+class IdempotencyInterceptor(grpc.aio.ServerInterceptor):
+    """Mutations carrying a request_id run once per tenant; repeats get the first response."""
+
+    def __init__(self, store: IdempotencyStore) -> None:
+        self.store = store
+
+    async def intercept_service(self, continuation, details):
+        handler = await continuation(details)
+        if details.method not in IDEMPOTENT_METHODS or handler is None:
+            return handler
+        method = details.method.rsplit("/", 1)[-1]
+        original = handler.response_serializer
+
+        def wrap(behavior: Behavior) -> Behavior:
+            async def once(request, context):
+                request_id = getattr(request, "request_id", "")
+                if not request_id:
+                    return await behavior(request, context)
+                if len(request_id) > 128:
+                    raise MemplaneError(Code.INVALID_ARGUMENT, "INVALID_REQUEST_ID", "request_id is at most 128 characters")
+                tenant = current_caller().tenant_id or "-"
+                fingerprint = request.SerializeToString(deterministic=True)
+                try:
+                    stored = await self.store.begin(tenant, method, request_id, fingerprint)
+                except IdempotencyConflict:
+                    raise MemplaneError(
+                        Code.FAILED_PRECONDITION, "REQUEST_ID_REUSED", "request_id was used with a different request"
+                    ) from None
+                if stored is not None:
+                    return stored  # already serialized bytes of the first response
+                try:
+                    response = await behavior(request, context)
+                except BaseException:
+                    await self.store.abandon(tenant, method, request_id)
+                    raise
+                await self.store.complete(tenant, method, request_id, fingerprint, original(response))
+                return response
+
+            return once
+
+        return _wrap_unary(handler, wrap, serializer=lambda r: r if isinstance(r, bytes) else original(r))
+
+
+class MetricsInterceptor(grpc.aio.ServerInterceptor):
+    """Duration and count of every RPC by method and status code (OpenTelemetry metrics)."""
+
+    def __init__(self) -> None:
+        meter = metrics.get_meter("memplane.server")
+        self.duration = meter.create_histogram("rpc.server.duration", unit="ms", description="RPC duration")
+
+    async def intercept_service(self, continuation, details):
+        handler = await continuation(details)
+        method = details.method
+
+        def wrap(behavior: Behavior) -> Behavior:
+            async def measured(request, context):
+                start = time.perf_counter()
+                code = "OK"
+                try:
+                    return await behavior(request, context)
+                except BaseException:
+                    code = context.code().name if context.code() else "UNKNOWN"
+                    raise
+                finally:
+                    self.duration.record(
+                        (time.perf_counter() - start) * 1000, {"rpc.method": method, "rpc.grpc.status_code": code}
+                    )
+
+            return measured
+
+        return _wrap_unary(handler, wrap)

@@ -1,0 +1,183 @@
+"""MemoryService: protobuf in, use case, protobuf out."""
+from __future__ import annotations
+
+from memplane.v1 import memory_pb2 as pb
+from memplane.v1 import memory_service_pb2 as spb
+from memplane.v1 import memory_service_pb2_grpc as spb_grpc
+
+from ..core.errors import invalid
+from ..services.forget import ForgetService
+from ..services.memories import MemoriesService
+from ..services.operations import OperationView
+from ..services.reflect import ReflectInput, ReflectService, Task, TaskStep
+from ..services.search import SearchQuery, SearchService
+from ..services.working import WorkingService, item_to_record
+from ..services.write import WriteService
+from .context import current_caller
+from .convert import (
+    LAYERS, KINDS, SCOPES, STATUSES, counts_out, draft_in,
+    struct_in, enum_in, filter_in, history_out, hit_out, memory_out,
+    ts_in, ts_out,
+)
+from .operation_convert import operation_out
+
+_OUTCOMES = {spb.TASK_OUTCOME_SUCCESS: "success", spb.TASK_OUTCOME_FAILURE: "failure",
+             spb.TASK_OUTCOME_PARTIAL: "partial"}
+_MODES = {spb.REFLECT_MODE_SYNC: "sync", spb.REFLECT_MODE_ASYNC: "async"}
+_INFER = {spb.INFER_MODE_SYNC: "sync", spb.INFER_MODE_ASYNC: "async"}
+_UPDATE_FIELDS = {"content", "context", "tags", "metadata", "confidence", "status", "value", "valid_from",
+                  "valid_to", "user_id"}
+
+
+class MemoryServicer(spb_grpc.MemoryServiceServicer):
+    def __init__(self, write: WriteService, search: SearchService, reflect: ReflectService, forget: ForgetService,
+                 memories: MemoriesService, working: WorkingService) -> None:
+        self.writes, self.searches, self.reflections = write, search, reflect
+        self.forgets, self.memories, self.working = forget, memories, working
+
+    async def Write(self, request: spb.WriteRequest, context) -> spb.WriteResponse:
+        drafts = [draft_in(m) for m in request.memories]
+        infer = enum_in(_INFER, request.infer, "infer")
+        records, operation = await self.writes.write_with_infer(current_caller(), drafts, infer, self.reflections)
+        response = spb.WriteResponse()
+        for r in records:
+            memory_out(r, response.memories.add())
+        if operation is not None:
+            operation_out(operation, response.operation)
+        return response
+
+    async def Search(self, request: spb.SearchRequest, context) -> spb.SearchResponse:
+        weights = {}
+        order = []
+        for w in request.scope_weights:
+            scope = enum_in(SCOPES, w.scope, "scope_weights.scope")
+            if scope is None:
+                raise invalid("UNKNOWN_ENUM_VALUE", "scope_weights.scope must be set", field="scope_weights.scope")
+            weights[scope] = w.weight or 1.0  # proto3 floats have no presence: 0 means unset
+            order.append(scope)
+        query = SearchQuery(
+            text=request.query, filter=filter_in(request.filter), top_k=request.top_k,
+            token_budget=request.token_budget, as_of=ts_in(request, "as_of_time"), scope_weights=weights,
+            scope_order=tuple(order), explain=request.explain,
+        )
+        response = spb.SearchResponse()
+        for hit in await self.searches.search(current_caller(), query):
+            hit_out(hit, response.hits.add())
+        return response
+
+    async def Reflect(self, request: spb.ReflectRequest, context) -> spb.ReflectResponse:
+        which = request.WhichOneof("input")
+        task = session_id = user_id = None
+        if which == "task":
+            t = request.task
+            outcome = enum_in(_OUTCOMES, t.outcome, "task.outcome") or "unspecified"
+            steps = tuple(TaskStep(s.action, s.observation, ts_in(s, "occurred_at")) for s in t.steps)
+            task = Task(t.task_id or "", t.request, steps, outcome, t.feedback)
+        elif which == "session":
+            session_id, user_id = request.session.session_id, request.session.user_id or None
+        reflect_input = ReflectInput(
+            task=task, session_id=session_id, user_id=user_id, scope=enum_in(SCOPES, request.scope, "scope"),
+            domain=request.domain or None, mode=enum_in(_MODES, request.mode, "mode") or "auto",
+        )
+        result = await self.reflections.reflect(current_caller(), reflect_input)
+        response = spb.ReflectResponse()
+        if isinstance(result, OperationView):
+            operation_out(result, response.operation)
+        else:
+            for r in result.memories:
+                memory_out(r, response.result.memories.add())
+            response.result.summary = result.summary
+            response.result.merged_count = result.merged_count
+            response.result.used_llm = result.used_llm
+        return response
+
+    async def Forget(self, request: spb.ForgetRequest, context) -> spb.ForgetResponse:
+        which = request.WhichOneof("target")
+        result = await self.forgets.forget(
+            current_caller(),
+            ids=list(request.ids.ids) if which == "ids" else None,
+            f=filter_in(request.filter) if which == "filter" else None,
+            hard=request.hard, dry_run=request.dry_run, reason=request.reason,
+        )
+        return spb.ForgetResponse(forgotten_count=result.count, forgotten_ids=[str(i) for i in result.ids])
+
+    async def GetMemory(self, request: spb.GetMemoryRequest, context) -> spb.GetMemoryResponse:
+        if not request.id:
+            raise invalid("ID_REQUIRED", "id is required", field="id")
+        response = spb.GetMemoryResponse()
+        memory_out(await self.memories.get(current_caller(), request.id), response.memory)
+        return response
+
+    async def ListMemories(self, request: spb.ListMemoriesRequest, context) -> spb.ListMemoriesResponse:
+        records, token = await self.memories.list(
+            current_caller(), filter_in(request.filter), request.page_size, request.page_token
+        )
+        response = spb.ListMemoriesResponse(next_page_token=token)
+        for r in records:
+            memory_out(r, response.memories.add())
+        return response
+
+    async def UpdateMemory(self, request: spb.UpdateMemoryRequest, context) -> spb.UpdateMemoryResponse:
+        m = request.memory
+        if not m.id:
+            raise invalid("ID_REQUIRED", "memory.id is required", field="memory.id")
+        changes = {}
+        for path in request.update_mask.paths:
+            if path not in _UPDATE_FIELDS:
+                raise invalid("FIELD_NOT_UPDATABLE", f"cannot update {path}", field=path)
+            if path == "tags":
+                changes["tags"] = list(m.tags)
+            elif path == "metadata":
+                changes["metadata"] = struct_in(m, "metadata")
+            elif path == "status":
+                changes["status"] = enum_in(STATUSES, m.status, "status")
+            elif path in ("valid_from", "valid_to"):
+                changes[path] = ts_in(m, path)
+            elif path in ("value", "user_id"):
+                changes[path] = getattr(m, path) or None
+            else:
+                changes[path] = getattr(m, path)
+        response = spb.UpdateMemoryResponse()
+        memory_out(await self.memories.update(current_caller(), m.id, changes), response.memory)
+        return response
+
+    async def ListMemoryHistory(self, request: spb.ListMemoryHistoryRequest, context) -> spb.ListMemoryHistoryResponse:
+        which = request.WhichOneof("subject")
+        entries, token = await self.memories.history(
+            current_caller(),
+            memory_id=request.memory_id if which == "memory_id" else None,
+            entity=request.entity.entity if which == "entity" else None,
+            attribute=request.entity.attribute if which == "entity" else None,
+            page_size=request.page_size, page_token=request.page_token,
+        )
+        response = spb.ListMemoryHistoryResponse(next_page_token=token)
+        for e in entries:
+            history_out(e, response.entries.add())
+        return response
+
+    async def SubmitFeedback(self, request: spb.SubmitFeedbackRequest, context) -> spb.SubmitFeedbackResponse:
+        records = await self.memories.feedback(current_caller(), list(request.memory_ids), request.useful, request.comment)
+        response = spb.SubmitFeedbackResponse()
+        for r in records:
+            memory_out(r, response.memories.add())
+        return response
+
+    async def GetWorkingMemory(self, request: spb.GetWorkingMemoryRequest, context) -> spb.GetWorkingMemoryResponse:
+        if not request.session_id:
+            raise invalid("SESSION_REQUIRED", "session_id is required", field="session_id")
+        state, items, expires = await self.working.read(current_caller(), request.session_id)
+        response = spb.GetWorkingMemoryResponse(state=state)
+        for item in items:
+            memory_out(item_to_record(item), response.items.add())
+        ts_out(response.expire_time, expires)
+        return response
+
+    async def GetStats(self, request: spb.GetStatsRequest, context) -> spb.GetStatsResponse:
+        stats = await self.memories.stats(current_caller(), filter_in(request.filter))
+        response = spb.GetStatsResponse(total=stats["total"])
+        counts_out(stats["scope"], response.by_scope, {e.value: pb.Scope.Name(n) for n, e in SCOPES.items()})
+        counts_out(stats["layer"], response.by_layer, {e.value: pb.Layer.Name(n) for n, e in LAYERS.items()})
+        counts_out(stats["kind"], response.by_kind, {e.value: pb.Kind.Name(n) for n, e in KINDS.items()})
+        counts_out(stats["status"], response.by_status, {e.value: pb.MemoryStatus.Name(n) for n, e in STATUSES.items()})
+        ts_out(response.newest_time, stats["newest"])
+        return response

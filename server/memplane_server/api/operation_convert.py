@@ -1,0 +1,24 @@
+"""OperationView -> protobuf Operation."""
+from __future__ import annotations
+
+from memplane.v1 import operation_pb2 as opb
+
+from ..services.operations import OperationView
+from .convert import ts_out
+
+STATES = {"pending": opb.OPERATION_STATE_PENDING, "running": opb.OPERATION_STATE_RUNNING,
+          "succeeded": opb.OPERATION_STATE_SUCCEEDED, "failed": opb.OPERATION_STATE_FAILED,
+          "cancelled": opb.OPERATION_STATE_CANCELLED}
+
+
+def operation_out(op: OperationView, target: opb.Operation) -> None:
+    target.id = str(op.id)
+    target.type = op.type
+    target.state = STATES[op.state]
+    target.attempts = op.attempts
+    target.error_reason = op.error_reason
+    target.error_message = op.error_message
+    ts_out(target.create_time, op.created_at)
+    ts_out(target.update_time, op.updated_at)
+    target.result_memory_ids.extend(op.result_memory_ids)
+    target.result_summary = op.result_summary

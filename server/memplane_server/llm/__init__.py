@@ -1,0 +1,1 @@
+"""Embedders and LLM prompts."""

@@ -1,0 +1,106 @@
+"""The reflection prompt: asks a model (through litellm) for typed memories, validates them."""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+
+from ..core.model import Kind
+
+log = logging.getLogger(__name__)
+
+ALLOWED_KINDS = {Kind.PREFERENCE, Kind.FACT, Kind.PROCEDURE, Kind.LESSON}
+MAX_ITEMS = 20
+
+SYSTEM_PROMPT = """You distil an AI agent's experience into durable memories.
+Return ONLY a JSON object: {"memories": [{"kind": "...", "content": "...", "context": "...", "confidence": 0.0}], "summary": "..."}
+- kind is one of: preference (what a user or team likes or wants), fact (something true about the world,
+  the user or the system), procedure (how to do a task, as concrete steps), lesson (what to do or avoid
+  next time, learned from an outcome).
+- content is one self-contained sentence or short paragraph; context says when it applies (may be empty).
+- confidence is between 0 and 1: how sure the experience makes you.
+- Do not store small talk, opinions about the conversation, or anything not supported by the input.
+- summary is two or three sentences about what happened.
+At most 20 memories."""
+
+
+@dataclass(frozen=True)
+class ReflectedMemory:
+    kind: Kind
+    content: str
+    context: str
+    confidence: float
+
+
+@dataclass(frozen=True)
+class Reflection:
+    memories: list[ReflectedMemory]
+    summary: str
+
+
+class MalformedOutput(ValueError):
+    """The model's answer does not follow the schema."""
+
+
+def parse_reflection(text: str) -> Reflection:
+    """Validates the model's JSON answer against the schema; raises MalformedOutput."""
+    cleaned = text.strip()
+    if cleaned.startswith("```"):
+        cleaned = cleaned.strip("`").removeprefix("json").strip()
+    try:
+        data = json.loads(cleaned)
+    except json.JSONDecodeError as exc:
+        raise MalformedOutput(f"not JSON: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("memories"), list):
+        raise MalformedOutput("expected an object with a 'memories' list")
+    out = []
+    for item in data["memories"][:MAX_ITEMS]:
+        if not isinstance(item, dict):
+            raise MalformedOutput("each memory must be an object")
+        try:
+            kind = Kind(str(item.get("kind", "")).lower())
+        except ValueError:
+            raise MalformedOutput(f"unknown kind {item.get('kind')!r}") from None
+        content = item.get("content")
+        confidence = item.get("confidence", 0.8)
+        if kind not in ALLOWED_KINDS or not isinstance(content, str) or not content.strip():
+            raise MalformedOutput("each memory needs a kind of preference/fact/procedure/lesson and content")
+        if not isinstance(confidence, (int, float)) or not 0 <= float(confidence) <= 1:
+            raise MalformedOutput("confidence must be a number between 0 and 1")
+        context = item.get("context") or ""
+        out.append(ReflectedMemory(kind, content.strip(), str(context).strip(), float(confidence)))
+    summary = data.get("summary") or ""
+    if not isinstance(summary, str):
+        raise MalformedOutput("summary must be a string")
+    return Reflection(out, summary.strip())
+
+
+class ReflectionModel:
+    """Calls the configured model; one retry when the answer is malformed."""
+
+    def __init__(self, model: str, *, api_base: str | None, api_key: str | None, timeout: float) -> None:
+        from .litellm_import import load_litellm
+
+        self._litellm = load_litellm()
+        self.model = model
+        self._kwargs = {k: v for k, v in {"api_base": api_base, "api_key": api_key}.items() if v}
+        self._timeout = timeout
+
+    async def reflect(self, transcript: str) -> Reflection:
+        messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": transcript}]
+        last_error: MalformedOutput | None = None
+        for _ in range(2):
+            response = await self._litellm.acompletion(
+                model=self.model, messages=messages, temperature=0, top_p=0.9, timeout=self._timeout,
+                num_retries=0, **self._kwargs,
+            )
+            text = response.choices[0].message.content or ""
+            try:
+                return parse_reflection(text)
+            except MalformedOutput as exc:
+                log.warning("model %s returned malformed reflection: %s", self.model, exc)
+                last_error = exc
+                messages = [*messages, {"role": "assistant", "content": text},
+                            {"role": "user", "content": f"That was invalid ({exc}). Answer again with only the JSON object."}]
+        assert last_error is not None
+        raise last_error

@@ -1,0 +1,154 @@
+"""The composition root: settings -> embedded services -> pools -> use cases -> gRPC server."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from dataclasses import dataclass
+
+import asyncpg
+import redis.asyncio as redis
+
+from .api.server import SERVICE_NAMES, build_server
+from .embedded import EmbeddedPostgres, EmbeddedRedis
+from .llm.embedders import create_embedder
+from .llm.reflection import ReflectionModel
+from .services.admin import AdminService
+from .services.deps import Deps
+from .settings import Settings
+from .stores.postgres.jobs import JobStore
+from .stores.postgres.memories import MemoryStore
+from .stores.postgres.migrations import migrate
+from .stores.postgres.pool import create_pool
+from .stores.postgres.tenancy import TenancyStore
+from .stores.redis.idempotency import IdempotencyStore
+from .stores.redis.working import WorkingStore
+from .telemetry import setup_telemetry
+from .worker.runner import JobRunner
+
+log = logging.getLogger(__name__)
+SCHEMA_DIM = 384
+
+
+@dataclass
+class Embedded:
+    """Embedded PostgreSQL and Redis, started only for what is not configured."""
+
+    settings: Settings
+    postgres: EmbeddedPostgres | None = None
+    redis: EmbeddedRedis | None = None
+    database_url: str = ""
+    redis_url: str = ""
+
+    def start(self) -> None:
+        s = self.settings
+        s.data_dir.mkdir(parents=True, exist_ok=True)
+        if s.database_url:
+            self.database_url = s.database_url
+        else:
+            self.postgres = EmbeddedPostgres(s.data_dir)
+            self.database_url = self.postgres.start()
+        if s.redis_url:
+            self.redis_url = s.redis_url
+        else:
+            self.redis = EmbeddedRedis(s.data_dir)
+            self.redis_url = self.redis.start()
+
+    def stop(self) -> None:
+        for child in (self.redis, self.postgres):
+            if child is not None:
+                try:
+                    child.stop()
+                except Exception:
+                    log.exception("stopping embedded %s failed", type(child).__name__)
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    database_url: str
+    redis_url: str
+    pool: asyncpg.Pool | None = None
+    redis_client: redis.Redis | None = None
+    deps: Deps | None = None
+    bootstrap_secrets: tuple[str, str] | None = None
+
+    async def open(self) -> Deps:
+        s = self.settings
+        # Migrate on a plain connection first: the pool's connections need the vector type to exist.
+        conn = await asyncpg.connect(self.database_url)
+        try:
+            await migrate(conn)
+        finally:
+            await conn.close()
+        self.pool = await create_pool(self.database_url, size=s.db_pool_size, ef_search=s.hnsw_ef_search)
+        self.redis_client = redis.Redis.from_url(self.redis_url)
+        await self.redis_client.ping()
+        embedder = create_embedder(
+            s.embedding_model, dim=s.embedding_dim, threads=s.embed_threads, batch_size=s.embed_batch_size,
+            api_base=s.llm_api_base, api_key=s.llm_api_key, timeout=s.llm_timeout_seconds,
+        )
+        if embedder.dim != SCHEMA_DIM:
+            raise SystemExit(f"embedding model {s.embedding_model} gives {embedder.dim}-d vectors; the schema stores {SCHEMA_DIM}")
+        model = (
+            ReflectionModel(s.llm_model, api_base=s.llm_api_base, api_key=s.llm_api_key, timeout=s.llm_timeout_seconds)
+            if s.llm_model else None
+        )
+        tenancy = TenancyStore(self.pool)
+        self.deps = Deps(
+            settings=s, memories=MemoryStore(self.pool), tenancy=tenancy, jobs=JobStore(self.pool),
+            working=WorkingStore(self.redis_client, s.working_max_items), embedder=embedder, reflection_model=model,
+        )
+        if s.bootstrap_tenant:
+            self.bootstrap_secrets = await AdminService(tenancy).bootstrap(s.bootstrap_tenant)
+        return self.deps
+
+    async def close(self) -> None:
+        if self.deps is not None:
+            self.deps.embedder.close()
+        if self.redis_client is not None:
+            await self.redis_client.aclose()
+        if self.pool is not None:
+            await self.pool.close()
+
+
+async def serve(settings: Settings, database_url: str, redis_url: str, *, ready: asyncio.Event | None = None) -> None:
+    """Serves until SIGTERM/SIGINT, then drains: NOT_SERVING, finish in-flight calls, close pools."""
+    from grpc_health.v1 import health_pb2
+
+    setup_telemetry(settings.telemetry_exporter)
+    runtime = Runtime(settings, database_url, redis_url)
+    deps = await runtime.open()
+    server, health_servicer = build_server(deps, IdempotencyStore(runtime.redis_client, settings.idempotency_ttl_seconds))
+    port = server.add_insecure_port(settings.listen)
+    if port == 0:
+        raise SystemExit(f"cannot listen on {settings.listen}")
+    runners = [JobRunner(deps) for _ in range(settings.workers)]
+    tasks = [asyncio.create_task(r.run_forever()) for r in runners]
+    await server.start()
+    for name in ("", *SERVICE_NAMES):
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    host = settings.listen.rsplit(":", 1)[0]
+    print(f"memplane listening on {host}:{port}", flush=True)
+    if runtime.bootstrap_secrets:
+        platform_secret, tenant_secret = runtime.bootstrap_secrets
+        print(
+            f"created tenant '{settings.bootstrap_tenant}'. These keys are shown once; store them now:\n"
+            f"  tenant admin key:   {tenant_secret}\n  platform admin key: {platform_secret}",
+            flush=True,
+        )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    if ready is not None:
+        ready.set()
+    await stop.wait()
+    log.info("shutting down: draining for up to %.0fs", settings.shutdown_grace_seconds)
+    for name in ("", *SERVICE_NAMES):
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+    await server.stop(settings.shutdown_grace_seconds)
+    for r in runners:
+        r.stop()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    await runtime.close()

@@ -1,0 +1,1 @@
+"""Use cases: write, search, reflect, forget, memories, admin, operations."""

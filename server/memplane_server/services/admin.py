@@ -1,0 +1,203 @@
+"""Admin: tenants, agents, API keys, domains and grants, every change written to the audit log."""
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+
+from ..core.caller import Caller, Role
+from ..core.errors import Code, MemplaneError, denied, invalid, not_found
+from ..core.keys import new_key
+from ..core.paging import decode_token, encode_token
+from ..core.validation import check_identifier, clamp_page_size
+from ..stores.postgres.tenancy import DuplicateError, MissingParentError, TenancyStore
+
+
+def _exists(what: str) -> MemplaneError:
+    return MemplaneError(Code.ALREADY_EXISTS, f"{what.upper()}_EXISTS", f"{what} already exists")
+
+
+def _page(rows: list, size: int, key: str) -> tuple[list, str]:
+    page = rows[:size]
+    return page, encode_token([page[-1][key]]) if len(rows) > size else ""
+
+
+def _after(token: str) -> Any:
+    position = decode_token(token, 1)
+    return position[0] if position else None
+
+
+class AdminService:
+    def __init__(self, tenancy: TenancyStore) -> None:
+        self.store = tenancy
+
+    @staticmethod
+    def _platform(caller: Caller) -> None:
+        if caller.role is not Role.PLATFORM_ADMIN:
+            raise denied("PLATFORM_ADMIN_REQUIRED", "this call needs a platform admin key")
+
+    @staticmethod
+    def _tenant_admin(caller: Caller, tenant_id: str) -> None:
+        if caller.role is Role.PLATFORM_ADMIN:
+            return
+        if caller.role is not Role.TENANT_ADMIN or caller.tenant_id != tenant_id:
+            raise denied("TENANT_ADMIN_REQUIRED", "this call needs an admin key of that tenant")
+
+    async def _audit(self, caller: Caller, tenant: str | None, action: str, target: str, details: dict | None = None) -> None:
+        await self.store.audit(tenant, caller.key_id, action, target, details or {})
+
+    async def create_tenant(
+        self, caller: Caller, tenant_id: str, display_name: str, max_memories: int, with_admin_key: bool
+    ) -> tuple[asyncpg.Record, asyncpg.Record | None, str]:
+        self._platform(caller)
+        check_identifier(tenant_id, "tenant")
+        if max_memories < 0:
+            raise invalid("INVALID_MAX_MEMORIES", "max_memories must not be negative")
+        try:
+            tenant = await self.store.create_tenant(tenant_id, display_name, max_memories)
+        except DuplicateError:
+            raise _exists("tenant") from None
+        await self._audit(caller, tenant_id, "CreateTenant", tenant_id)
+        key, secret = None, ""
+        if with_admin_key:
+            key, secret = await self._new_key(caller, tenant_id, None, Role.TENANT_ADMIN, "tenant admin")
+        return tenant, key, secret
+
+    async def get_tenant(self, caller: Caller, tenant_id: str) -> asyncpg.Record:
+        self._tenant_admin(caller, tenant_id)
+        row = await self.store.get_tenant(tenant_id)
+        if row is None:
+            raise not_found("tenant")
+        return row
+
+    async def list_tenants(self, caller: Caller, page_size: int, token: str) -> tuple[list, str]:
+        self._platform(caller)
+        size = clamp_page_size(page_size)
+        return _page(await self.store.list_tenants(_after(token), size + 1), size, "id")
+
+    async def create_agent(self, caller: Caller, tenant_id: str, agent_id: str, display_name: str) -> asyncpg.Record:
+        self._tenant_admin(caller, tenant_id)
+        check_identifier(agent_id, "agent")
+        try:
+            row = await self.store.create_agent(tenant_id, agent_id, display_name)
+        except DuplicateError:
+            raise _exists("agent") from None
+        except MissingParentError:
+            raise not_found("tenant") from None
+        await self._audit(caller, tenant_id, "CreateAgent", agent_id)
+        return row
+
+    async def list_agents(self, caller: Caller, tenant_id: str, page_size: int, token: str) -> tuple[list, str]:
+        self._tenant_admin(caller, tenant_id)
+        size = clamp_page_size(page_size)
+        return _page(await self.store.list_agents(tenant_id, _after(token), size + 1), size, "id")
+
+    async def _new_key(
+        self, caller: Caller, tenant_id: str | None, agent_id: str | None, role: Role, name: str
+    ) -> tuple[asyncpg.Record, str]:
+        key_id, secret, digest = new_key()
+        try:
+            row = await self.store.create_key(key_id, tenant_id, agent_id, role.value, digest, name)
+        except MissingParentError:
+            raise not_found("agent" if agent_id else "tenant") from None
+        await self._audit(caller, tenant_id, "CreateApiKey", key_id, {"role": role.value, "agent_id": agent_id})
+        return row, secret
+
+    async def create_api_key(
+        self, caller: Caller, tenant_id: str | None, agent_id: str | None, role: Role | None, name: str
+    ) -> tuple[asyncpg.Record, str]:
+        if role is None:
+            raise invalid("ROLE_REQUIRED", "role is required")
+        if role is Role.PLATFORM_ADMIN:
+            self._platform(caller)
+            if tenant_id or agent_id:
+                raise invalid("PLATFORM_KEY_HAS_NO_TENANT", "platform admin keys take no tenant or agent")
+            return await self._new_key(caller, None, None, role, name)
+        if not tenant_id:
+            raise invalid("TENANT_REQUIRED", "tenant_id is required")
+        self._tenant_admin(caller, tenant_id)
+        if (role is Role.AGENT) != bool(agent_id):
+            raise invalid("AGENT_ROLE_MISMATCH", "agent_id is required for ROLE_AGENT and only for it")
+        if agent_id:
+            check_identifier(agent_id, "agent")
+        return await self._new_key(caller, tenant_id, agent_id or None, role, name)
+
+    async def list_api_keys(self, caller: Caller, tenant_id: str | None, page_size: int, token: str) -> tuple[list, str]:
+        if tenant_id:
+            self._tenant_admin(caller, tenant_id)
+        else:
+            self._platform(caller)
+        size = clamp_page_size(page_size)
+        return _page(await self.store.list_keys(tenant_id or None, _after(token), size + 1), size, "id")
+
+    async def revoke_api_key(self, caller: Caller, key_id: str) -> asyncpg.Record:
+        row = await self.store.get_key(key_id)
+        if row is None or (caller.role is not Role.PLATFORM_ADMIN and row["tenant_id"] != caller.tenant_id):
+            raise not_found("api_key")
+        if row["tenant_id"] is None:
+            self._platform(caller)
+        else:
+            self._tenant_admin(caller, row["tenant_id"])
+        revoked = await self.store.revoke_key(key_id)
+        await self._audit(caller, row["tenant_id"], "RevokeApiKey", key_id)
+        return revoked
+
+    async def create_domain(self, caller: Caller, name: str, description: str) -> asyncpg.Record:
+        self._platform(caller)
+        check_identifier(name, "domain")
+        try:
+            row = await self.store.create_domain(name, description)
+        except DuplicateError:
+            raise _exists("domain") from None
+        await self._audit(caller, None, "CreateDomain", name)
+        return row
+
+    async def list_domains(self, caller: Caller, page_size: int, token: str) -> tuple[list, str]:
+        size = clamp_page_size(page_size)
+        rows = await self.store.list_domains(_after(token), size + 1)
+        if caller.role is not Role.PLATFORM_ADMIN:
+            # A tenant learns only the domains it is a member of.
+            rows = [r for r in rows if r["name"] in caller.domains]
+        return _page(rows, size, "name")
+
+    async def grant_domain(self, caller: Caller, domain: str, tenant_id: str, can_write: bool | None) -> asyncpg.Record:
+        self._platform(caller)
+        if can_write is None:
+            raise invalid("ACCESS_REQUIRED", "access is required")
+        check_identifier(domain, "domain")
+        check_identifier(tenant_id, "tenant")
+        try:
+            row = await self.store.grant(domain, tenant_id, can_write)
+        except MissingParentError:
+            raise not_found("domain_or_tenant") from None
+        await self._audit(caller, tenant_id, "GrantDomain", domain, {"can_write": can_write})
+        return row
+
+    async def revoke_domain_grant(self, caller: Caller, domain: str, tenant_id: str) -> None:
+        self._platform(caller)
+        if not await self.store.revoke_grant(domain, tenant_id):
+            raise not_found("grant")
+        await self._audit(caller, tenant_id, "RevokeDomainGrant", domain)
+
+    async def list_domain_grants(self, caller: Caller, domain: str | None, tenant_id: str | None) -> list:
+        if caller.role is not Role.PLATFORM_ADMIN:
+            self._tenant_admin(caller, tenant_id or "")
+        return await self.store.list_grants(domain or None, tenant_id or None)
+
+    async def list_audit_events(self, caller: Caller, tenant_id: str | None, page_size: int, token: str) -> tuple[list, str]:
+        if caller.role is not Role.PLATFORM_ADMIN:
+            self._tenant_admin(caller, tenant_id or "")
+        size = clamp_page_size(page_size)
+        return _page(await self.store.list_audit(tenant_id or None, _after(token), size + 1), size, "id")
+
+    async def bootstrap(self, tenant_id: str) -> tuple[str, str] | None:
+        """On an empty database: the first tenant with an admin key, and a platform admin key.
+
+        Returns (platform admin secret, tenant admin secret) once; None when already set up.
+        """
+        if await self.store.count_tenants() > 0:
+            return None
+        system = Caller(key_id="bootstrap", role=Role.PLATFORM_ADMIN, tenant_id=None, agent_id=None)
+        _, platform_secret = await self._new_key(system, None, None, Role.PLATFORM_ADMIN, "bootstrap platform admin")
+        _, _, tenant_secret = await self.create_tenant(system, tenant_id, tenant_id, 0, True)
+        return platform_secret, tenant_secret

@@ -1,0 +1,58 @@
+"""Resolves an API key (and an optional acting agent) to a Caller, with a short cache."""
+from __future__ import annotations
+
+import time
+
+from ..core.caller import Caller, Role
+from ..core.errors import Code, MemplaneError, not_found
+from ..core.keys import secret_matches, split_key
+from ..core.validation import check_identifier
+from ..stores.postgres.tenancy import TenancyStore
+
+# Revocations and grant changes take effect within this many seconds on every instance.
+CACHE_SECONDS = 2.0
+_DUMMY_HASH = b"\x00" * 32
+
+
+def unauthenticated(message: str = "a valid API key is required") -> MemplaneError:
+    return MemplaneError(Code.UNAUTHENTICATED, "INVALID_API_KEY", message)
+
+
+class Authenticator:
+    def __init__(self, tenancy: TenancyStore) -> None:
+        self.tenancy = tenancy
+        self._cache: dict[tuple[str, str | None], tuple[float, Caller]] = {}
+
+    async def resolve(self, presented: str | None, acting_agent: str | None) -> Caller:
+        if not presented:
+            raise MemplaneError(Code.UNAUTHENTICATED, "API_KEY_REQUIRED", "send `authorization: Bearer <api key>`")
+        cache_key = (presented, acting_agent)
+        hit = self._cache.get(cache_key)
+        if hit and hit[0] > time.monotonic():
+            return hit[1]
+        caller = await self._resolve(presented, acting_agent)
+        if len(self._cache) > 10_000:
+            self._cache.clear()
+        self._cache[cache_key] = (time.monotonic() + CACHE_SECONDS, caller)
+        return caller
+
+    async def _resolve(self, presented: str, acting_agent: str | None) -> Caller:
+        parts = split_key(presented)
+        row = await self.tenancy.get_key(parts[0]) if parts else None
+        # Compare against something even when the key id is unknown, so timing does not tell.
+        valid = secret_matches(parts[1] if parts else presented, row["secret_hash"] if row else _DUMMY_HASH)
+        if row is None or not valid or row["revoked_at"] is not None:
+            raise unauthenticated()
+        role = Role(row["role"])
+        agent = row["agent_id"]
+        if acting_agent:
+            if agent is not None and acting_agent != agent:
+                raise MemplaneError(Code.PERMISSION_DENIED, "AGENT_MISMATCH", "this key is bound to another agent")
+            if role is Role.PLATFORM_ADMIN:
+                raise MemplaneError(Code.PERMISSION_DENIED, "NO_TENANT", "platform admin keys act on no tenant")
+            check_identifier(acting_agent, "agent")
+            if not await self.tenancy.agent_exists(row["tenant_id"], acting_agent):
+                raise not_found("agent")
+            agent = acting_agent
+        domains = await self.tenancy.grants_of(row["tenant_id"]) if row["tenant_id"] else {}
+        return Caller(key_id=row["id"], role=role, tenant_id=row["tenant_id"], agent_id=agent, domains=domains)

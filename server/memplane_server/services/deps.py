@@ -1,0 +1,23 @@
+"""What the use cases share: settings, stores and models, built once at start."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..llm.embedders import Embedder
+from ..llm.reflection import ReflectionModel
+from ..settings import Settings
+from ..stores.postgres.jobs import JobStore
+from ..stores.postgres.memories import MemoryStore
+from ..stores.postgres.tenancy import TenancyStore
+from ..stores.redis.working import WorkingStore
+
+
+@dataclass
+class Deps:
+    settings: Settings
+    memories: MemoryStore
+    tenancy: TenancyStore
+    jobs: JobStore
+    working: WorkingStore
+    embedder: Embedder
+    reflection_model: ReflectionModel | None

@@ -1,0 +1,47 @@
+"""Forget: by ids or by filter, soft (restorable) or hard (erased with its history), or a dry run."""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from ..core.caller import Caller
+from ..core.errors import invalid
+from ..core.model import MemoryFilter
+from .deps import Deps
+from .memories import parse_memory_id
+
+
+@dataclass(frozen=True)
+class ForgetResult:
+    count: int
+    ids: list[uuid.UUID]
+
+
+class ForgetService:
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+
+    async def forget(
+        self, caller: Caller, *, ids: list[str] | None, f: MemoryFilter | None, hard: bool, dry_run: bool, reason: str
+    ) -> ForgetResult:
+        caller.require_writer()
+        if (ids is None) == (f is None):
+            raise invalid("TARGET_REQUIRED", "give exactly one of ids or filter")
+        if ids is not None:
+            if not ids:
+                raise invalid("IDS_REQUIRED", "ids must not be empty")
+            if len(ids) > self.deps.settings.max_batch:
+                raise invalid("BATCH_TOO_LARGE", f"at most {self.deps.settings.max_batch} ids per call")
+        if f is not None and f.is_empty():
+            # An empty filter would forget everything visible: too easy to send by mistake.
+            raise invalid("FILTER_REQUIRED", "a forget filter needs at least one condition")
+        parsed = [u for u in (parse_memory_id(i, strict=False) for i in ids or []) if u is not None] if ids is not None else None
+        count, forgotten = await self.deps.memories.forget(
+            caller, ids=parsed, f=f, hard=hard, dry_run=dry_run, actor=caller.key_id, reason=reason
+        )
+        if not dry_run and count:
+            await self.deps.tenancy.audit(
+                caller.tenant_id, caller.key_id, "Forget", f"{count} memories",
+                {"hard": hard, "reason": reason, "ids": [str(i) for i in forgotten[:100]]},
+            )
+        return ForgetResult(count, forgotten)

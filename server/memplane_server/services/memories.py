@@ -1,0 +1,157 @@
+"""Reading and changing single memories: get, list, update, history, feedback, stats."""
+from __future__ import annotations
+
+import uuid
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from ..core.caller import Caller
+from ..core.errors import invalid, not_found
+from ..core.model import HistoryEntry, MemoryFilter, MemoryRecord, Status
+from ..core.paging import decode_token, encode_token
+from ..core.tokens import keyword_tokens
+from ..core.validation import check_confidence, check_content, check_free_id, clamp_page_size
+from ..stores.postgres.memories import UPDATABLE
+from .deps import Deps
+
+FEEDBACK_STEP = 0.1
+
+
+def parse_memory_id(value: str, *, strict: bool = True) -> uuid.UUID | None:
+    """A malformed id is as unknown as another tenant's id: NOT_FOUND, not a hint."""
+    try:
+        return uuid.UUID(value)
+    except (ValueError, AttributeError, TypeError):
+        if strict:
+            raise not_found("memory") from None
+        return None
+
+
+class MemoriesService:
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+
+    async def get(self, caller: Caller, memory_id: str) -> MemoryRecord:
+        caller.require_tenant()
+        record = await self.deps.memories.get(caller, parse_memory_id(memory_id))
+        if record is None:
+            raise not_found("memory")
+        return record
+
+    async def list(
+        self, caller: Caller, f: MemoryFilter, page_size: int, page_token: str
+    ) -> tuple[list[MemoryRecord], str]:
+        caller.require_tenant()
+        size = clamp_page_size(page_size)
+        position = decode_token(page_token, 2)
+        try:
+            after = (datetime.fromisoformat(position[0]), uuid.UUID(position[1])) if position else None
+        except (TypeError, ValueError):
+            raise invalid("INVALID_PAGE_TOKEN", "page_token is not one this server issued") from None
+        rows = await self.deps.memories.list(caller, f, limit=size + 1, after=after)
+        page = rows[:size]
+        token = encode_token([page[-1].created_at.isoformat(), str(page[-1].id)]) if len(rows) > size else ""
+        return page, token
+
+    async def update(self, caller: Caller, memory_id: str, changes: dict[str, Any], *, reason: str = "") -> MemoryRecord:
+        caller.require_writer()
+        mid = parse_memory_id(memory_id)
+        if not changes:
+            raise invalid("UPDATE_MASK_REQUIRED", "update_mask must name at least one field")
+        unknown = set(changes) - UPDATABLE
+        if unknown:
+            raise invalid("FIELD_NOT_UPDATABLE", f"cannot update: {', '.join(sorted(unknown))}")
+        limit = self.deps.settings.max_content_bytes
+        if "content" in changes:
+            check_content(changes["content"], limit)
+        if changes.get("context"):
+            check_content(changes["context"], limit, "context")
+        if "confidence" in changes:
+            check_confidence(changes["confidence"])
+        if "user_id" in changes:
+            changes["user_id"] = check_free_id(changes["user_id"], "user_id")
+        if "status" in changes:
+            if changes["status"] not in (Status.ACTIVE, Status.PENDING, Status.DELETED):
+                raise invalid("INVALID_STATUS", "status may be set to active, pending or deleted")
+            changes["status"] = changes["status"].value
+        current = await self.deps.memories.get(caller, mid)
+        if current is None:
+            raise not_found("memory")
+        if current.scope.value == "private" and current.agent_id != caller.agent_id:
+            raise not_found("memory")
+        embedding = keywords = None
+        if "content" in changes or "context" in changes:
+            content = changes.get("content", current.content)
+            context = changes.get("context", current.context)
+            text = f"{content}\n{context}" if context else content
+            vector = (await self.deps.embedder.embed_passages([text]))[0]
+            embedding = (vector, self.deps.embedder.model_id)
+            keywords = " ".join(keyword_tokens(text))
+        action = "updated"
+        if changes.get("status") == "deleted":
+            action = "deleted"
+        elif current.status is Status.DELETED and changes.get("status") in ("active", "pending"):
+            action = "restored"
+        record = await self.deps.memories.update(
+            caller, mid, changes, embedding=embedding, keywords=keywords, action=action, actor=caller.key_id,
+            reason=reason,
+        )
+        if record is None:
+            raise not_found("memory")
+        return record
+
+    async def history(
+        self, caller: Caller, *, memory_id: str | None, entity: str | None, attribute: str | None,
+        page_size: int, page_token: str,
+    ) -> tuple[list[HistoryEntry], str]:
+        caller.require_tenant()
+        if (memory_id is None) == (entity is None):
+            raise invalid("SUBJECT_REQUIRED", "give exactly one of memory_id or entity")
+        if entity is not None and not entity.strip():
+            raise invalid("ENTITY_REQUIRED", "entity must not be empty")
+        size = clamp_page_size(page_size)
+        position = decode_token(page_token, 1)
+        if position and not isinstance(position[0], int):
+            raise invalid("INVALID_PAGE_TOKEN", "page_token is not one this server issued")
+        mid = parse_memory_id(memory_id) if memory_id is not None else None
+        if mid is not None and await self.deps.memories.get(caller, mid) is None:
+            raise not_found("memory")
+        rows = await self.deps.memories.history(
+            caller, memory_id=mid, entity=entity, attribute=attribute or None, limit=size + 1,
+            before_seq=position[0] if position else None,
+        )
+        page = rows[:size]
+        token = encode_token([page[-1][0]]) if len(rows) > size else ""
+        return [entry for _, entry in page], token
+
+    async def feedback(self, caller: Caller, memory_ids: list[str], useful: bool, comment: str) -> list[MemoryRecord]:
+        caller.require_writer()
+        if not memory_ids:
+            raise invalid("IDS_REQUIRED", "memory_ids must not be empty")
+        if len(memory_ids) > self.deps.settings.max_batch:
+            raise invalid("BATCH_TOO_LARGE", f"at most {self.deps.settings.max_batch} ids per call")
+        # Every id is checked before any changes, so an unknown id changes nothing.
+        found = []
+        for raw in memory_ids:
+            current = await self.deps.memories.get(caller, parse_memory_id(raw))
+            if current is None:
+                raise not_found("memory")
+            found.append(current)
+        out = []
+        for current in found:
+            mid = current.id
+            step = FEEDBACK_STEP if useful else -FEEDBACK_STEP
+            confidence = round(min(1.0, max(0.0, current.confidence + step)), 4)
+            record = await self.deps.memories.update(
+                caller, mid, {"confidence": confidence}, embedding=None, keywords=None, action="feedback",
+                actor=caller.key_id, reason=comment[:500],
+            )
+            if record is None:
+                raise not_found("memory")
+            out.append(record)
+        return out
+
+    async def stats(self, caller: Caller, f: MemoryFilter) -> dict[str, Any]:
+        caller.require_tenant()
+        return await self.deps.memories.stats(caller, f if f.statuses else replace(f, statuses=tuple(Status)))

@@ -1,0 +1,235 @@
+"""Reflect: distil a finished task or a session into typed memories and a summary.
+
+Without an LLM it does the deterministic part: near-duplicates of the session merge (newest
+wins) and the session's current facts are summarised. With MEMPLANE_LLM_MODEL set, the model
+is asked for typed memories, which are validated and stored like any other write.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+
+import numpy as np
+
+from ..core.caller import Caller, Role
+from ..core.errors import invalid
+from ..core.model import Kind, MemoryDraft, MemoryFilter, MemoryRecord, Scope
+from ..core.validation import check_content, check_free_id
+from .deps import Deps
+from .operations import OperationView, operation_from_row
+from .write import WriteService
+
+log = logging.getLogger(__name__)
+
+OUTCOMES = ("unspecified", "success", "failure", "partial")
+
+
+@dataclass(frozen=True)
+class TaskStep:
+    action: str
+    observation: str = ""
+    occurred_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Task:
+    task_id: str
+    request: str
+    steps: tuple[TaskStep, ...] = ()
+    outcome: str = "unspecified"
+    feedback: str = ""
+
+
+@dataclass(frozen=True)
+class ReflectInput:
+    task: Task | None = None
+    session_id: str | None = None
+    user_id: str | None = None
+    scope: Scope | None = None
+    domain: str | None = None
+    mode: str = "auto"  # auto | sync | async
+
+
+@dataclass
+class ReflectOutcome:
+    memories: list[MemoryRecord] = field(default_factory=list)
+    summary: str = ""
+    merged_count: int = 0
+    used_llm: bool = False
+
+
+def caller_to_json(caller: Caller) -> dict:
+    return {"key_id": caller.key_id, "role": caller.role.value, "tenant_id": caller.tenant_id,
+            "agent_id": caller.agent_id, "domains": caller.domains}
+
+
+def caller_from_json(d: dict) -> Caller:
+    return Caller(d["key_id"], Role(d["role"]), d["tenant_id"], d["agent_id"], dict(d["domains"]))
+
+
+def input_to_json(r: ReflectInput) -> dict:
+    data = asdict(r)
+    data["scope"] = r.scope.value if r.scope else None
+    if r.task:
+        data["task"]["steps"] = [
+            {**asdict(s), "occurred_at": s.occurred_at.isoformat() if s.occurred_at else None} for s in r.task.steps
+        ]
+    return data
+
+
+def input_from_json(d: dict) -> ReflectInput:
+    task = None
+    if d.get("task"):
+        t = d["task"]
+        steps = tuple(
+            TaskStep(s["action"], s["observation"], datetime.fromisoformat(s["occurred_at"]) if s["occurred_at"] else None)
+            for s in t["steps"]
+        )
+        task = Task(t["task_id"], t["request"], steps, t["outcome"], t["feedback"])
+    return ReflectInput(task, d.get("session_id"), d.get("user_id"), Scope(d["scope"]) if d.get("scope") else None,
+                        d.get("domain"), d.get("mode", "auto"))
+
+
+def near_duplicate_groups(vectors: np.ndarray, keys: list[tuple], threshold: float) -> list[list[int]]:
+    """Indices (oldest first) grouped when cosine >= threshold and their (scope, kind, ...) keys match."""
+    if len(vectors) == 0:
+        return []
+    sims = vectors @ vectors.T
+    parent = list(range(len(vectors)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i in range(len(vectors)):
+        for j in range(i + 1, len(vectors)):
+            if keys[i] == keys[j] and sims[i, j] >= threshold:
+                parent[root(j)] = root(i)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(vectors)):
+        groups.setdefault(root(i), []).append(i)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def session_summary(session_id: str, records: list[MemoryRecord]) -> str:
+    facts = [r for r in records if r.kind in (Kind.FACT, Kind.PREFERENCE)]
+    lines = [f"Session {session_id}: {len(records)} active memories."]
+    structured = sorted({(r.entity, r.attribute): r for r in facts if r.entity}.values(), key=lambda r: (r.entity, r.attribute or ""))
+    for r in structured:
+        lines.append(f"- {r.entity}{'.' + r.attribute if r.attribute else ''} = {r.value or r.content}")
+    for r in facts:
+        if not r.entity:
+            lines.append(f"- {r.kind.value}: {r.content}")
+    if len(lines) == 1:
+        lines.append("No facts or preferences recorded yet.")
+    return "\n".join(lines)
+
+
+def task_transcript(task: Task) -> str:
+    parts = [f"Task {task.task_id}", f"Request: {task.request}"]
+    for n, step in enumerate(task.steps, start=1):
+        parts.append(f"Step {n}: {step.action}" + (f"\n  Observation: {step.observation}" if step.observation else ""))
+    parts.append(f"Outcome: {task.outcome}")
+    if task.feedback:
+        parts.append(f"Feedback: {task.feedback}")
+    return "\n".join(parts)
+
+
+def task_summary(task: Task) -> str:
+    text = f"Task {task.task_id} ({task.outcome}): {task.request} — {len(task.steps)} steps."
+    if task.feedback:
+        text += f" Feedback: {task.feedback}"
+    return text
+
+
+class ReflectService:
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+        self.writer = WriteService(deps)
+
+    def _check(self, caller: Caller, r: ReflectInput) -> None:
+        caller.require_writer()
+        if (r.task is None) == (r.session_id is None):
+            raise invalid("INPUT_REQUIRED", "give exactly one of task or session")
+        limit = self.deps.settings.max_content_bytes
+        if r.task:
+            check_content(r.task.request, limit, "request")
+            check_free_id(r.task.task_id, "task_id")
+            if len(task_transcript(r.task).encode()) > limit * 16:
+                raise invalid("TASK_TOO_LARGE", "the task trajectory is too large")
+        else:
+            if not (r.session_id or "").strip():
+                raise invalid("SESSION_REQUIRED", "session_id is required")
+            check_free_id(r.session_id, "session_id")
+        caller.check_write_scope(r.scope or caller.default_scope(), r.domain)
+
+    async def reflect(self, caller: Caller, r: ReflectInput) -> ReflectOutcome | OperationView:
+        self._check(caller, r)
+        size = len(r.task.steps) if r.task else await self._session_size(caller, r)
+        if r.mode == "async" or (r.mode == "auto" and size > self.deps.settings.reflect_sync_max_items):
+            return await self.enqueue(caller, r)
+        return await self.run(caller, r)
+
+    async def enqueue(self, caller: Caller, r: ReflectInput) -> OperationView:
+        row = await self.deps.jobs.enqueue(caller.require_tenant(), "reflect", input_to_json(r), caller_to_json(caller))
+        return operation_from_row(row)
+
+    async def _session_size(self, caller: Caller, r: ReflectInput) -> int:
+        stats = await self.deps.memories.stats(caller, MemoryFilter(session_id=r.session_id, user_id=r.user_id))
+        return stats["total"]
+
+    async def run(self, caller: Caller, r: ReflectInput) -> ReflectOutcome:
+        outcome = ReflectOutcome()
+        if r.session_id:
+            outcome.merged_count = await self._merge_session(caller, r)
+            records = await self.deps.memories.list(
+                caller, MemoryFilter(session_id=r.session_id, user_id=r.user_id), limit=5000, after=None
+            )
+            records.reverse()  # oldest first reads as the session went
+            transcript = "\n".join(f"[{m.kind.value}] {m.content}" for m in records)
+            summary = session_summary(r.session_id, records)
+            source = ("session", r.session_id)
+        else:
+            assert r.task is not None
+            transcript = task_transcript(r.task)
+            summary = task_summary(r.task)
+            source = ("task", r.task.task_id)
+        drafts: list[MemoryDraft] = []
+        model = self.deps.reflection_model
+        if model is not None and transcript.strip():
+            reflection = await model.reflect(transcript)
+            outcome.used_llm = True
+            summary = reflection.summary or summary
+            drafts = [self._draft(r, m.kind, m.content, m.context, m.confidence, source) for m in reflection.memories]
+        drafts.append(self._draft(r, Kind.SUMMARY, summary, "", 1.0, source))
+        outcome.summary = summary
+        outcome.memories = await self.writer.write(caller, drafts)
+        return outcome
+
+    def _draft(self, r: ReflectInput, kind: Kind, content: str, context: str, confidence: float, source: tuple) -> MemoryDraft:
+        limit = self.deps.settings.max_content_bytes
+        return MemoryDraft(
+            scope=r.scope, domain=r.domain, agent_id=None, layer=None, kind=kind,
+            content=content.encode()[:limit].decode(errors="ignore"), context=context, confidence=confidence,
+            user_id=r.user_id, session_id=r.session_id or (r.task.task_id if r.task else None),
+            source_type=source[0], source_id=source[1], occurred_at=datetime.now(timezone.utc),
+        )
+
+    async def _merge_session(self, caller: Caller, r: ReflectInput) -> int:
+        rows = await self.deps.memories.embeddings_of(caller, MemoryFilter(session_id=r.session_id, user_id=r.user_id))
+        if len(rows) < 2:
+            return 0
+        vectors = np.stack([v for _, v in rows])
+        keys = [(m.scope, m.domain, m.agent_id, m.kind) for m, _ in rows]
+        merged = 0
+        for group in near_duplicate_groups(vectors, keys, self.deps.settings.dedup_threshold):
+            newest = max(group, key=lambda i: (rows[i][0].created_at, str(rows[i][0].id)))
+            older = [rows[i][0].id for i in group if i != newest]
+            done = await self.deps.memories.supersede(
+                caller, older, action="merged", actor="reflect", reason=f"near-duplicate of {rows[newest][0].id}"
+            )
+            merged += len(done)
+        return merged

@@ -1,0 +1,145 @@
+"""Search: vector and keyword channels (and the session's working memory) run concurrently,
+fused by reciprocal rank fusion, weighted by scope, cut to top_k and a token budget."""
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+from ..core.caller import Caller
+from ..core.errors import invalid
+from ..core.fusion import reciprocal_rank_fusion
+from ..core.model import DEFAULT_SCOPE_ORDER, Layer, MemoryFilter, MemoryRecord, Scope, ScoreComponent, SearchHit
+from ..core.tokens import keyword_tokens, tsquery_from_tokens
+from ..stores.postgres.memories import Scored
+from .deps import Deps
+from .working import WorkingService, item_to_record, item_vector
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    text: str
+    filter: MemoryFilter = MemoryFilter()
+    top_k: int = 0
+    token_budget: int = 0
+    as_of: datetime | None = None
+    scope_weights: dict[Scope, float] = field(default_factory=dict)
+    scope_order: tuple[Scope, ...] = ()
+    explain: bool = False
+
+
+def approx_tokens(text: str) -> int:
+    # About four characters a token for English; CJK runs closer to one a character, so
+    # take the larger estimate to stay inside the caller's budget.
+    cjk = sum(1 for ch in text if "\u3400" <= ch <= "\u9fff")
+    return max(len(text) // 4, cjk) + 1
+
+
+class SearchService:
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+        self._background: set[asyncio.Task] = set()
+
+    def _check(self, q: SearchQuery) -> int:
+        s = self.deps.settings
+        if not q.text or not q.text.strip():
+            raise invalid("QUERY_REQUIRED", "query must not be empty or blank")
+        if len(q.text.encode()) > s.max_query_bytes:
+            raise invalid("QUERY_TOO_LARGE", f"query is over {s.max_query_bytes} bytes", limit=str(s.max_query_bytes))
+        if q.top_k < 0 or q.token_budget < 0:
+            raise invalid("INVALID_LIMIT", "top_k and token_budget must not be negative")
+        for weight in q.scope_weights.values():
+            if not weight >= 0:
+                raise invalid("INVALID_SCOPE_WEIGHT", "scope weights must be non-negative numbers")
+        # Above the maximum is capped, not refused: a caller asking for "many" gets the most we give.
+        return min(q.top_k or s.search_default_top_k, s.search_max_top_k)
+
+    async def search(self, caller: Caller, q: SearchQuery) -> list[SearchHit]:
+        top_k = self._check(q)
+        caller.require_tenant()
+        limit = max(self.deps.settings.search_candidates, top_k)
+        tsquery = tsquery_from_tokens(keyword_tokens(q.text))
+        query_vector = await self.deps.embedder.embed_query(q.text)
+
+        persistent = any(layer is not Layer.WORKING for layer in q.filter.layers) or not q.filter.layers
+        tasks: dict[str, asyncio.Future] = {}
+        if persistent:
+            tasks["vector"] = asyncio.ensure_future(
+                self.deps.memories.vector_search(caller, q.filter, query_vector, limit=limit, as_of=q.as_of)
+            )
+            if tsquery:
+                tasks["keyword"] = asyncio.ensure_future(
+                    self.deps.memories.keyword_search(caller, q.filter, tsquery, limit=limit, as_of=q.as_of)
+                )
+        if q.filter.session_id and q.filter.wants_layer(Layer.WORKING) and q.as_of is None:
+            tasks["working"] = asyncio.ensure_future(self._working_channel(caller, q, query_vector, limit))
+        results: dict[str, list[Scored]] = dict(zip(tasks, await asyncio.gather(*tasks.values())))
+
+        records: dict[str, MemoryRecord] = {}
+        signals: dict[str, dict[str, float]] = {}
+        for channel, scored in results.items():
+            for s in scored:
+                key = str(s.record.id)
+                records[key] = s.record
+                signals.setdefault(key, {})[channel] = s.score
+        fused = reciprocal_rank_fusion({ch: [str(s.record.id) for s in sc] for ch, sc in results.items()})
+
+        order = q.scope_order or DEFAULT_SCOPE_ORDER
+        hits = []
+        for key, (rrf, ranks) in fused.items():
+            record = records[key]
+            weight = q.scope_weights.get(record.scope, 1.0)
+            explanation = []
+            if q.explain:
+                explanation = [
+                    ScoreComponent(ch, signals[key][ch], ranks[ch], f"{ch} channel") for ch in results if ch in ranks
+                ]
+                explanation.append(ScoreComponent("rrf", rrf, 0, "reciprocal rank fusion, k=60"))
+                explanation.append(ScoreComponent("scope_weight", weight, 0, f"scope {record.scope.value}"))
+            hits.append(SearchHit(record, rrf * weight, explanation))
+        rank_of_scope = {scope: i for i, scope in enumerate(order)}
+        hits.sort(key=lambda h: (-h.score, rank_of_scope.get(h.memory.scope, len(order))))
+        hits = [h for h in hits if h.score > 0][:top_k]
+        hits = self._within_budget(hits, q.token_budget)
+        self._mark_used([h.memory.id for h in hits if h.memory.layer is not Layer.WORKING])
+        return hits
+
+    @staticmethod
+    def _within_budget(hits: list[SearchHit], budget: int) -> list[SearchHit]:
+        if not budget:
+            return hits
+        kept, used = [], 0
+        for hit in hits:
+            cost = approx_tokens(hit.memory.content)
+            if kept and used + cost > budget:
+                break
+            kept.append(hit)
+            used += cost
+        return kept
+
+    async def _working_channel(self, caller: Caller, q: SearchQuery, query_vector: np.ndarray, limit: int) -> list[Scored]:
+        _, items, _ = await WorkingService(self.deps).read(caller, q.filter.session_id or "")
+        f = q.filter
+        items = [
+            i for i in items
+            if (not f.kinds or any(k.value == i["kind"] for k in f.kinds))
+            and (not f.user_id or i["user_id"] == f.user_id)
+            and set(f.tags) <= set(i["tags"])
+        ]
+        if not items:
+            return []
+        similarities = np.stack([item_vector(i) for i in items]) @ query_vector
+        order = np.argsort(-similarities)[:limit]
+        return [Scored(item_to_record(items[i]), float(similarities[i])) for i in order]
+
+    def _mark_used(self, ids: list) -> None:
+        # Usage counters are bookkeeping: the caller should not wait for them.
+        task = asyncio.ensure_future(self.deps.memories.mark_used(ids))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        task.add_done_callback(lambda t: t.cancelled() or t.exception() and log.warning("mark_used: %s", t.exception()))

@@ -1,0 +1,151 @@
+"""Write: validate, embed in one batch, store persistent memories in one transaction and
+working-layer items in Redis."""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import replace
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..core.caller import Caller
+from ..core.errors import Code, MemplaneError, invalid
+from ..core.model import KIND_LAYER, Layer, MemoryDraft, MemoryRecord, Scope, Status
+from ..core.tokens import keyword_tokens
+from ..core.validation import check_confidence, check_content, check_free_id, check_identifier
+from ..stores.postgres.memories import StoredDraft
+from ..stores.redis.working import WorkingSession
+from .deps import Deps
+from .operations import OperationView
+
+if TYPE_CHECKING:
+    from .reflect import ReflectService
+
+log = logging.getLogger(__name__)
+
+
+class WriteService:
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+
+    def prepare(self, caller: Caller, draft: MemoryDraft, index: int) -> MemoryDraft:
+        """Resolves defaults and checks one draft; errors name the item."""
+        s = self.deps.settings
+        try:
+            if draft.kind is None:
+                raise invalid("KIND_REQUIRED", "kind is required")
+            layer = draft.layer or KIND_LAYER[draft.kind]
+            if layer is not Layer.WORKING and layer is not KIND_LAYER[draft.kind]:
+                raise invalid("LAYER_KIND_MISMATCH", f"kind {draft.kind.value} belongs to layer {KIND_LAYER[draft.kind].value}")
+            scope = draft.scope or caller.default_scope()
+            caller.check_write_scope(scope, draft.domain)
+            check_content(draft.content, s.max_content_bytes)
+            if draft.context:
+                check_content(draft.context, s.max_content_bytes, "context")
+            check_confidence(draft.confidence)
+            for name in ("user_id", "session_id", "entity", "attribute", "source_type", "source_id"):
+                check_free_id(getattr(draft, name), name)
+            if draft.value is not None and len(draft.value.encode()) > s.max_content_bytes:
+                raise invalid("VALUE_TOO_LARGE", "value is over the content limit")
+            for tag in draft.tags:
+                check_free_id(tag, "tag")
+            if draft.valid_from and draft.valid_to and draft.valid_to < draft.valid_from:
+                raise invalid("INVALID_VALIDITY", "valid_to is before valid_from")
+            if layer is Layer.WORKING:
+                if not draft.session_id:
+                    raise invalid("SESSION_REQUIRED", "working memory needs a session_id")
+                if draft.ttl_seconds is not None and draft.ttl_seconds <= 0:
+                    raise invalid("INVALID_TTL", "ttl must be positive")
+            elif draft.ttl_seconds is not None or draft.state_key:
+                raise invalid("TTL_ONLY_FOR_WORKING", "ttl and state_key apply to the working layer only")
+        except Exception as exc:
+            if hasattr(exc, "metadata"):
+                exc.metadata["index"] = str(index)  # type: ignore[attr-defined]
+            raise
+        domain = check_identifier(draft.domain, "domain") if scope is Scope.DOMAIN else None
+        agent = caller.agent_id if scope is Scope.PRIVATE else (caller.agent_id or None)
+        return replace(draft, scope=scope, layer=layer, domain=domain, agent_id=agent)
+
+    def prepare_all(self, caller: Caller, drafts: list[MemoryDraft]) -> list[MemoryDraft]:
+        if not drafts:
+            raise invalid("MEMORIES_REQUIRED", "at least one memory is required")
+        if len(drafts) > self.deps.settings.max_batch:
+            raise invalid("BATCH_TOO_LARGE", f"at most {self.deps.settings.max_batch} memories per call")
+        caller.require_writer()
+        return [self.prepare(caller, d, i) for i, d in enumerate(drafts)]
+
+    async def write(self, caller: Caller, drafts: list[MemoryDraft]) -> list[MemoryRecord]:
+        """Validates everything first, so a bad item leaves nothing of the batch written."""
+        ready = self.prepare_all(caller, drafts)
+        vectors = await self.deps.embedder.embed_passages([d.embedding_text for d in ready])
+        now = datetime.now(timezone.utc)
+        persistent = [(i, d) for i, d in enumerate(ready) if d.layer is not Layer.WORKING]
+        working = [(i, d) for i, d in enumerate(ready) if d.layer is Layer.WORKING]
+        out: list[MemoryRecord | None] = [None] * len(ready)
+        if persistent:
+            stored = await self.deps.memories.insert(
+                caller.require_tenant(),
+                [
+                    StoredDraft(
+                        draft=d,
+                        embedding=vectors[i],
+                        keywords=" ".join(keyword_tokens(d.embedding_text)),
+                        status=Status.PENDING if d.confidence < self.deps.settings.pending_threshold else Status.ACTIVE,
+                        occurred_at=d.occurred_at or now,
+                    )
+                    for i, d in persistent
+                ],
+                embedding_model=self.deps.embedder.model_id,
+                actor=caller.key_id,
+            )
+            for (i, _), record in zip(persistent, stored):
+                out[i] = record
+        if working:
+            for (i, d), record in zip(working, await self._write_working(caller, working, vectors, now)):
+                out[i] = record
+        return [r for r in out if r is not None]
+
+    async def _write_working(
+        self, caller: Caller, items: list[tuple[int, MemoryDraft]], vectors: np.ndarray, now: datetime
+    ) -> list[MemoryRecord]:
+        from .working import item_to_record, new_item
+
+        by_session: dict[str, list[dict]] = {}
+        records = []
+        for i, d in items:
+            ttl = d.ttl_seconds or self.deps.settings.working_ttl_seconds
+            item = new_item(caller, d, vectors[i], now, ttl)
+            by_session.setdefault(d.session_id or "", []).append(item)
+            records.append(item_to_record(item))
+        for session_id, session_items in by_session.items():
+            ttl = max(int(it["expire_at"] - time.time()) + 1 for it in session_items)
+            await self.deps.working.append(
+                WorkingSession(caller.require_tenant(), caller.agent_id, session_id), session_items, ttl
+            )
+        return records
+
+
+    async def write_with_infer(
+        self, caller: Caller, drafts: list[MemoryDraft], infer: str | None, reflector: ReflectService
+    ) -> tuple[list[MemoryRecord], OperationView | None]:
+        """Stores the raw input first; extraction (if asked) runs after, so an LLM failure loses nothing."""
+        if infer is None:
+            return await self.write(caller, drafts), None
+        if self.deps.reflection_model is None:
+            raise MemplaneError(Code.FAILED_PRECONDITION, "LLM_NOT_CONFIGURED", "set MEMPLANE_LLM_MODEL to use infer")
+        sessions = {d.session_id for d in drafts}
+        if len(sessions) != 1 or None in sessions:
+            raise invalid("SESSION_REQUIRED", "infer needs every memory of the call in one session_id")
+        records = await self.write(caller, drafts)
+        from .reflect import ReflectInput
+
+        request = ReflectInput(session_id=sessions.pop(), mode="async")
+        if infer == "sync":
+            try:
+                await reflector.run(caller, request)
+                return records, None
+            except Exception as exc:  # the model failed: keep the write, leave a retriable job
+                log.warning("synchronous extraction failed, queued for retry: %s", exc)
+        return records, await reflector.enqueue(caller, request)

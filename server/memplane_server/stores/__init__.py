@@ -1,0 +1,1 @@
+"""All SQL and Redis access lives here."""

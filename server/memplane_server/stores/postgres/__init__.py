@@ -1,0 +1,1 @@
+"""PostgreSQL stores: pool, migrations, memories, tenancy, jobs."""

@@ -1,0 +1,74 @@
+"""The durable job queue: rows claimed with FOR UPDATE SKIP LOCKED, retried with backoff."""
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import asyncpg
+
+
+class JobStore:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+
+    async def enqueue(self, tenant_id: str, job_type: str, payload: dict, caller: dict) -> asyncpg.Record:
+        return await self.pool.fetchrow(
+            "INSERT INTO jobs (tenant_id, id, type, state, payload, caller) VALUES ($1, $2, $3, 'pending', $4, $5)"
+            " RETURNING *",
+            tenant_id, uuid.uuid4(), job_type, payload, caller,
+        )
+
+    async def claim(self) -> asyncpg.Record | None:
+        """Takes the oldest ready job; a crashed worker's job becomes ready again after its lease."""
+        return await self.pool.fetchrow(
+            """
+            UPDATE jobs SET state = 'running', attempts = attempts + 1, updated_at = now(),
+                run_after = now() + interval '10 minutes'
+            WHERE (tenant_id, id) = (
+                SELECT tenant_id, id FROM jobs
+                WHERE (state = 'pending' OR state = 'running') AND run_after <= now()
+                ORDER BY run_after LIMIT 1 FOR UPDATE SKIP LOCKED)
+            RETURNING *
+            """
+        )
+
+    async def succeed(self, job_id: uuid.UUID, result: dict[str, Any]) -> None:
+        await self.pool.execute(
+            "UPDATE jobs SET state = 'succeeded', result = $2, updated_at = now(), error_reason = '', error_message = ''"
+            " WHERE id = $1 AND state = 'running'",
+            job_id, result,
+        )
+
+    async def fail(self, job_id: uuid.UUID, reason: str, message: str, *, retry_in_seconds: float | None) -> None:
+        """Records a failed attempt: back to pending after a delay, or failed for good."""
+        await self.pool.execute(
+            "UPDATE jobs SET state = CASE WHEN $4::float8 IS NULL THEN 'failed' ELSE 'pending' END,"
+            " run_after = now() + make_interval(secs => coalesce($4::float8, 0)),"
+            " error_reason = $2, error_message = $3, updated_at = now() WHERE id = $1 AND state = 'running'",
+            job_id, reason, message[:2000], retry_in_seconds,
+        )
+
+    async def get(self, tenant_id: str, job_id: uuid.UUID) -> asyncpg.Record | None:
+        return await self.pool.fetchrow("SELECT * FROM jobs WHERE tenant_id = $1 AND id = $2", tenant_id, job_id)
+
+    async def list(
+        self, tenant_id: str, state: str | None, after: tuple | None, limit: int
+    ) -> list[asyncpg.Record]:
+        return await self.pool.fetch(
+            "SELECT * FROM jobs WHERE tenant_id = $1 AND ($2::text IS NULL OR state = $2)"
+            " AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4::uuid))"
+            " ORDER BY created_at DESC, id DESC LIMIT $5",
+            tenant_id, state, after[0] if after else None, after[1] if after else None, limit,
+        )
+
+    async def cancel(self, tenant_id: str, job_id: uuid.UUID) -> asyncpg.Record | None:
+        """Cancels an unfinished job; returns the row either way (None when not the tenant's)."""
+        row = await self.pool.fetchrow(
+            "UPDATE jobs SET state = 'cancelled', updated_at = now()"
+            " WHERE tenant_id = $1 AND id = $2 AND state IN ('pending', 'running') RETURNING *",
+            tenant_id, job_id,
+        )
+        return row or await self.get(tenant_id, job_id)
+
+    async def is_cancelled(self, job_id: uuid.UUID) -> bool:
+        return await self.pool.fetchval("SELECT state = 'cancelled' FROM jobs WHERE id = $1", job_id) or False

@@ -1,0 +1,311 @@
+"""SQL for the memories table and its append-only history."""
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+import numpy as np
+
+from ...core.caller import Caller
+from ...core.model import HistoryEntry, MemoryDraft, MemoryFilter, MemoryRecord, Status
+from .sql import MEMORY_COLUMNS, Params, filter_clauses, record_from_json, record_from_row, record_to_json, visibility
+
+# Fields UpdateMemory may change; each is a column of the same name.
+UPDATABLE = frozenset(
+    {"content", "context", "tags", "metadata", "confidence", "status", "value", "valid_from", "valid_to", "user_id"}
+)
+_MAX_LISTED_IDS = 1000
+
+
+@dataclass(frozen=True)
+class StoredDraft:
+    """A draft with what the service computed for it."""
+
+    draft: MemoryDraft
+    embedding: np.ndarray
+    keywords: str
+    status: Status
+    occurred_at: datetime
+
+
+@dataclass(frozen=True)
+class Scored:
+    record: MemoryRecord
+    score: float
+
+
+class MemoryStore:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+
+    async def insert(
+        self, tenant_id: str, items: Sequence[StoredDraft], *, embedding_model: str, actor: str
+    ) -> list[MemoryRecord]:
+        """Inserts all items and their history in one transaction: all or nothing."""
+        ids = [uuid.uuid4() for _ in items]
+        rows = [
+            (
+                tenant_id, mid, s.draft.scope.value, s.draft.domain, s.draft.agent_id, s.draft.user_id,
+                s.draft.session_id, s.draft.layer.value, s.draft.kind.value, s.draft.content, s.draft.context,
+                s.draft.entity, s.draft.attribute, s.draft.value, list(s.draft.tags), s.draft.metadata,
+                s.draft.confidence, s.status.value, s.draft.source_type, s.draft.source_id, s.occurred_at,
+                s.draft.valid_from, s.draft.valid_to, s.embedding, embedding_model, s.keywords,
+            )
+            for mid, s in zip(ids, items)
+        ]
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.executemany(
+                """
+                INSERT INTO memories (tenant_id, id, scope, domain, agent_id, user_id, session_id, layer, kind,
+                    content, context, entity, attribute, value, tags, metadata, confidence, status, source_type,
+                    source_id, occurred_at, valid_from, valid_to, embedding, embedding_model, keywords)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
+                    $20, $21, $22, $23, $24, $25, to_tsvector('simple', $26))
+                """,
+                rows,
+            )
+            fetched = await conn.fetch(
+                f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.tenant_id = $1 AND m.id = ANY($2::uuid[])",
+                tenant_id,
+                ids,
+            )
+            by_id = {r["id"]: record_from_row(r) for r in fetched}
+            records = [by_id[i] for i in ids]
+            await _append_history(conn, records, "created", actor, "")
+        return records
+
+    async def get(self, caller: Caller, memory_id: uuid.UUID, *, any_status: bool = True) -> MemoryRecord | None:
+        p = Params(memory_id)
+        where = [f"m.id = $1", visibility(caller, p)]
+        if not any_status:
+            where.append("m.status IN ('active', 'pending')")
+        row = await self.pool.fetchrow(f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {' AND '.join(where)}", *p.values)
+        return record_from_row(row) if row else None
+
+    async def list(
+        self, caller: Caller, f: MemoryFilter, *, limit: int, after: tuple[datetime, uuid.UUID] | None
+    ) -> list[MemoryRecord]:
+        p = Params()
+        where = [visibility(caller, p), *filter_clauses(f, p)]
+        if after is not None:
+            where.append(f"(m.created_at, m.id) < ({p.add(after[0])}, {p.add(after[1])})")
+        rows = await self.pool.fetch(
+            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {' AND '.join(where)}"
+            f" ORDER BY m.created_at DESC, m.id DESC LIMIT {p.add(limit)}",
+            *p.values,
+        )
+        return [record_from_row(r) for r in rows]
+
+    async def vector_search(
+        self, caller: Caller, f: MemoryFilter, query: np.ndarray, *, limit: int, as_of: datetime | None
+    ) -> list[Scored]:
+        p = Params(query)
+        where = [visibility(caller, p), *filter_clauses(f, p, as_of=as_of), "m.embedding IS NOT NULL"]
+        async with self.pool.acquire() as conn, conn.transaction():
+            rows = await conn.fetch(
+                f"SELECT {MEMORY_COLUMNS}, 1 - (m.embedding <=> $1) AS similarity FROM memories m"
+                f" WHERE {' AND '.join(where)} ORDER BY m.embedding <=> $1 LIMIT {p.add(limit)}",
+                *p.values,
+            )
+        return [Scored(record_from_row(r), float(r["similarity"])) for r in rows]
+
+    async def keyword_search(
+        self, caller: Caller, f: MemoryFilter, tsquery: str, *, limit: int, as_of: datetime | None
+    ) -> list[Scored]:
+        p = Params(tsquery)
+        where = [visibility(caller, p), *filter_clauses(f, p, as_of=as_of), "m.keywords @@ to_tsquery('simple', $1)"]
+        rows = await self.pool.fetch(
+            f"SELECT {MEMORY_COLUMNS}, ts_rank_cd(m.keywords, to_tsquery('simple', $1), 1) AS rank"
+            f" FROM memories m WHERE {' AND '.join(where)} ORDER BY rank DESC, m.created_at DESC"
+            f" LIMIT {p.add(limit)}",
+            *p.values,
+        )
+        return [Scored(record_from_row(r), float(r["rank"])) for r in rows]
+
+    async def mark_used(self, ids: Sequence[uuid.UUID]) -> None:
+        if ids:
+            await self.pool.execute(
+                "UPDATE memories SET last_used_at = now(), use_count = use_count + 1 WHERE id = ANY($1::uuid[])",
+                list(ids),
+            )
+
+    async def update(
+        self,
+        caller: Caller,
+        memory_id: uuid.UUID,
+        changes: dict[str, Any],
+        *,
+        embedding: tuple[np.ndarray, str] | None,
+        keywords: str | None,
+        action: str,
+        actor: str,
+        reason: str = "",
+    ) -> MemoryRecord | None:
+        """Changes one visible memory and records the change; None when not visible."""
+        p = Params(memory_id)
+        sets = ["updated_at = clock_timestamp()"]
+        for column, value in changes.items():
+            if column not in UPDATABLE:
+                raise ValueError(f"not updatable: {column}")
+            sets.append(f"{column} = {p.add(value)}")
+        if embedding is not None:
+            sets.append(f"embedding = {p.add(embedding[0])}, embedding_model = {p.add(embedding[1])}")
+        if keywords is not None:
+            sets.append(f"keywords = to_tsvector('simple', {p.add(keywords)})")
+        async with self.pool.acquire() as conn, conn.transaction():
+            row = await conn.fetchrow(
+                f"UPDATE memories m SET {', '.join(sets)} WHERE m.id = $1 AND {visibility(caller, p)}"
+                f" RETURNING {MEMORY_COLUMNS}",
+                *p.values,
+            )
+            if row is None:
+                return None
+            record = record_from_row(row)
+            await _append_history(conn, [record], action, actor, reason)
+        return record
+
+    async def supersede(
+        self, caller: Caller, old_ids: Sequence[uuid.UUID], *, action: str, actor: str, reason: str
+    ) -> list[MemoryRecord]:
+        """Marks visible memories superseded (kept for history)."""
+        p = Params(list(old_ids))
+        async with self.pool.acquire() as conn, conn.transaction():
+            rows = await conn.fetch(
+                f"UPDATE memories m SET status = 'superseded', updated_at = clock_timestamp()"
+                f" WHERE m.id = ANY($1::uuid[]) AND m.status <> 'superseded' AND {visibility(caller, p)}"
+                f" RETURNING {MEMORY_COLUMNS}",
+                *p.values,
+            )
+            records = [record_from_row(r) for r in rows]
+            await _append_history(conn, records, action, actor, reason)
+        return records
+
+    async def forget(
+        self,
+        caller: Caller,
+        *,
+        ids: Sequence[uuid.UUID] | None,
+        f: MemoryFilter | None,
+        hard: bool,
+        dry_run: bool,
+        actor: str,
+        reason: str,
+    ) -> tuple[int, list[uuid.UUID]]:
+        """Soft- or hard-deletes visible memories selected by ids or filter."""
+        p = Params()
+        where = [visibility(caller, p)]
+        if ids is not None:
+            where.append(f"m.id = ANY({p.add(list(ids))}::uuid[])")
+        if f is not None:
+            # Forget by filter reaches every status that is still there to forget.
+            where.extend(filter_clauses(replace(f, statuses=f.statuses or tuple(Status)), p))
+        if not hard:
+            where.append("m.status <> 'deleted'")
+        cond = " AND ".join(where)
+        async with self.pool.acquire() as conn, conn.transaction():
+            if dry_run:
+                rows = await conn.fetch(f"SELECT m.id FROM memories m WHERE {cond} ORDER BY m.created_at", *p.values)
+                return len(rows), [r["id"] for r in rows][:_MAX_LISTED_IDS]
+            if hard:
+                rows = await conn.fetch(f"DELETE FROM memories m WHERE {cond} RETURNING m.tenant_id, m.id", *p.values)
+                # Hard delete is erasure: the history of the content goes too, one marker stays.
+                await conn.execute(
+                    "DELETE FROM memory_history h USING unnest($1::text[], $2::uuid[]) AS d(tenant_id, id)"
+                    " WHERE h.tenant_id = d.tenant_id AND h.memory_id = d.id",
+                    [r["tenant_id"] for r in rows],
+                    [r["id"] for r in rows],
+                )
+                await conn.executemany(
+                    "INSERT INTO memory_history (tenant_id, memory_id, action, snapshot, actor, reason)"
+                    " VALUES ($1, $2, 'erased', '{}', $3, $4)",
+                    [(r["tenant_id"], r["id"], actor, reason) for r in rows],
+                )
+                return len(rows), [r["id"] for r in rows][:_MAX_LISTED_IDS]
+            rows = await conn.fetch(
+                f"UPDATE memories m SET status = 'deleted', updated_at = clock_timestamp() WHERE {cond}"
+                f" RETURNING {MEMORY_COLUMNS}",
+                *p.values,
+            )
+            records = [record_from_row(r) for r in rows]
+            await _append_history(conn, records, "deleted", actor, reason)
+            return len(records), [r.id for r in records][:_MAX_LISTED_IDS]
+
+    async def history(
+        self,
+        caller: Caller,
+        *,
+        memory_id: uuid.UUID | None,
+        entity: str | None,
+        attribute: str | None,
+        limit: int,
+        before_seq: int | None,
+    ) -> list[tuple[int, HistoryEntry]]:
+        """History rows of memories the caller can see now, newest first."""
+        p = Params()
+        where = [visibility(caller, p)]
+        if memory_id is not None:
+            where.append(f"h.memory_id = {p.add(memory_id)}")
+        if entity is not None:
+            where.append(f"h.snapshot->>'entity' = {p.add(entity)}")
+            where.append(f"m.tenant_id = {p.add(caller.tenant_id)}")
+        if attribute:
+            where.append(f"h.snapshot->>'attribute' = {p.add(attribute)}")
+        if before_seq is not None:
+            where.append(f"h.seq < {p.add(before_seq)}")
+        rows = await self.pool.fetch(
+            f"SELECT h.seq, h.memory_id, h.action, h.snapshot, h.actor, h.reason, h.changed_at"
+            f" FROM memory_history h JOIN memories m ON m.tenant_id = h.tenant_id AND m.id = h.memory_id"
+            f" WHERE {' AND '.join(where)} ORDER BY h.seq DESC LIMIT {p.add(limit)}",
+            *p.values,
+        )
+        return [
+            (
+                r["seq"],
+                HistoryEntry(
+                    memory_id=r["memory_id"], action=r["action"], snapshot=record_from_json(r["snapshot"]),
+                    changed_at=r["changed_at"], actor=r["actor"], reason=r["reason"],
+                ),
+            )
+            for r in rows
+        ]
+
+    async def stats(self, caller: Caller, f: MemoryFilter) -> dict[str, Any]:
+        p = Params()
+        where = " AND ".join([visibility(caller, p), *filter_clauses(f, p)])
+        rows = await self.pool.fetch(
+            f"SELECT m.scope, m.layer, m.kind, m.status, count(*) AS n, max(m.occurred_at) AS newest"
+            f" FROM memories m WHERE {where} GROUP BY m.scope, m.layer, m.kind, m.status",
+            *p.values,
+        )
+        out: dict[str, Any] = {"total": 0, "scope": {}, "layer": {}, "kind": {}, "status": {}, "newest": None}
+        for r in rows:
+            out["total"] += r["n"]
+            for key in ("scope", "layer", "kind", "status"):
+                out[key][r[key]] = out[key].get(r[key], 0) + r["n"]
+            if out["newest"] is None or r["newest"] > out["newest"]:
+                out["newest"] = r["newest"]
+        return out
+
+    async def embeddings_of(self, caller: Caller, f: MemoryFilter) -> list[tuple[MemoryRecord, np.ndarray]]:
+        """Visible memories matching f with their vectors, oldest first (for reflection)."""
+        p = Params()
+        where = " AND ".join([visibility(caller, p), *filter_clauses(f, p), "m.embedding IS NOT NULL"])
+        rows = await self.pool.fetch(
+            f"SELECT {MEMORY_COLUMNS}, m.embedding FROM memories m WHERE {where} ORDER BY m.created_at, m.id LIMIT 5000",
+            *p.values,
+        )
+        return [(record_from_row(r), r["embedding"].to_numpy().astype(np.float32)) for r in rows]
+
+
+async def _append_history(
+    conn: asyncpg.Connection, records: Sequence[MemoryRecord], action: str, actor: str, reason: str
+) -> None:
+    await conn.executemany(
+        "INSERT INTO memory_history (tenant_id, memory_id, action, snapshot, actor, reason)"
+        " VALUES ($1, $2, $3, $4, $5, $6)",
+        [(r.tenant_id, r.id, action, record_to_json(r), actor, reason) for r in records],
+    )

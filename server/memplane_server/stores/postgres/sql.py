@@ -1,0 +1,153 @@
+"""The one SQL builder for visibility and filters, and the row <-> domain mapping.
+
+Every value goes in as a numbered parameter; only fixed SQL fragments are concatenated.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from ...core.caller import Caller
+from ...core.model import Kind, Layer, MemoryFilter, MemoryRecord, Scope, Status
+
+MEMORY_COLUMNS = (
+    "m.tenant_id, m.id, m.scope, m.domain, m.agent_id, m.user_id, m.session_id, m.layer, m.kind,"
+    " m.content, m.context, m.entity, m.attribute, m.value, m.tags, m.metadata, m.confidence, m.status,"
+    " m.supersedes, m.source_type, m.source_id, m.occurred_at, m.valid_from, m.valid_to, m.created_at,"
+    " m.updated_at, m.last_used_at, m.use_count, m.embedding_model"
+)
+
+
+class Params:
+    """Collects query parameters and hands out their $n placeholders."""
+
+    def __init__(self, *initial: Any) -> None:
+        self.values: list[Any] = list(initial)
+
+    def add(self, value: Any) -> str:
+        self.values.append(value)
+        return f"${len(self.values)}"
+
+
+def visibility(caller: Caller, p: Params) -> str:
+    """DESIGN §1: global of my tenant, domains I am granted, private of my agent."""
+    tenant = p.add(caller.tenant_id)
+    parts = [f"(m.scope = 'global' AND m.tenant_id = {tenant})"]
+    if caller.domains:
+        parts.append(f"(m.scope = 'domain' AND m.domain = ANY({p.add(caller.readable_domains)}::text[]))")
+    if caller.agent_id is not None:
+        parts.append(f"(m.scope = 'private' AND m.tenant_id = {tenant} AND m.agent_id = {p.add(caller.agent_id)})")
+    return "(" + " OR ".join(parts) + ")"
+
+
+def filter_clauses(f: MemoryFilter, p: Params, *, as_of: datetime | None = None) -> list[str]:
+    where: list[str] = []
+    if f.scopes:
+        where.append(f"m.scope = ANY({p.add([s.value for s in f.scopes])}::text[])")
+    persistent_layers = [layer.value for layer in f.layers if layer is not Layer.WORKING]
+    if f.layers:
+        where.append(f"m.layer = ANY({p.add(persistent_layers)}::text[])")
+    if f.kinds:
+        where.append(f"m.kind = ANY({p.add([k.value for k in f.kinds])}::text[])")
+    if f.domains:
+        where.append(f"m.domain = ANY({p.add(list(f.domains))}::text[])")
+    for column, value in (
+        ("agent_id", f.agent_id),
+        ("user_id", f.user_id),
+        ("session_id", f.session_id),
+        ("entity", f.entity),
+        ("attribute", f.attribute),
+    ):
+        if value:
+            where.append(f"m.{column} = {p.add(value)}")
+    if f.tags:
+        where.append(f"m.tags @> {p.add(list(f.tags))}::text[]")
+    if f.occurred_after:
+        where.append(f"m.occurred_at >= {p.add(f.occurred_after)}")
+    if f.occurred_before:
+        where.append(f"m.occurred_at < {p.add(f.occurred_before)}")
+    if f.min_confidence:
+        where.append(f"m.confidence >= {p.add(f.min_confidence)}")
+    statuses = p.add([s.value for s in f.effective_statuses()])
+    if as_of is None:
+        where.append(f"m.status = ANY({statuses}::text[])")
+    else:
+        # As of a past time: what existed then, including what has since been replaced or
+        # deleted, but not what was already replaced or deleted by then.
+        at = p.add(as_of)
+        where.append(
+            f"m.created_at <= {at} AND (m.status = ANY({statuses}::text[])"
+            f" OR (m.status IN ('superseded', 'deleted') AND m.updated_at > {at}))"
+        )
+    return where
+
+
+def record_from_row(row: asyncpg.Record) -> MemoryRecord:
+    return MemoryRecord(
+        id=row["id"],
+        tenant_id=row["tenant_id"],
+        scope=Scope(row["scope"]),
+        domain=row["domain"],
+        agent_id=row["agent_id"],
+        user_id=row["user_id"],
+        session_id=row["session_id"],
+        layer=Layer(row["layer"]),
+        kind=Kind(row["kind"]),
+        content=row["content"],
+        context=row["context"],
+        entity=row["entity"],
+        attribute=row["attribute"],
+        value=row["value"],
+        tags=list(row["tags"]),
+        metadata=dict(row["metadata"]),
+        confidence=float(row["confidence"]),
+        status=Status(row["status"]),
+        supersedes=row["supersedes"],
+        source_type=row["source_type"],
+        source_id=row["source_id"],
+        occurred_at=row["occurred_at"],
+        valid_from=row["valid_from"],
+        valid_to=row["valid_to"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        last_used_at=row["last_used_at"],
+        use_count=row["use_count"],
+        embedding_model=row["embedding_model"],
+    )
+
+
+def record_to_json(r: MemoryRecord) -> dict[str, Any]:
+    """The history snapshot of a memory (no vector)."""
+
+    def ts(v: datetime | None) -> str | None:
+        return v.isoformat() if v else None
+
+    return {
+        "id": str(r.id), "tenant_id": r.tenant_id, "scope": r.scope.value, "domain": r.domain,
+        "agent_id": r.agent_id, "user_id": r.user_id, "session_id": r.session_id, "layer": r.layer.value,
+        "kind": r.kind.value, "content": r.content, "context": r.context, "entity": r.entity,
+        "attribute": r.attribute, "value": r.value, "tags": r.tags, "metadata": r.metadata,
+        "confidence": r.confidence, "status": r.status.value,
+        "supersedes": str(r.supersedes) if r.supersedes else None, "source_type": r.source_type,
+        "source_id": r.source_id, "occurred_at": ts(r.occurred_at), "valid_from": ts(r.valid_from),
+        "valid_to": ts(r.valid_to), "created_at": ts(r.created_at), "updated_at": ts(r.updated_at),
+        "embedding_model": r.embedding_model,
+    }
+
+
+def record_from_json(d: dict[str, Any]) -> MemoryRecord:
+    def ts(v: str | None) -> datetime | None:
+        return datetime.fromisoformat(v) if v else None
+
+    return MemoryRecord(
+        id=d["id"], tenant_id=d["tenant_id"], scope=Scope(d["scope"]), domain=d["domain"],
+        agent_id=d["agent_id"], user_id=d["user_id"], session_id=d["session_id"], layer=Layer(d["layer"]),
+        kind=Kind(d["kind"]), content=d["content"], context=d["context"], entity=d["entity"],
+        attribute=d["attribute"], value=d["value"], tags=list(d["tags"]), metadata=dict(d["metadata"]),
+        confidence=float(d["confidence"]), status=Status(d["status"]), supersedes=d["supersedes"],
+        source_type=d["source_type"], source_id=d["source_id"], occurred_at=ts(d["occurred_at"]),
+        valid_from=ts(d["valid_from"]), valid_to=ts(d["valid_to"]), created_at=ts(d["created_at"]),
+        updated_at=ts(d["updated_at"]), embedding_model=d.get("embedding_model"),
+    )

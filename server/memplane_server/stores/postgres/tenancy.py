@@ -1,0 +1,137 @@
+"""SQL for tenants, agents, API keys, domains, grants and the audit log."""
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+
+
+class DuplicateError(Exception):
+    """A row with the same key exists."""
+
+
+class MissingParentError(Exception):
+    """A referenced tenant, agent or domain does not exist."""
+
+
+async def _insert(pool: asyncpg.Pool, sql: str, *args: Any) -> asyncpg.Record:
+    try:
+        return await pool.fetchrow(sql, *args)
+    except asyncpg.UniqueViolationError as exc:
+        raise DuplicateError(str(exc)) from None
+    except asyncpg.ForeignKeyViolationError as exc:
+        raise MissingParentError(str(exc)) from None
+
+
+class TenancyStore:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+
+    async def create_tenant(self, tenant_id: str, display_name: str, max_memories: int) -> asyncpg.Record:
+        return await _insert(
+            self.pool,
+            "INSERT INTO tenants (id, display_name, max_memories) VALUES ($1, $2, $3) RETURNING *",
+            tenant_id, display_name, max_memories,
+        )
+
+    async def get_tenant(self, tenant_id: str) -> asyncpg.Record | None:
+        return await self.pool.fetchrow("SELECT * FROM tenants WHERE id = $1", tenant_id)
+
+    async def list_tenants(self, after: str | None, limit: int) -> list[asyncpg.Record]:
+        return await self.pool.fetch(
+            "SELECT * FROM tenants WHERE $1::text IS NULL OR id > $1 ORDER BY id LIMIT $2", after, limit
+        )
+
+    async def count_tenants(self) -> int:
+        return await self.pool.fetchval("SELECT count(*) FROM tenants")
+
+    async def create_agent(self, tenant_id: str, agent_id: str, display_name: str) -> asyncpg.Record:
+        return await _insert(
+            self.pool,
+            "INSERT INTO agents (tenant_id, id, display_name) VALUES ($1, $2, $3) RETURNING *",
+            tenant_id, agent_id, display_name,
+        )
+
+    async def agent_exists(self, tenant_id: str, agent_id: str) -> bool:
+        return await self.pool.fetchval(
+            "SELECT EXISTS (SELECT 1 FROM agents WHERE tenant_id = $1 AND id = $2)", tenant_id, agent_id
+        )
+
+    async def list_agents(self, tenant_id: str, after: str | None, limit: int) -> list[asyncpg.Record]:
+        return await self.pool.fetch(
+            "SELECT * FROM agents WHERE tenant_id = $1 AND ($2::text IS NULL OR id > $2) ORDER BY id LIMIT $3",
+            tenant_id, after, limit,
+        )
+
+    async def create_key(
+        self, key_id: str, tenant_id: str | None, agent_id: str | None, role: str, secret_hash: bytes, name: str
+    ) -> asyncpg.Record:
+        return await _insert(
+            self.pool,
+            "INSERT INTO api_keys (id, tenant_id, agent_id, role, secret_hash, display_name)"
+            " VALUES ($1, $2, $3, $4, $5, $6) RETURNING *",
+            key_id, tenant_id, agent_id, role, secret_hash, name,
+        )
+
+    async def get_key(self, key_id: str) -> asyncpg.Record | None:
+        return await self.pool.fetchrow("SELECT * FROM api_keys WHERE id = $1", key_id)
+
+    async def list_keys(self, tenant_id: str | None, after: str | None, limit: int) -> list[asyncpg.Record]:
+        return await self.pool.fetch(
+            "SELECT * FROM api_keys WHERE tenant_id IS NOT DISTINCT FROM $1 AND ($2::text IS NULL OR id > $2)"
+            " ORDER BY id LIMIT $3",
+            tenant_id, after, limit,
+        )
+
+    async def revoke_key(self, key_id: str) -> asyncpg.Record | None:
+        return await self.pool.fetchrow(
+            "UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING *", key_id
+        )
+
+    async def grants_of(self, tenant_id: str) -> dict[str, bool]:
+        rows = await self.pool.fetch("SELECT domain, can_write FROM domain_grants WHERE tenant_id = $1", tenant_id)
+        return {r["domain"]: r["can_write"] for r in rows}
+
+    async def create_domain(self, name: str, description: str) -> asyncpg.Record:
+        return await _insert(
+            self.pool, "INSERT INTO domains (name, description) VALUES ($1, $2) RETURNING *", name, description
+        )
+
+    async def list_domains(self, after: str | None, limit: int) -> list[asyncpg.Record]:
+        return await self.pool.fetch(
+            "SELECT * FROM domains WHERE $1::text IS NULL OR name > $1 ORDER BY name LIMIT $2", after, limit
+        )
+
+    async def grant(self, domain: str, tenant_id: str, can_write: bool) -> asyncpg.Record:
+        return await _insert(
+            self.pool,
+            "INSERT INTO domain_grants (domain, tenant_id, can_write) VALUES ($1, $2, $3)"
+            " ON CONFLICT (tenant_id, domain) DO UPDATE SET can_write = EXCLUDED.can_write RETURNING *",
+            domain, tenant_id, can_write,
+        )
+
+    async def revoke_grant(self, domain: str, tenant_id: str) -> bool:
+        status = await self.pool.execute(
+            "DELETE FROM domain_grants WHERE domain = $1 AND tenant_id = $2", domain, tenant_id
+        )
+        return status.endswith(" 1")
+
+    async def list_grants(self, domain: str | None, tenant_id: str | None) -> list[asyncpg.Record]:
+        return await self.pool.fetch(
+            "SELECT * FROM domain_grants WHERE ($1::text IS NULL OR domain = $1)"
+            " AND ($2::text IS NULL OR tenant_id = $2) ORDER BY domain, tenant_id",
+            domain, tenant_id,
+        )
+
+    async def audit(self, tenant_id: str | None, actor: str, action: str, target: str, details: dict) -> None:
+        await self.pool.execute(
+            "INSERT INTO audit_events (tenant_id, actor_key_id, action, target, details) VALUES ($1, $2, $3, $4, $5)",
+            tenant_id, actor, action, target, details,
+        )
+
+    async def list_audit(self, tenant_id: str | None, before: int | None, limit: int) -> list[asyncpg.Record]:
+        return await self.pool.fetch(
+            "SELECT * FROM audit_events WHERE ($1::text IS NULL OR tenant_id = $1)"
+            " AND ($2::bigint IS NULL OR id < $2) ORDER BY id DESC LIMIT $3",
+            tenant_id, before, limit,
+        )

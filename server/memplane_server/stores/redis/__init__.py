@@ -1,0 +1,1 @@
+"""Redis stores: working memory and idempotency records."""

@@ -1,0 +1,58 @@
+"""Runs queued jobs: claims one at a time, retries failures with backoff, stops on request."""
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from ..core.errors import Code, MemplaneError
+from ..services.deps import Deps
+from ..services.reflect import ReflectService, caller_from_json, input_from_json
+
+log = logging.getLogger(__name__)
+
+IDLE_POLL_SECONDS = 0.5
+
+
+class JobRunner:
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+        self.reflect = ReflectService(deps)
+        self._stopping = asyncio.Event()
+
+    async def run_forever(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                ran = await self.run_one()
+            except Exception:  # the loop must outlive any single failure, e.g. a lost connection
+                log.exception("job runner iteration failed")
+                ran = False
+            if not ran:
+                try:
+                    await asyncio.wait_for(self._stopping.wait(), IDLE_POLL_SECONDS)
+                except asyncio.TimeoutError:
+                    pass
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+    async def run_one(self) -> bool:
+        job = await self.deps.jobs.claim()
+        if job is None:
+            return False
+        try:
+            if job["type"] != "reflect":
+                raise MemplaneError(Code.INTERNAL, "UNKNOWN_JOB_TYPE", f"unknown job type {job['type']}")
+            outcome = await self.reflect.run(caller_from_json(job["caller"]), input_from_json(job["payload"]))
+            if await self.deps.jobs.is_cancelled(job["id"]):
+                return True
+            await self.deps.jobs.succeed(
+                job["id"], {"memory_ids": [str(m.id) for m in outcome.memories], "summary": outcome.summary}
+            )
+        except Exception as exc:
+            reason = exc.reason if isinstance(exc, MemplaneError) else type(exc).__name__.upper()
+            last = job["attempts"] >= self.deps.settings.job_max_attempts
+            delay = None if last else min(60.0, 2.0 ** job["attempts"])
+            log.warning("job %s attempt %s failed: %s", job["id"], job["attempts"], exc)
+            await self.deps.jobs.fail(job["id"], reason, str(exc), retry_in_seconds=delay)
+        return True
+
