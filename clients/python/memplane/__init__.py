@@ -1,0 +1,83 @@
+"""Python SDK for Memplane, the multi-tenant memory platform for LLM agents.
+
+    from memplane import MemoryClient
+
+    with MemoryClient("localhost:50051", api_key) as client:
+        client.write_one("The user lives in Shanghai", kind="fact", entity="user.address")
+        hits = client.search("where does the user live", top_k=5).hits
+
+AsyncMemoryClient offers the same methods as coroutines; AdminClient and AsyncAdminClient
+manage tenants, agents, keys and domains.
+"""
+from ._retry import RetryPolicy
+from ._version import __version__
+from .admin import AdminClient, AsyncAdminClient
+from .aio import AsyncMemoryClient
+from .client import MemoryClient
+from .enums import (
+    DomainAccess,
+    HistoryAction,
+    InferMode,
+    Kind,
+    Layer,
+    MemoryStatus,
+    OperationState,
+    ReflectMode,
+    Role,
+    Scope,
+    TaskOutcome,
+)
+from .errors import (
+    AlreadyExistsError,
+    DeadlineExceededError,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    MemplaneError,
+    NotFoundError,
+    PermissionDeniedError,
+    ResourceExhaustedError,
+    UnauthenticatedError,
+    UnavailableError,
+)
+from .inputs import FilterArgs, MemoryChanges, MemoryFields, MemoryInput, TaskStep, TaskTrajectory
+from .types import (
+    Agent,
+    ApiKey,
+    AuditEvent,
+    CreatedApiKey,
+    CreatedTenant,
+    Domain,
+    DomainGrant,
+    ForgetResult,
+    HistoryEntry,
+    Memory,
+    Operation,
+    Page,
+    ReflectResult,
+    ScoreComponent,
+    SearchHit,
+    SearchResult,
+    Stats,
+    Tenant,
+    WorkingMemory,
+    WriteResult,
+)
+
+__all__ = [
+    "__version__",
+    # clients
+    "MemoryClient", "AsyncMemoryClient", "AdminClient", "AsyncAdminClient", "RetryPolicy",
+    # inputs
+    "MemoryInput", "TaskStep", "TaskTrajectory", "FilterArgs", "MemoryFields", "MemoryChanges",
+    # enums
+    "Scope", "Layer", "Kind", "MemoryStatus", "HistoryAction", "Role", "DomainAccess",
+    "OperationState", "TaskOutcome", "InferMode", "ReflectMode",
+    # results
+    "Memory", "ScoreComponent", "SearchHit", "SearchResult", "WriteResult", "ReflectResult",
+    "Operation", "ForgetResult", "Page", "HistoryEntry", "WorkingMemory", "Stats",
+    "Tenant", "Agent", "ApiKey", "CreatedApiKey", "CreatedTenant", "Domain", "DomainGrant", "AuditEvent",
+    # errors
+    "MemplaneError", "InvalidArgumentError", "NotFoundError", "AlreadyExistsError",
+    "PermissionDeniedError", "UnauthenticatedError", "ResourceExhaustedError",
+    "FailedPreconditionError", "UnavailableError", "DeadlineExceededError",
+]

@@ -1,0 +1,108 @@
+"""Builds the AdminService requests from SDK arguments (see _requests for PreparedCall)."""
+from __future__ import annotations
+
+from . import _convert, types
+from ._requests import PreparedCall
+from .enums import DomainAccess, DomainAccessLike, Role, RoleLike
+from .v1 import admin_service_pb2 as admin_pb
+
+
+def create_tenant(
+    id: str, *, display_name: str, max_memories: int, create_admin_key: bool
+) -> PreparedCall[types.CreatedTenant]:
+    """CreateTenant."""
+    request = admin_pb.CreateTenantRequest(
+        tenant=admin_pb.Tenant(id=id, display_name=display_name, max_memories=max_memories),
+        create_admin_key=create_admin_key,
+    )
+    return PreparedCall("CreateTenant", request, _convert.created_tenant)
+
+
+def get_tenant(id: str) -> PreparedCall[types.Tenant]:
+    """GetTenant."""
+    return PreparedCall("GetTenant", admin_pb.GetTenantRequest(id=id), lambda r: _convert.tenant(r.tenant))
+
+
+def list_tenants(*, page_size: int, page_token: str) -> PreparedCall[types.Page[types.Tenant]]:
+    """One page of ListTenants."""
+    request = admin_pb.ListTenantsRequest(page_size=page_size, page_token=page_token)
+    return PreparedCall("ListTenants", request, lambda r: _convert.page(r.tenants, _convert.tenant, r.next_page_token))
+
+
+def create_agent(tenant_id: str, id: str, *, display_name: str) -> PreparedCall[types.Agent]:
+    """CreateAgent."""
+    request = admin_pb.CreateAgentRequest(agent=admin_pb.Agent(tenant_id=tenant_id, id=id, display_name=display_name))
+    return PreparedCall("CreateAgent", request, lambda r: _convert.agent(r.agent))
+
+
+def list_agents(tenant_id: str, *, page_size: int, page_token: str) -> PreparedCall[types.Page[types.Agent]]:
+    """One page of ListAgents."""
+    request = admin_pb.ListAgentsRequest(tenant_id=tenant_id, page_size=page_size, page_token=page_token)
+    return PreparedCall("ListAgents", request, lambda r: _convert.page(r.agents, _convert.agent, r.next_page_token))
+
+
+def create_api_key(
+    *, tenant_id: str | None, agent_id: str | None, role: RoleLike, display_name: str
+) -> PreparedCall[types.CreatedApiKey]:
+    """CreateApiKey."""
+    request = admin_pb.CreateApiKeyRequest(
+        tenant_id=tenant_id or "", agent_id=agent_id or "", role=Role.parse(role).value, display_name=display_name
+    )
+    return PreparedCall("CreateApiKey", request, _convert.created_api_key)
+
+
+def list_api_keys(*, tenant_id: str | None, page_size: int, page_token: str) -> PreparedCall[types.Page[types.ApiKey]]:
+    """One page of ListApiKeys."""
+    request = admin_pb.ListApiKeysRequest(tenant_id=tenant_id or "", page_size=page_size, page_token=page_token)
+    return PreparedCall(
+        "ListApiKeys", request, lambda r: _convert.page(r.api_keys, _convert.api_key, r.next_page_token)
+    )
+
+
+def revoke_api_key(id: str) -> PreparedCall[types.ApiKey]:
+    """RevokeApiKey."""
+    return PreparedCall("RevokeApiKey", admin_pb.RevokeApiKeyRequest(id=id), lambda r: _convert.api_key(r.api_key))
+
+
+def create_domain(name: str, *, description: str) -> PreparedCall[types.Domain]:
+    """CreateDomain."""
+    request = admin_pb.CreateDomainRequest(domain=admin_pb.Domain(name=name, description=description))
+    return PreparedCall("CreateDomain", request, lambda r: _convert.domain(r.domain))
+
+
+def list_domains(*, page_size: int, page_token: str) -> PreparedCall[types.Page[types.Domain]]:
+    """One page of ListDomains."""
+    request = admin_pb.ListDomainsRequest(page_size=page_size, page_token=page_token)
+    return PreparedCall("ListDomains", request, lambda r: _convert.page(r.domains, _convert.domain, r.next_page_token))
+
+
+def grant_domain(domain: str, tenant_id: str, access: DomainAccessLike) -> PreparedCall[types.DomainGrant]:
+    """GrantDomain."""
+    grant = admin_pb.DomainGrant(domain=domain, tenant_id=tenant_id, access=DomainAccess.parse(access).value)
+    return PreparedCall(
+        "GrantDomain", admin_pb.GrantDomainRequest(grant=grant), lambda r: _convert.domain_grant(r.grant)
+    )
+
+
+def revoke_domain_grant(domain: str, tenant_id: str) -> PreparedCall[None]:
+    """RevokeDomainGrant."""
+    request = admin_pb.RevokeDomainGrantRequest(domain=domain, tenant_id=tenant_id)
+    return PreparedCall("RevokeDomainGrant", request, lambda r: None)
+
+
+def list_domain_grants(*, domain: str | None, tenant_id: str | None) -> PreparedCall[tuple[types.DomainGrant, ...]]:
+    """ListDomainGrants (not paged by the API)."""
+    request = admin_pb.ListDomainGrantsRequest(domain=domain or "", tenant_id=tenant_id or "")
+    return PreparedCall(
+        "ListDomainGrants", request, lambda r: tuple(_convert.domain_grant(g) for g in r.grants)
+    )
+
+
+def list_audit_events(
+    *, tenant_id: str | None, page_size: int, page_token: str
+) -> PreparedCall[types.Page[types.AuditEvent]]:
+    """One page of ListAuditEvents."""
+    request = admin_pb.ListAuditEventsRequest(tenant_id=tenant_id or "", page_size=page_size, page_token=page_token)
+    return PreparedCall(
+        "ListAuditEvents", request, lambda r: _convert.page(r.events, _convert.audit_event, r.next_page_token)
+    )

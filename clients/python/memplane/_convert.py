@@ -1,0 +1,263 @@
+"""Conversions between Python values and protobuf messages, and from responses to result types."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any, Callable, Mapping, TypeVar
+
+from google.protobuf import json_format
+from google.protobuf.duration_pb2 import Duration
+from google.protobuf.message import Message
+from google.protobuf.struct_pb2 import Struct
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from . import types
+from .enums import DomainAccess, HistoryAction, Kind, Layer, MemoryStatus, OperationState, Role, Scope
+from .v1 import admin_service_pb2 as admin_pb
+from .v1 import memory_pb2, memory_service_pb2 as svc_pb, operation_pb2
+
+T = TypeVar("T")
+
+# Confidence travels as a float32; rounding hides the float32 noise (0.8 -> 0.800000011920929).
+_CONFIDENCE_DIGITS = 6
+
+
+def to_timestamp(value: datetime) -> Timestamp:
+    """A Timestamp for a timezone-aware datetime.
+
+    Naive datetimes are refused because guessing between local time and UTC silently shifts
+    memories by hours.
+    """
+    if not isinstance(value, datetime):
+        raise TypeError(f"expected a datetime, got {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"datetime {value.isoformat()} must be timezone-aware")
+    ts = Timestamp()
+    ts.FromDatetime(value)
+    return ts
+
+
+def to_duration(value: timedelta | float) -> Duration:
+    """A Duration for a timedelta or a number of seconds."""
+    if isinstance(value, bool) or not isinstance(value, (timedelta, int, float)):
+        raise TypeError(f"expected a timedelta or seconds, got {type(value).__name__}")
+    duration = Duration()
+    duration.FromTimedelta(value if isinstance(value, timedelta) else timedelta(seconds=value))
+    return duration
+
+
+def to_struct(value: Mapping[str, Any]) -> Struct:
+    """A Struct for a JSON-like mapping."""
+    struct = Struct()
+    struct.update(dict(value))
+    return struct
+
+
+def time_field(message: Message, name: str) -> datetime | None:
+    """The UTC datetime of a Timestamp field, or None when unset."""
+    if not message.HasField(name):
+        return None
+    return getattr(message, name).ToDatetime(tzinfo=timezone.utc)
+
+
+def memory(pb: memory_pb2.Memory) -> types.Memory:
+    """A Memory from its proto."""
+    return types.Memory(
+        id=pb.id,
+        tenant_id=pb.tenant_id,
+        scope=Scope.from_proto(pb.scope),
+        domain=pb.domain,
+        agent_id=pb.agent_id,
+        user_id=pb.user_id,
+        session_id=pb.session_id,
+        layer=Layer.from_proto(pb.layer),
+        kind=Kind.from_proto(pb.kind),
+        content=pb.content,
+        context=pb.context,
+        entity=pb.entity,
+        attribute=pb.attribute,
+        value=pb.value,
+        tags=tuple(pb.tags),
+        metadata=json_format.MessageToDict(pb.metadata),
+        confidence=round(pb.confidence, _CONFIDENCE_DIGITS),
+        status=MemoryStatus.from_proto(pb.status),
+        supersedes=pb.supersedes,
+        source_type=pb.source.type,
+        source_id=pb.source.id,
+        occurred_at=time_field(pb, "occurred_at"),
+        valid_from=time_field(pb, "valid_from"),
+        valid_to=time_field(pb, "valid_to"),
+        create_time=time_field(pb, "create_time"),
+        update_time=time_field(pb, "update_time"),
+        last_used_time=time_field(pb, "last_used_time"),
+        expire_time=time_field(pb, "expire_time"),
+        use_count=pb.use_count,
+        embedding_model=pb.embedding_model,
+    )
+
+
+def memories(pbs: Any) -> tuple[types.Memory, ...]:
+    """Memories from a repeated Memory field."""
+    return tuple(memory(pb) for pb in pbs)
+
+
+def operation(pb: operation_pb2.Operation) -> types.Operation:
+    """An Operation from its proto."""
+    return types.Operation(
+        id=pb.id,
+        type=pb.type,
+        state=OperationState.from_proto(pb.state),
+        attempts=pb.attempts,
+        error_reason=pb.error_reason,
+        error_message=pb.error_message,
+        create_time=time_field(pb, "create_time"),
+        update_time=time_field(pb, "update_time"),
+        result_memory_ids=tuple(pb.result_memory_ids),
+        result_summary=pb.result_summary,
+    )
+
+
+def _optional_operation(response: Message) -> types.Operation | None:
+    return operation(response.operation) if response.HasField("operation") else None
+
+
+def write_result(response: svc_pb.WriteResponse) -> types.WriteResult:
+    """The result of Write."""
+    return types.WriteResult(memories=memories(response.memories), operation=_optional_operation(response))
+
+
+def search_result(response: svc_pb.SearchResponse) -> types.SearchResult:
+    """The result of Search."""
+    return types.SearchResult(hits=tuple(
+        types.SearchHit(
+            memory=memory(hit.memory),
+            score=hit.score,
+            explanation=tuple(
+                types.ScoreComponent(name=c.name, value=c.value, rank=c.rank, detail=c.detail)
+                for c in hit.explanation.components
+            ),
+        )
+        for hit in response.hits
+    ))
+
+
+def reflect_result(response: svc_pb.ReflectResponse) -> types.ReflectResult:
+    """The result of Reflect, synchronous or as an operation."""
+    result = response.result
+    return types.ReflectResult(
+        memories=memories(result.memories),
+        summary=result.summary,
+        merged_count=result.merged_count,
+        used_llm=result.used_llm,
+        operation=_optional_operation(response),
+    )
+
+
+def forget_result(response: svc_pb.ForgetResponse) -> types.ForgetResult:
+    """The result of Forget."""
+    return types.ForgetResult(forgotten_count=response.forgotten_count, forgotten_ids=tuple(response.forgotten_ids))
+
+
+def history_entry(pb: svc_pb.HistoryEntry) -> types.HistoryEntry:
+    """A HistoryEntry from its proto."""
+    return types.HistoryEntry(
+        memory_id=pb.memory_id,
+        action=HistoryAction.from_proto(pb.action),
+        snapshot=memory(pb.snapshot) if pb.HasField("snapshot") else None,
+        change_time=time_field(pb, "change_time"),
+        actor=pb.actor,
+        reason=pb.reason,
+    )
+
+
+def working_memory(response: svc_pb.GetWorkingMemoryResponse) -> types.WorkingMemory:
+    """The result of GetWorkingMemory."""
+    return types.WorkingMemory(
+        state=dict(response.state),
+        items=memories(response.items),
+        expire_time=time_field(response, "expire_time"),
+    )
+
+
+def stats(response: svc_pb.GetStatsResponse) -> types.Stats:
+    """The result of GetStats."""
+    return types.Stats(
+        total=response.total,
+        by_scope={c.key: c.count for c in response.by_scope},
+        by_layer={c.key: c.count for c in response.by_layer},
+        by_kind={c.key: c.count for c in response.by_kind},
+        by_status={c.key: c.count for c in response.by_status},
+        newest_time=time_field(response, "newest_time"),
+    )
+
+
+def tenant(pb: admin_pb.Tenant) -> types.Tenant:
+    """A Tenant from its proto."""
+    return types.Tenant(
+        id=pb.id, display_name=pb.display_name, create_time=time_field(pb, "create_time"), max_memories=pb.max_memories
+    )
+
+
+def agent(pb: admin_pb.Agent) -> types.Agent:
+    """An Agent from its proto."""
+    return types.Agent(
+        tenant_id=pb.tenant_id, id=pb.id, display_name=pb.display_name, create_time=time_field(pb, "create_time")
+    )
+
+
+def api_key(pb: admin_pb.ApiKey) -> types.ApiKey:
+    """An ApiKey from its proto."""
+    return types.ApiKey(
+        id=pb.id,
+        tenant_id=pb.tenant_id,
+        agent_id=pb.agent_id,
+        role=Role.from_proto(pb.role),
+        display_name=pb.display_name,
+        create_time=time_field(pb, "create_time"),
+        revoke_time=time_field(pb, "revoke_time"),
+    )
+
+
+def created_tenant(response: admin_pb.CreateTenantResponse) -> types.CreatedTenant:
+    """The result of CreateTenant."""
+    admin_key = None
+    if response.HasField("admin_key"):
+        admin_key = types.CreatedApiKey(api_key=api_key(response.admin_key), secret=response.admin_key_secret)
+    return types.CreatedTenant(tenant=tenant(response.tenant), admin_key=admin_key)
+
+
+def created_api_key(response: admin_pb.CreateApiKeyResponse) -> types.CreatedApiKey:
+    """The result of CreateApiKey."""
+    return types.CreatedApiKey(api_key=api_key(response.api_key), secret=response.secret)
+
+
+def domain(pb: admin_pb.Domain) -> types.Domain:
+    """A Domain from its proto."""
+    return types.Domain(name=pb.name, description=pb.description, create_time=time_field(pb, "create_time"))
+
+
+def domain_grant(pb: admin_pb.DomainGrant) -> types.DomainGrant:
+    """A DomainGrant from its proto."""
+    return types.DomainGrant(
+        domain=pb.domain,
+        tenant_id=pb.tenant_id,
+        access=DomainAccess.from_proto(pb.access),
+        create_time=time_field(pb, "create_time"),
+    )
+
+
+def audit_event(pb: admin_pb.AuditEvent) -> types.AuditEvent:
+    """An AuditEvent from its proto."""
+    return types.AuditEvent(
+        id=pb.id,
+        tenant_id=pb.tenant_id,
+        actor_key_id=pb.actor_key_id,
+        action=pb.action,
+        target=pb.target,
+        details_json=pb.details_json,
+        event_time=time_field(pb, "event_time"),
+    )
+
+
+def page(pbs: Any, convert: Callable[[Any], T], next_page_token: str) -> types.Page[T]:
+    """A Page of converted items."""
+    return types.Page(items=tuple(convert(pb) for pb in pbs), next_page_token=next_page_token)

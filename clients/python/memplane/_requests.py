@@ -1,0 +1,413 @@
+"""Builds the MemoryService and OperationsService requests from SDK arguments.
+
+Each builder returns a PreparedCall: the RPC name, the request and how to convert the
+response, so the sync and async clients differ only in how they perform the call.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from datetime import datetime
+from typing import Any, Callable, Generic, Iterable, Mapping, TypeVar
+
+from google.protobuf.field_mask_pb2 import FieldMask
+from google.protobuf.message import Message
+
+from . import _convert, types
+from .enums import (
+    InferMode,
+    InferModeLike,
+    Kind,
+    Layer,
+    MemoryStatus,
+    MemoryStatusLike,
+    OperationState,
+    OperationStateLike,
+    ProtoEnum,
+    ReflectMode,
+    ReflectModeLike,
+    Scope,
+    ScopeLike,
+    TaskOutcome,
+)
+from .inputs import FilterArgs, MemoryInput, MemoryInputLike, TaskStep, TaskTrajectory, TaskTrajectoryLike
+from .v1 import memory_pb2, memory_service_pb2 as svc_pb, operations_service_pb2 as ops_pb
+
+T = TypeVar("T")
+R = TypeVar("R")
+_E = TypeVar("_E", bound=ProtoEnum)
+
+_FILTER_KEYS = frozenset(FilterArgs.__annotations__)
+_MEMORY_INPUT_FIELDS = frozenset(f.name for f in fields(MemoryInput))
+
+
+@dataclass(frozen=True)
+class PreparedCall(Generic[T]):
+    """One RPC ready to send: its method name, request, and response-to-result conversion."""
+
+    method: str
+    request: Message
+    convert: Callable[[Any], T]
+
+    def then(self, convert: Callable[[T], R]) -> PreparedCall[R]:
+        """The same call with a further conversion applied to its result."""
+        first = self.convert
+        return PreparedCall(self.method, self.request, lambda response: convert(first(response)))
+
+
+# --- value helpers -------------------------------------------------------------------------
+
+
+def _many(value: Any) -> list[Any]:
+    """A list from None, a single value, or an iterable (a string counts as one value)."""
+    if value is None:
+        return []
+    if isinstance(value, (str, int, ProtoEnum)):
+        return [value]
+    return list(value)
+
+
+def _enums(cls: type[_E], value: Any) -> list[int]:
+    return [cls.parse(v).value for v in _many(value)]
+
+
+def _enum_or_zero(cls: type[_E], value: Any) -> int:
+    return 0 if value is None else cls.parse(value).value
+
+
+def memory_filter(filters: Mapping[str, Any]) -> memory_pb2.MemoryFilter:
+    """A MemoryFilter from FilterArgs keywords; unknown keywords raise TypeError."""
+    unknown = set(filters) - _FILTER_KEYS
+    if unknown:
+        raise TypeError(f"unknown filter argument(s): {', '.join(sorted(unknown))}")
+    pb = memory_pb2.MemoryFilter(
+        scopes=_enums(Scope, filters.get("scopes")),
+        layers=_enums(Layer, filters.get("layers")),
+        kinds=_enums(Kind, filters.get("kinds")),
+        statuses=_enums(MemoryStatus, filters.get("statuses")),
+        domains=_many(filters.get("domains")),
+        tags=_many(filters.get("tags")),
+        agent_id=filters.get("agent_id") or "",
+        user_id=filters.get("user_id") or "",
+        session_id=filters.get("session_id") or "",
+        entity=filters.get("entity") or "",
+        attribute=filters.get("attribute") or "",
+        min_confidence=filters.get("min_confidence") or 0.0,
+        include_pending=bool(filters.get("include_pending")),
+    )
+    if filters.get("occurred_after") is not None:
+        pb.occurred.start_time.CopyFrom(_convert.to_timestamp(filters["occurred_after"]))
+    if filters.get("occurred_before") is not None:
+        pb.occurred.end_time.CopyFrom(_convert.to_timestamp(filters["occurred_before"]))
+    return pb
+
+
+def _memory_input_fields(item: MemoryInputLike) -> dict[str, Any]:
+    if isinstance(item, MemoryInput):
+        return {name: getattr(item, name) for name in _MEMORY_INPUT_FIELDS}
+    if not isinstance(item, Mapping):
+        raise TypeError(f"a memory must be a MemoryInput or a dict, not {type(item).__name__}")
+    values = dict(item)
+    source = values.pop("source", None)
+    if source is not None:
+        values.setdefault("source_type", source.get("type", ""))
+        values.setdefault("source_id", source.get("id", ""))
+    unknown = set(values) - _MEMORY_INPUT_FIELDS
+    if unknown:
+        raise TypeError(f"unknown memory field(s): {', '.join(sorted(unknown))}")
+    for required in ("content", "kind"):
+        if values.get(required) is None:
+            raise TypeError(f"a memory needs {required!r}")
+    return values
+
+
+def memory_input(item: MemoryInputLike) -> svc_pb.MemoryInput:
+    """A MemoryInput proto from a MemoryInput dataclass or a dict with the proto field names."""
+    v = _memory_input_fields(item)
+    pb = svc_pb.MemoryInput(
+        content=v["content"],
+        kind=Kind.parse(v["kind"]).value,
+        scope=_enum_or_zero(Scope, v.get("scope")),
+        layer=_enum_or_zero(Layer, v.get("layer")),
+        domain=v.get("domain") or "",
+        context=v.get("context") or "",
+        entity=v.get("entity") or "",
+        attribute=v.get("attribute") or "",
+        value=v.get("value") or "",
+        tags=_many(v.get("tags")),
+        user_id=v.get("user_id") or "",
+        session_id=v.get("session_id") or "",
+        state_key=v.get("state_key") or "",
+    )
+    if v.get("source_type") or v.get("source_id"):
+        pb.source.type = v.get("source_type") or ""
+        pb.source.id = v.get("source_id") or ""
+    if v.get("metadata") is not None:
+        pb.metadata.CopyFrom(_convert.to_struct(v["metadata"]))
+    # confidence is a proto3 optional: leaving it unset means 1.0, so 0.0 must still be sent.
+    if v.get("confidence") is not None:
+        pb.confidence = v["confidence"]
+    for name in ("occurred_at", "valid_from", "valid_to"):
+        if v.get(name) is not None:
+            getattr(pb, name).CopyFrom(_convert.to_timestamp(v[name]))
+    if v.get("ttl") is not None:
+        pb.ttl.CopyFrom(_convert.to_duration(v["ttl"]))
+    return pb
+
+
+def _task_step(step: TaskStep | Mapping[str, Any]) -> svc_pb.TaskStep:
+    s = step if isinstance(step, TaskStep) else TaskStep(**step)
+    pb = svc_pb.TaskStep(action=s.action, observation=s.observation)
+    if s.occurred_at is not None:
+        pb.occurred_at.CopyFrom(_convert.to_timestamp(s.occurred_at))
+    return pb
+
+
+def task_trajectory(task: TaskTrajectoryLike) -> svc_pb.TaskTrajectory:
+    """A TaskTrajectory proto from the dataclass or a dict with the same keys."""
+    t = task if isinstance(task, TaskTrajectory) else TaskTrajectory(**task)
+    return svc_pb.TaskTrajectory(
+        task_id=t.task_id,
+        request=t.request,
+        steps=[_task_step(s) for s in t.steps],
+        outcome=_enum_or_zero(TaskOutcome, t.outcome),
+        feedback=t.feedback,
+    )
+
+
+# --- MemoryService -------------------------------------------------------------------------
+
+
+def write(
+    memories: Iterable[MemoryInputLike],
+    *,
+    request_id: str | None,
+    infer: InferModeLike | None,
+    time_zone: str | None,
+) -> PreparedCall[types.WriteResult]:
+    """Write of a batch of memories."""
+    if isinstance(memories, (Mapping, MemoryInput)):
+        raise TypeError("write takes a list of memories; use write_one for a single memory")
+    request = svc_pb.WriteRequest(
+        memories=[memory_input(m) for m in memories],
+        request_id=request_id or "",
+        infer=_enum_or_zero(InferMode, infer),
+        time_zone=time_zone or "",
+    )
+    if not request.memories:
+        raise ValueError("write needs at least one memory")
+    return PreparedCall("Write", request, _convert.write_result)
+
+
+def write_one(content: str, *, request_id: str | None, **fields: Any) -> PreparedCall[types.Memory]:
+    """Write of one memory, resolving to the stored Memory."""
+    return write([{"content": content, **fields}], request_id=request_id, infer=None, time_zone=None).then(
+        lambda result: result.memories[0]
+    )
+
+
+def search(
+    query: str,
+    *,
+    top_k: int,
+    token_budget: int,
+    as_of: datetime | None,
+    scope_weights: Mapping[ScopeLike, float] | Iterable[tuple[ScopeLike, float]] | None,
+    explain: bool,
+    time_zone: str | None,
+    filters: Mapping[str, Any],
+) -> PreparedCall[types.SearchResult]:
+    """Search; scope_weights keeps the caller's order, which sets the order scopes are walked."""
+    weights = dict(scope_weights or {})
+    request = svc_pb.SearchRequest(
+        query=query,
+        filter=memory_filter(filters),
+        top_k=top_k,
+        token_budget=token_budget,
+        scope_weights=[svc_pb.ScopeWeight(scope=Scope.parse(s).value, weight=w) for s, w in weights.items()],
+        explain=explain,
+        time_zone=time_zone or "",
+    )
+    if as_of is not None:
+        request.as_of_time.CopyFrom(_convert.to_timestamp(as_of))
+    return PreparedCall("Search", request, _convert.search_result)
+
+
+def reflect(
+    *,
+    task: TaskTrajectoryLike | None,
+    session_id: str | None,
+    user_id: str | None,
+    scope: ScopeLike | None,
+    domain: str | None,
+    mode: ReflectModeLike | None,
+    request_id: str | None,
+) -> PreparedCall[types.ReflectResult]:
+    """Reflect on exactly one of a finished task or a session."""
+    if (task is None) == (session_id is None):
+        raise ValueError("reflect needs exactly one of task or session_id")
+    if user_id and task is not None:
+        raise ValueError("user_id narrows a session reflection; it cannot be used with task")
+    request = svc_pb.ReflectRequest(
+        scope=_enum_or_zero(Scope, scope),
+        domain=domain or "",
+        mode=_enum_or_zero(ReflectMode, mode),
+        request_id=request_id or "",
+    )
+    if task is not None:
+        request.task.CopyFrom(task_trajectory(task))
+    else:
+        request.session.CopyFrom(svc_pb.SessionSelector(session_id=session_id, user_id=user_id or ""))
+    return PreparedCall("Reflect", request, _convert.reflect_result)
+
+
+def forget(
+    *,
+    ids: str | Iterable[str] | None,
+    hard: bool,
+    dry_run: bool,
+    reason: str,
+    request_id: str | None,
+    filters: Mapping[str, Any],
+) -> PreparedCall[types.ForgetResult]:
+    """Forget by ids or by filter, never both."""
+    # A filter keyword passed as None constrains nothing, so it does not count as a filter.
+    has_filter = any(v is not None for v in filters.values())
+    if (ids is None) == (not has_filter):
+        raise ValueError("forget needs either ids or filter arguments, not both and not neither")
+    request = svc_pb.ForgetRequest(hard=hard, dry_run=dry_run, reason=reason, request_id=request_id or "")
+    if ids is not None:
+        request.ids.ids.extend(_many(ids))
+    else:
+        request.filter.CopyFrom(memory_filter(filters))
+    return PreparedCall("Forget", request, _convert.forget_result)
+
+
+def get_memory(id: str) -> PreparedCall[types.Memory]:
+    """GetMemory."""
+    return PreparedCall("GetMemory", svc_pb.GetMemoryRequest(id=id), lambda r: _convert.memory(r.memory))
+
+
+def list_memories(
+    *, page_size: int, page_token: str, filters: Mapping[str, Any]
+) -> PreparedCall[types.Page[types.Memory]]:
+    """One page of ListMemories."""
+    request = svc_pb.ListMemoriesRequest(filter=memory_filter(filters), page_size=page_size, page_token=page_token)
+    return PreparedCall(
+        "ListMemories", request, lambda r: _convert.page(r.memories, _convert.memory, r.next_page_token)
+    )
+
+
+def update_memory(
+    id: str,
+    *,
+    content: str | None = None,
+    context: str | None = None,
+    tags: Iterable[str] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    confidence: float | None = None,
+    status: MemoryStatusLike | None = None,
+    value: str | None = None,
+    valid_from: datetime | None = None,
+    valid_to: datetime | None = None,
+    user_id: str | None = None,
+    request_id: str | None = None,
+) -> PreparedCall[types.Memory]:
+    """UpdateMemory of the fields given (not None); the FieldMask names exactly those."""
+    memory = memory_pb2.Memory(id=id)
+    paths: list[str] = []
+    for name, given in (("content", content), ("context", context), ("value", value), ("user_id", user_id)):
+        if given is not None:
+            setattr(memory, name, given)
+            paths.append(name)
+    if tags is not None:
+        memory.tags.extend(_many(tags))
+        paths.append("tags")
+    if metadata is not None:
+        memory.metadata.CopyFrom(_convert.to_struct(metadata))
+        paths.append("metadata")
+    if confidence is not None:
+        memory.confidence = confidence
+        paths.append("confidence")
+    if status is not None:
+        memory.status = MemoryStatus.parse(status).value
+        paths.append("status")
+    for name, when in (("valid_from", valid_from), ("valid_to", valid_to)):
+        if when is not None:
+            getattr(memory, name).CopyFrom(_convert.to_timestamp(when))
+            paths.append(name)
+    if not paths:
+        raise ValueError("update_memory needs at least one field to change")
+    request = svc_pb.UpdateMemoryRequest(
+        memory=memory, update_mask=FieldMask(paths=paths), request_id=request_id or ""
+    )
+    return PreparedCall("UpdateMemory", request, lambda r: _convert.memory(r.memory))
+
+
+def list_history(
+    *,
+    memory_id: str | None,
+    entity: str | None,
+    attribute: str | None,
+    page_size: int,
+    page_token: str,
+) -> PreparedCall[types.Page[types.HistoryEntry]]:
+    """One page of ListMemoryHistory for exactly one of a memory or an entity."""
+    if (memory_id is None) == (entity is None):
+        raise ValueError("list_history needs exactly one of memory_id or entity")
+    if attribute and entity is None:
+        raise ValueError("attribute narrows an entity history; it needs entity")
+    request = svc_pb.ListMemoryHistoryRequest(page_size=page_size, page_token=page_token)
+    if memory_id is not None:
+        request.memory_id = memory_id
+    else:
+        request.entity.CopyFrom(svc_pb.EntityRef(entity=entity, attribute=attribute or ""))
+    return PreparedCall(
+        "ListMemoryHistory", request, lambda r: _convert.page(r.entries, _convert.history_entry, r.next_page_token)
+    )
+
+
+def submit_feedback(
+    memory_ids: str | Iterable[str], *, useful: bool, comment: str
+) -> PreparedCall[tuple[types.Memory, ...]]:
+    """SubmitFeedback, resolving to the memories after their confidence changed."""
+    request = svc_pb.SubmitFeedbackRequest(memory_ids=_many(memory_ids), useful=useful, comment=comment)
+    return PreparedCall("SubmitFeedback", request, lambda r: _convert.memories(r.memories))
+
+
+def get_working_memory(session_id: str) -> PreparedCall[types.WorkingMemory]:
+    """GetWorkingMemory."""
+    return PreparedCall(
+        "GetWorkingMemory", svc_pb.GetWorkingMemoryRequest(session_id=session_id), _convert.working_memory
+    )
+
+
+def get_stats(filters: Mapping[str, Any]) -> PreparedCall[types.Stats]:
+    """GetStats."""
+    return PreparedCall("GetStats", svc_pb.GetStatsRequest(filter=memory_filter(filters)), _convert.stats)
+
+
+# --- OperationsService ---------------------------------------------------------------------
+
+
+def get_operation(id: str) -> PreparedCall[types.Operation]:
+    """GetOperation."""
+    return PreparedCall("GetOperation", ops_pb.GetOperationRequest(id=id), lambda r: _convert.operation(r.operation))
+
+
+def list_operations(
+    *, state: OperationStateLike | None, page_size: int, page_token: str
+) -> PreparedCall[types.Page[types.Operation]]:
+    """One page of ListOperations."""
+    request = ops_pb.ListOperationsRequest(
+        state=_enum_or_zero(OperationState, state), page_size=page_size, page_token=page_token
+    )
+    return PreparedCall(
+        "ListOperations", request, lambda r: _convert.page(r.operations, _convert.operation, r.next_page_token)
+    )
+
+
+def cancel_operation(id: str) -> PreparedCall[types.Operation]:
+    """CancelOperation."""
+    return PreparedCall(
+        "CancelOperation", ops_pb.CancelOperationRequest(id=id), lambda r: _convert.operation(r.operation)
+    )

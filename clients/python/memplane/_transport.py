@@ -1,0 +1,217 @@
+"""Channels, the retrying call loop, and the lifecycle shared by every client.
+
+The sync and async halves mirror each other line for line; only the I/O (the RPC itself and
+the wait between attempts) differs.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Awaitable, Callable, TypeVar
+
+import grpc
+import grpc.aio
+
+from ._auth import Metadata, auth_metadata
+from ._requests import PreparedCall
+from ._retry import RetryPolicy, RetryState, ensure_request_id, is_retryable_call
+from ._version import __version__
+from .errors import from_rpc_error
+from .v1.admin_service_pb2_grpc import AdminServiceStub
+from .v1.memory_service_pb2_grpc import MemoryServiceStub
+from .v1.operations_service_pb2_grpc import OperationsServiceStub
+
+T = TypeVar("T")
+_SelfSync = TypeVar("_SelfSync", bound="SyncClientBase")
+_SelfAsync = TypeVar("_SelfAsync", bound="AsyncClientBase")
+
+_STUBS = (MemoryServiceStub, OperationsServiceStub, AdminServiceStub)
+_CHANNEL_OPTIONS = (("grpc.primary_user_agent", f"memplane-python/{__version__}"),)
+
+
+@dataclass(frozen=True)
+class CallSettings:
+    """What every call of one client shares: auth metadata, retry policy and default timeout."""
+
+    # Out of repr because it holds the API key.
+    metadata: Metadata = field(repr=False)
+    retry: RetryPolicy
+    default_timeout: float | None
+
+    def start(self, prepared: PreparedCall[Any], timeout: float | None) -> RetryState:
+        """Readies a logical call: pins its request_id and opens its retry state."""
+        ensure_request_id(prepared.request)
+        return RetryState(
+            self.retry,
+            retryable=is_retryable_call(prepared.method, prepared.request),
+            timeout=self.default_timeout if timeout is None else timeout,
+        )
+
+
+def _rpcs(channel: Any) -> dict[str, Callable[..., Any]]:
+    # Method names are unique across the three services, so one flat table serves every client.
+    return {name: rpc for stub in _STUBS for name, rpc in vars(stub(channel)).items()}
+
+
+def _channel_credentials(secure: bool, credentials: grpc.ChannelCredentials | None) -> grpc.ChannelCredentials | None:
+    if credentials is not None:
+        return credentials
+    return grpc.ssl_channel_credentials() if secure else None
+
+
+class SyncTransport:
+    """Performs PreparedCalls over a grpc.Channel with auth, deadline, retries and error mapping."""
+
+    def __init__(self, channel: grpc.Channel, settings: CallSettings, *, sleep: Callable[[float], None] = time.sleep):
+        self._channel = channel
+        self._settings = settings
+        self._rpcs = _rpcs(channel)
+        self._sleep = sleep
+
+    def call(self, prepared: PreparedCall[T], timeout: float | None) -> T:
+        """Sends the call, retrying per policy; raises a MemplaneError subclass on failure."""
+        rpc = self._rpcs[prepared.method]
+        state = self._settings.start(prepared, timeout)
+        while True:
+            try:
+                response = rpc(
+                    prepared.request, timeout=state.next_attempt_timeout(), metadata=self._settings.metadata
+                )
+            except grpc.RpcError as exc:
+                error = from_rpc_error(exc)
+                delay = state.delay_before_retry(error)
+                if delay is None:
+                    raise error from exc
+                self._sleep(delay)
+            else:
+                return prepared.convert(response)
+
+    def close(self) -> None:
+        """Closes the channel."""
+        self._channel.close()
+
+
+class AsyncTransport:
+    """The asyncio twin of SyncTransport, over a grpc.aio.Channel."""
+
+    def __init__(
+        self, channel: grpc.aio.Channel, settings: CallSettings, *, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
+    ):
+        self._channel = channel
+        self._settings = settings
+        self._rpcs = _rpcs(channel)
+        self._sleep = sleep
+
+    async def call(self, prepared: PreparedCall[T], timeout: float | None) -> T:
+        """Sends the call, retrying per policy; raises a MemplaneError subclass on failure."""
+        rpc = self._rpcs[prepared.method]
+        state = self._settings.start(prepared, timeout)
+        while True:
+            try:
+                response = await rpc(
+                    prepared.request, timeout=state.next_attempt_timeout(), metadata=self._settings.metadata
+                )
+            except grpc.RpcError as exc:
+                error = from_rpc_error(exc)
+                delay = state.delay_before_retry(error)
+                if delay is None:
+                    raise error from exc
+                await self._sleep(delay)
+            else:
+                return prepared.convert(response)
+
+    async def close(self) -> None:
+        """Closes the channel."""
+        await self._channel.close()
+
+
+def _settings(api_key: str, agent_id: str | None, retry: RetryPolicy, default_timeout: float | None) -> CallSettings:
+    if default_timeout is not None and default_timeout <= 0:
+        raise ValueError("default_timeout must be positive or None")
+    return CallSettings(auth_metadata(api_key, agent_id), retry, default_timeout)
+
+
+class SyncClientBase:
+    """Connection setup and lifecycle of the blocking clients."""
+
+    def __init__(
+        self,
+        target: str,
+        api_key: str,
+        *,
+        agent_id: str | None = None,
+        retry: RetryPolicy = RetryPolicy(),
+        default_timeout: float | None = 30.0,
+        secure: bool = False,
+        credentials: grpc.ChannelCredentials | None = None,
+    ) -> None:
+        """Opens a channel to target ("host:port").
+
+        Args:
+            target: Server address.
+            api_key: API key secret, sent as a bearer token on every call.
+            agent_id: Agent to act as, for keys not bound to an agent.
+            retry: Retry policy; RetryPolicy(max_attempts=1) disables retries.
+            default_timeout: Seconds a call may take, retries included, unless it passes timeout.
+            secure: Use TLS with the system roots.
+            credentials: Explicit channel credentials (implies TLS).
+        """
+        settings = _settings(api_key, agent_id, retry, default_timeout)
+        creds = _channel_credentials(secure, credentials)
+        channel = (
+            grpc.secure_channel(target, creds, options=_CHANNEL_OPTIONS)
+            if creds is not None
+            else grpc.insecure_channel(target, options=_CHANNEL_OPTIONS)
+        )
+        self._transport = SyncTransport(channel, settings)
+
+    def close(self) -> None:
+        """Closes the connection; the client is unusable afterwards."""
+        self._transport.close()
+
+    def __enter__(self: _SelfSync) -> _SelfSync:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class AsyncClientBase:
+    """Connection setup and lifecycle of the asyncio clients."""
+
+    def __init__(
+        self,
+        target: str,
+        api_key: str,
+        *,
+        agent_id: str | None = None,
+        retry: RetryPolicy = RetryPolicy(),
+        default_timeout: float | None = 30.0,
+        secure: bool = False,
+        credentials: grpc.ChannelCredentials | None = None,
+    ) -> None:
+        """Opens a channel to target ("host:port"); arguments as for the blocking clients."""
+        settings = _settings(api_key, agent_id, retry, default_timeout)
+        creds = _channel_credentials(secure, credentials)
+        channel = (
+            grpc.aio.secure_channel(target, creds, options=_CHANNEL_OPTIONS)
+            if creds is not None
+            else grpc.aio.insecure_channel(target, options=_CHANNEL_OPTIONS)
+        )
+        self._transport = AsyncTransport(channel, settings)
+
+    async def close(self) -> None:
+        """Closes the connection; the client is unusable afterwards."""
+        await self._transport.close()
+
+    async def __aenter__(self: _SelfAsync) -> _SelfAsync:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()

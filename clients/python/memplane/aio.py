@@ -1,0 +1,257 @@
+"""AsyncMemoryClient: the asyncio client for MemoryService and OperationsService."""
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+from typing import TYPE_CHECKING, AsyncIterator, Iterable, Mapping
+
+from . import _requests
+from ._polling import OperationWait
+from ._transport import AsyncClientBase
+from .enums import InferModeLike, KindLike, OperationStateLike, ReflectModeLike, ScopeLike
+from .inputs import FilterArgs, MemoryChanges, MemoryFields, MemoryInputLike, TaskTrajectoryLike
+from .types import (
+    ForgetResult,
+    HistoryEntry,
+    Memory,
+    Operation,
+    Page,
+    ReflectResult,
+    SearchResult,
+    Stats,
+    WorkingMemory,
+    WriteResult,
+)
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+
+class AsyncMemoryClient(AsyncClientBase):
+    """Asyncio client for storing, searching, distilling and forgetting memories.
+
+    It mirrors memplane.MemoryClient method for method, with coroutines in place of calls
+    (iter_memories is an async iterator).
+
+    Every method takes a keyword-only timeout in seconds (default: the client's
+    default_timeout) that bounds the whole call, retries included, and raises a
+    memplane.errors.MemplaneError subclass when the call fails. Mutations get a generated
+    request_id unless given one, which makes their retries safe.
+    """
+
+    async def write(
+        self,
+        memories: Iterable[MemoryInputLike],
+        *,
+        request_id: str | None = None,
+        infer: InferModeLike | None = None,
+        time_zone: str | None = None,
+        timeout: float | None = None,
+    ) -> WriteResult:
+        """Stores memories (MemoryInput or dicts) all or nothing; infer asks for LLM extraction."""
+        return await self._transport.call(
+            _requests.write(memories, request_id=request_id, infer=infer, time_zone=time_zone), timeout
+        )
+
+    async def write_one(
+        self,
+        content: str,
+        *,
+        kind: KindLike,
+        request_id: str | None = None,
+        timeout: float | None = None,
+        **fields: Unpack[MemoryFields],
+    ) -> Memory:
+        """Stores one memory built from content, kind and further MemoryInput fields; returns it."""
+        return await self._transport.call(
+            _requests.write_one(content, kind=kind, request_id=request_id, **fields), timeout
+        )
+
+    async def search(
+        self,
+        query: str,
+        *,
+        top_k: int = 10,
+        token_budget: int = 0,
+        as_of: datetime | None = None,
+        scope_weights: Mapping[ScopeLike, float] | None = None,
+        explain: bool = False,
+        time_zone: str | None = None,
+        timeout: float | None = None,
+        **filters: Unpack[FilterArgs],
+    ) -> SearchResult:
+        """Hybrid retrieval over the visible memories matching the filter keywords, best first.
+
+        scope_weights maps scopes to score multipliers in the order they should be walked.
+        """
+        return await self._transport.call(
+            _requests.search(
+                query,
+                top_k=top_k,
+                token_budget=token_budget,
+                as_of=as_of,
+                scope_weights=scope_weights,
+                explain=explain,
+                time_zone=time_zone,
+                filters=filters,
+            ),
+            timeout,
+        )
+
+    async def reflect(
+        self,
+        *,
+        task: TaskTrajectoryLike | None = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        scope: ScopeLike | None = None,
+        domain: str | None = None,
+        mode: ReflectModeLike | None = None,
+        request_id: str | None = None,
+        timeout: float | None = None,
+    ) -> ReflectResult:
+        """Distils a finished task or a session (exactly one) into memories and a summary.
+
+        When the server runs it in the background the result carries an operation to wait on.
+        """
+        return await self._transport.call(
+            _requests.reflect(
+                task=task,
+                session_id=session_id,
+                user_id=user_id,
+                scope=scope,
+                domain=domain,
+                mode=mode,
+                request_id=request_id,
+            ),
+            timeout,
+        )
+
+    async def forget(
+        self,
+        *,
+        ids: str | Iterable[str] | None = None,
+        hard: bool = False,
+        dry_run: bool = False,
+        reason: str = "",
+        request_id: str | None = None,
+        timeout: float | None = None,
+        **filters: Unpack[FilterArgs],
+    ) -> ForgetResult:
+        """Forgets memories by ids or by filter keywords (one of the two), soft unless hard."""
+        return await self._transport.call(
+            _requests.forget(
+                ids=ids, hard=hard, dry_run=dry_run, reason=reason, request_id=request_id, filters=filters
+            ),
+            timeout,
+        )
+
+    async def get_memory(self, id: str, *, timeout: float | None = None) -> Memory:
+        """Reads one memory by id."""
+        return await self._transport.call(_requests.get_memory(id), timeout)
+
+    async def list_memories(
+        self,
+        *,
+        page_size: int = 0,
+        page_token: str = "",
+        timeout: float | None = None,
+        **filters: Unpack[FilterArgs],
+    ) -> Page[Memory]:
+        """One page of the memories matching the filter keywords, newest first."""
+        return await self._transport.call(
+            _requests.list_memories(page_size=page_size, page_token=page_token, filters=filters), timeout
+        )
+
+    async def iter_memories(
+        self, *, page_size: int = 0, timeout: float | None = None, **filters: Unpack[FilterArgs]
+    ) -> AsyncIterator[Memory]:
+        """Every memory matching the filter keywords, fetching pages as needed (timeout is per page)."""
+        page_token = ""
+        while True:
+            page = await self.list_memories(page_size=page_size, page_token=page_token, timeout=timeout, **filters)
+            for memory in page.items:
+                yield memory
+            if not page.next_page_token:
+                return
+            page_token = page.next_page_token
+
+    async def update_memory(
+        self,
+        id: str,
+        *,
+        request_id: str | None = None,
+        timeout: float | None = None,
+        **changes: Unpack[MemoryChanges],
+    ) -> Memory:
+        """Changes the given fields of one memory (the update mask names exactly those) and returns it."""
+        return await self._transport.call(_requests.update_memory(id, request_id=request_id, **changes), timeout)
+
+    async def list_history(
+        self,
+        *,
+        memory_id: str | None = None,
+        entity: str | None = None,
+        attribute: str | None = None,
+        page_size: int = 0,
+        page_token: str = "",
+        timeout: float | None = None,
+    ) -> Page[HistoryEntry]:
+        """One page of the recorded changes of a memory or of an entity (one of the two), newest first."""
+        return await self._transport.call(
+            _requests.list_history(
+                memory_id=memory_id, entity=entity, attribute=attribute, page_size=page_size, page_token=page_token
+            ),
+            timeout,
+        )
+
+    async def submit_feedback(
+        self, memory_ids: str | Iterable[str], *, useful: bool, comment: str = "", timeout: float | None = None
+    ) -> tuple[Memory, ...]:
+        """Reports whether memories helped; returns them with their adjusted confidence."""
+        return await self._transport.call(
+            _requests.submit_feedback(memory_ids, useful=useful, comment=comment), timeout
+        )
+
+    async def get_working_memory(self, session_id: str, *, timeout: float | None = None) -> WorkingMemory:
+        """Reads a session's working memory."""
+        return await self._transport.call(_requests.get_working_memory(session_id), timeout)
+
+    async def get_stats(self, *, timeout: float | None = None, **filters: Unpack[FilterArgs]) -> Stats:
+        """Counts the visible memories matching the filter keywords (all statuses unless given)."""
+        return await self._transport.call(_requests.get_stats(filters), timeout)
+
+    async def get_operation(self, id: str, *, timeout: float | None = None) -> Operation:
+        """Reads one background operation."""
+        return await self._transport.call(_requests.get_operation(id), timeout)
+
+    async def list_operations(
+        self,
+        *,
+        state: OperationStateLike | None = None,
+        page_size: int = 0,
+        page_token: str = "",
+        timeout: float | None = None,
+    ) -> Page[Operation]:
+        """One page of the tenant's operations, newest first, optionally in one state."""
+        return await self._transport.call(
+            _requests.list_operations(state=state, page_size=page_size, page_token=page_token), timeout
+        )
+
+    async def cancel_operation(self, id: str, *, timeout: float | None = None) -> Operation:
+        """Cancels an unfinished operation and returns it."""
+        return await self._transport.call(_requests.cancel_operation(id), timeout)
+
+    async def wait_operation(self, id: str, *, poll_interval: float = 0.5, timeout: float = 60.0) -> Operation:
+        """Polls an operation until it is done (succeeded, failed or cancelled) and returns it.
+
+        Raises:
+            TimeoutError: It is still running after timeout seconds.
+        """
+        wait = OperationWait(id, poll_interval=poll_interval, timeout=timeout)
+        while True:
+            operation = await self.get_operation(id)
+            delay = wait.delay_after(operation)
+            if delay is None:
+                return operation
+            await asyncio.sleep(delay)

@@ -1,0 +1,268 @@
+"""Typed, immutable results returned by the SDK.
+
+Sequences are tuples so the frozen dataclasses stay immutable; times are timezone-aware UTC
+datetimes, or None when the server left them unset.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+
+from .enums import (
+    DomainAccess,
+    HistoryAction,
+    Kind,
+    Layer,
+    MemoryStatus,
+    OperationState,
+    Role,
+    Scope,
+)
+
+T = TypeVar("T")
+
+_TERMINAL_STATES = frozenset({OperationState.SUCCEEDED, OperationState.FAILED, OperationState.CANCELLED})
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One stored memory."""
+
+    id: str
+    tenant_id: str
+    scope: Scope
+    domain: str
+    agent_id: str
+    user_id: str
+    session_id: str
+    layer: Layer
+    kind: Kind
+    content: str
+    context: str
+    entity: str
+    attribute: str
+    value: str
+    tags: tuple[str, ...]
+    metadata: dict[str, Any]
+    confidence: float
+    status: MemoryStatus
+    supersedes: str
+    source_type: str
+    source_id: str
+    occurred_at: datetime | None
+    valid_from: datetime | None
+    valid_to: datetime | None
+    create_time: datetime | None
+    update_time: datetime | None
+    last_used_time: datetime | None
+    expire_time: datetime | None
+    use_count: int
+    embedding_model: str
+
+
+@dataclass(frozen=True)
+class ScoreComponent:
+    """One contribution to a search hit's score."""
+
+    name: str
+    value: float
+    rank: int
+    detail: str
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One search result; explanation is empty unless the search asked for explain."""
+
+    memory: Memory
+    score: float
+    explanation: tuple[ScoreComponent, ...]
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Search hits, best first."""
+
+    hits: tuple[SearchHit, ...]
+
+
+@dataclass(frozen=True)
+class Operation:
+    """A background job (reflection, extraction), polled by id."""
+
+    id: str
+    type: str
+    state: OperationState
+    attempts: int
+    error_reason: str
+    error_message: str
+    create_time: datetime | None
+    update_time: datetime | None
+    result_memory_ids: tuple[str, ...]
+    result_summary: str
+
+    @property
+    def done(self) -> bool:
+        """Whether the operation reached a final state (succeeded, failed or cancelled)."""
+        return self.state in _TERMINAL_STATES
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """Stored memories in request order, plus the extraction operation when it runs in the background."""
+
+    memories: tuple[Memory, ...]
+    operation: Operation | None
+
+
+@dataclass(frozen=True)
+class ReflectResult:
+    """What a reflection produced.
+
+    When the server ran it in the background, operation is set and the other fields are
+    empty; poll it with wait_operation, whose result carries the memory ids and summary.
+    """
+
+    memories: tuple[Memory, ...]
+    summary: str
+    merged_count: int
+    used_llm: bool
+    operation: Operation | None
+
+
+@dataclass(frozen=True)
+class ForgetResult:
+    """How many memories were (or, on a dry run, would be) forgotten, and their ids (at most 1000)."""
+
+    forgotten_count: int
+    forgotten_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """One page of a listing; next_page_token is "" on the last page."""
+
+    items: tuple[T, ...]
+    next_page_token: str
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One recorded change of a memory; snapshot is the memory as it was after the change."""
+
+    memory_id: str
+    action: HistoryAction
+    snapshot: Memory | None
+    change_time: datetime | None
+    actor: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class WorkingMemory:
+    """A session's working memory: its state map and recent items, newest first."""
+
+    state: dict[str, str]
+    items: tuple[Memory, ...]
+    expire_time: datetime | None
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Counts of the caller's visible memories; the by_* maps are keyed by enum name or domain."""
+
+    total: int
+    by_scope: dict[str, int]
+    by_layer: dict[str, int]
+    by_kind: dict[str, int]
+    by_status: dict[str, int]
+    newest_time: datetime | None
+
+
+@dataclass(frozen=True)
+class Tenant:
+    """A team: the hard isolation boundary."""
+
+    id: str
+    display_name: str
+    create_time: datetime | None
+    max_memories: int
+
+
+@dataclass(frozen=True)
+class Agent:
+    """An identity inside a tenant."""
+
+    tenant_id: str
+    id: str
+    display_name: str
+    create_time: datetime | None
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """An API key, without its secret."""
+
+    id: str
+    tenant_id: str
+    agent_id: str
+    role: Role
+    display_name: str
+    create_time: datetime | None
+    revoke_time: datetime | None
+
+
+@dataclass(frozen=True)
+class CreatedApiKey:
+    """A newly created API key and its secret, which the server shows only this once."""
+
+    api_key: ApiKey
+    # Kept out of repr so that logging the result does not leak the credential.
+    secret: str = field(repr=False)
+
+
+@dataclass(frozen=True)
+class CreatedTenant:
+    """A newly created tenant and, when asked for, its tenant admin key."""
+
+    tenant: Tenant
+    admin_key: CreatedApiKey | None
+
+
+@dataclass(frozen=True)
+class Domain:
+    """A named knowledge area shared across tenants."""
+
+    name: str
+    description: str
+    create_time: datetime | None
+
+
+@dataclass(frozen=True)
+class DomainGrant:
+    """A tenant's membership of a domain."""
+
+    domain: str
+    tenant_id: str
+    access: DomainAccess
+    create_time: datetime | None
+
+
+@dataclass(frozen=True)
+class AuditEvent:
+    """One recorded admin action or forget."""
+
+    id: str
+    tenant_id: str
+    actor_key_id: str
+    action: str
+    target: str
+    details_json: str
+    event_time: datetime | None
+
+    @property
+    def details(self) -> Any:
+        """details_json decoded (None when empty)."""
+        return json.loads(self.details_json) if self.details_json else None

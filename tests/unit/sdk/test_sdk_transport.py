@@ -1,0 +1,136 @@
+"""The retrying call loop, driven through a fake channel (no network)."""
+from __future__ import annotations
+
+import grpc
+import pytest
+
+from memplane import _requests
+from memplane._retry import MUTATING_METHODS, RetryPolicy
+from memplane._transport import AsyncTransport, CallSettings, SyncTransport
+from memplane.errors import InvalidArgumentError, UnavailableError
+from memplane.v1 import admin_service_pb2, memory_pb2, memory_service_pb2 as svc_pb, operations_service_pb2
+
+METADATA = (("authorization", "Bearer k"),)
+
+
+class FakeRpcError(grpc.RpcError):
+    def __init__(self, code: grpc.StatusCode) -> None:
+        self._code = code
+
+    def code(self) -> grpc.StatusCode:
+        return self._code
+
+    def details(self) -> str:
+        return self._code.name.lower()
+
+    def trailing_metadata(self) -> tuple:
+        return ()
+
+
+class FakeRpc:
+    """Plays back scripted outcomes (exceptions or responses) and records each attempt."""
+
+    def __init__(self) -> None:
+        self.outcomes: list = []
+        self.attempts: list[dict] = []
+
+    def __call__(self, request, *, timeout=None, metadata=None):
+        self.attempts.append({"request": type(request).FromString(request.SerializeToString()),
+                              "timeout": timeout, "metadata": metadata})
+        outcome = self.outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+
+class AsyncFakeRpc(FakeRpc):
+    async def __call__(self, request, *, timeout=None, metadata=None):
+        return super().__call__(request, timeout=timeout, metadata=metadata)
+
+
+class FakeChannel:
+    def __init__(self, rpc_type: type[FakeRpc] = FakeRpc) -> None:
+        self.rpcs: dict[str, FakeRpc] = {}
+        self._rpc_type = rpc_type
+
+    def unary_unary(self, path, **_):
+        return self.rpcs.setdefault(path.rsplit("/", 1)[1], self._rpc_type())
+
+
+def settings(max_attempts: int = 4) -> CallSettings:
+    return CallSettings(METADATA, RetryPolicy(max_attempts=max_attempts), default_timeout=30.0)
+
+
+def write_call() -> _requests.PreparedCall:
+    return _requests.write([{"content": "x", "kind": "fact"}], request_id=None, infer=None, time_zone=None)
+
+
+WRITE_OK = svc_pb.WriteResponse(memories=[memory_pb2.Memory(id="m1")])
+
+
+def test_every_rpc_of_every_service_is_reachable():
+    channel = FakeChannel()
+    SyncTransport(channel, settings())
+    services = [svc_pb, operations_service_pb2, admin_service_pb2]
+    names = {m.name for module in services for s in module.DESCRIPTOR.services_by_name.values() for m in s.methods}
+    assert set(channel.rpcs) == names and MUTATING_METHODS <= names
+
+
+def test_retries_of_one_write_reuse_its_generated_request_id():
+    channel, sleeps = FakeChannel(), []
+    transport = SyncTransport(channel, settings(), sleep=sleeps.append)
+    channel.rpcs["Write"].outcomes = [FakeRpcError(grpc.StatusCode.UNAVAILABLE)] * 2 + [WRITE_OK]
+    result = transport.call(write_call(), None)
+    ids = {a["request"].request_id for a in channel.rpcs["Write"].attempts}
+    assert result.memories[0].id == "m1" and len(ids) == 1 and ids != {""}
+    assert len(sleeps) == 2 and 0 <= sleeps[0] <= 0.1 and 0 <= sleeps[1] <= 0.2
+
+
+def test_each_attempt_sends_the_auth_metadata_and_a_deadline():
+    channel = FakeChannel()
+    transport = SyncTransport(channel, settings())
+    channel.rpcs["GetMemory"].outcomes = [svc_pb.GetMemoryResponse(memory=memory_pb2.Memory(id="m1"))]
+    transport.call(_requests.get_memory("m1"), 5.0)
+    attempt = channel.rpcs["GetMemory"].attempts[0]
+    assert attempt["metadata"] == METADATA and 0 < attempt["timeout"] <= 5.0
+
+
+def test_after_the_last_attempt_the_mapped_error_is_raised_from_the_grpc_one():
+    channel = FakeChannel()
+    transport = SyncTransport(channel, settings(max_attempts=3), sleep=lambda _: None)
+    channel.rpcs["GetMemory"].outcomes = [FakeRpcError(grpc.StatusCode.UNAVAILABLE)] * 3
+    with pytest.raises(UnavailableError) as raised:
+        transport.call(_requests.get_memory("m1"), None)
+    assert isinstance(raised.value.__cause__, grpc.RpcError)
+    assert len(channel.rpcs["GetMemory"].attempts) == 3
+
+
+def test_a_mutation_without_request_id_is_tried_once():
+    channel = FakeChannel()
+    transport = SyncTransport(channel, settings(), sleep=lambda _: None)
+    channel.rpcs["SubmitFeedback"].outcomes = [FakeRpcError(grpc.StatusCode.UNAVAILABLE)]
+    with pytest.raises(UnavailableError):
+        transport.call(_requests.submit_feedback(["m1"], useful=True, comment=""), None)
+    assert len(channel.rpcs["SubmitFeedback"].attempts) == 1
+
+
+def test_non_retryable_codes_fail_at_once():
+    channel = FakeChannel()
+    transport = SyncTransport(channel, settings(), sleep=lambda _: None)
+    channel.rpcs["GetMemory"].outcomes = [FakeRpcError(grpc.StatusCode.INVALID_ARGUMENT)]
+    with pytest.raises(InvalidArgumentError):
+        transport.call(_requests.get_memory(""), None)
+    assert len(channel.rpcs["GetMemory"].attempts) == 1
+
+
+async def test_async_retries_reuse_the_request_id_too():
+    channel, sleeps = FakeChannel(AsyncFakeRpc), []
+
+    async def sleep(delay: float) -> None:
+        sleeps.append(delay)
+
+    transport = AsyncTransport(channel, settings(), sleep=sleep)
+    channel.rpcs["Write"].outcomes = [FakeRpcError(grpc.StatusCode.RESOURCE_EXHAUSTED), WRITE_OK]
+    result = await transport.call(write_call(), None)
+    ids = {a["request"].request_id for a in channel.rpcs["Write"].attempts}
+    assert result.memories[0].id == "m1" and len(ids) == 1 and len(sleeps) == 1
