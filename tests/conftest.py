@@ -1,0 +1,40 @@
+"""Shared test infrastructure: one embedded PostgreSQL and Redis per test session.
+
+They are the same launchers `memplane serve` uses, so the tests exercise the real embedded
+default, root handling included.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+# Set before anything imports the embedder or litellm.
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+def make_shared_tmpdir(prefix: str) -> Path:
+    """A temp dir the unprivileged PostgreSQL user can traverse (pytest's tmp_path is 0700)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture(scope="session")
+def services_urls():
+    from memplane_server.embedded import EmbeddedPostgres, EmbeddedRedis
+
+    data = make_shared_tmpdir("memplane-test-")
+    postgres, redis = EmbeddedPostgres(data), EmbeddedRedis(data)
+    try:
+        database_url = postgres.start()
+        redis_url = redis.start()
+        yield database_url, redis_url
+    finally:
+        redis.stop()
+        postgres.stop()
+        shutil.rmtree(data, ignore_errors=True)

@@ -1,0 +1,70 @@
+"""Integration fixtures: the real stores and use cases over the session's embedded services."""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+import pytest
+import pytest_asyncio
+
+from memplane_server.core.caller import Caller, Role
+from memplane_server.runtime import Runtime
+from memplane_server.services.admin import AdminService
+from memplane_server.services.deps import Deps
+from memplane_server.settings import Settings
+
+PLATFORM = Caller(key_id="test-platform", role=Role.PLATFORM_ADMIN, tenant_id=None, agent_id=None)
+
+
+@pytest.fixture(scope="session")
+def settings(services_urls) -> Settings:
+    database_url, redis_url = services_urls
+    return Settings(database_url=database_url, redis_url=redis_url, bootstrap_tenant="", workers=0)
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def runtime(settings):
+    rt = Runtime(settings, settings.database_url, settings.redis_url)
+    await rt.open()
+    yield rt
+    await rt.close()
+
+
+@pytest.fixture(scope="session")
+def deps(runtime) -> Deps:
+    return runtime.deps
+
+
+@dataclass
+class TenantWorld:
+    """A fresh tenant with two agents and callers for every role, unique per test."""
+
+    tenant_id: str
+    writer: Caller
+    reader: Caller
+    agent1: Caller
+    agent2: Caller
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def make_tenant(deps):
+    admin = AdminService(deps.tenancy)
+
+    async def make(domains: dict[str, bool] | None = None) -> TenantWorld:
+        tenant = f"t-{uuid.uuid4().hex[:10]}"
+        await admin.create_tenant(PLATFORM, tenant, tenant, 0, False)
+        for agent in ("a1", "a2"):
+            await admin.create_agent(PLATFORM, tenant, agent, agent)
+        grants = domains or {}
+        for domain, can_write in grants.items():
+            if await deps.tenancy.pool.fetchval("SELECT 1 FROM domains WHERE name = $1", domain) is None:
+                await admin.create_domain(PLATFORM, domain, "")
+            await admin.grant_domain(PLATFORM, domain, tenant, can_write)
+
+        def caller(role: Role, agent: str | None) -> Caller:
+            return Caller(key_id=f"{tenant}-{role.value}", role=role, tenant_id=tenant, agent_id=agent, domains=dict(grants))
+
+        return TenantWorld(tenant, caller(Role.WRITER, None), caller(Role.READER, None),
+                           caller(Role.AGENT, "a1"), caller(Role.AGENT, "a2"))
+
+    return make
