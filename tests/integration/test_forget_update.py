@@ -1,0 +1,104 @@
+"""Forget, update, history and feedback against real PostgreSQL."""
+from __future__ import annotations
+
+import pytest
+
+from memplane_server.core.errors import MemplaneError
+from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter, Status
+from memplane_server.services.forget import ForgetService
+from memplane_server.services.memories import MemoriesService
+from memplane_server.services.search import SearchQuery, SearchService
+from memplane_server.services.write import WriteService
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+def draft(content: str, **kw) -> MemoryDraft:
+    return MemoryDraft(**{**dict(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.FACT,
+                                 content=content), **kw})
+
+
+async def test_soft_forget_is_restorable(deps, make_tenant):
+    world = await make_tenant()
+    [m] = await WriteService(deps).write(world.writer, [draft("The wifi password is hunter2")])
+    result = await ForgetService(deps).forget(world.writer, ids=[str(m.id)], f=None, hard=False, dry_run=False, reason="rotate")
+    assert result.count == 1
+    assert await SearchService(deps).search(world.writer, SearchQuery("wifi password")) == []
+    restored = await MemoriesService(deps).update(world.writer, str(m.id), {"status": Status.ACTIVE})
+    assert restored.status is Status.ACTIVE
+    entries, _ = await MemoriesService(deps).history(world.writer, memory_id=str(m.id), entity=None, attribute=None,
+                                                    page_size=10, page_token="")
+    assert [e.action for e in entries] == ["restored", "deleted", "created"]
+
+
+async def test_hard_forget_erases_row_and_history(deps, make_tenant):
+    world = await make_tenant()
+    [m] = await WriteService(deps).write(world.writer, [draft("Patient has condition X")])
+    await ForgetService(deps).forget(world.writer, ids=[str(m.id)], f=None, hard=True, dry_run=False, reason="erasure")
+    rows = await deps.memories.pool.fetch("SELECT action, snapshot FROM memory_history WHERE memory_id = $1", m.id)
+    assert [(r["action"], r["snapshot"]) for r in rows] == [("erased", {})]
+    with pytest.raises(MemplaneError):
+        await MemoriesService(deps).get(world.writer, str(m.id))
+
+
+async def test_forget_by_filter_with_dry_run_changes_nothing(deps, make_tenant):
+    world = await make_tenant()
+    await WriteService(deps).write(world.writer, [draft("a", user_id="u1"), draft("b", user_id="u1"), draft("c", user_id="u2")])
+    forget = ForgetService(deps)
+    dry = await forget.forget(world.writer, ids=None, f=MemoryFilter(user_id="u1"), hard=True, dry_run=True, reason="")
+    assert dry.count == 2
+    assert (await MemoriesService(deps).stats(world.writer, MemoryFilter()))["total"] == 3
+    done = await forget.forget(world.writer, ids=None, f=MemoryFilter(user_id="u1"), hard=True, dry_run=False, reason="")
+    assert done.count == 2
+    assert (await MemoriesService(deps).stats(world.writer, MemoryFilter()))["total"] == 1
+
+
+async def test_forget_with_an_empty_filter_is_refused(deps, make_tenant):
+    world = await make_tenant()
+    with pytest.raises(MemplaneError) as err:
+        await ForgetService(deps).forget(world.writer, ids=None, f=MemoryFilter(), hard=True, dry_run=False, reason="")
+    assert err.value.reason == "FILTER_REQUIRED"
+
+
+async def test_forget_is_audited(deps, make_tenant):
+    world = await make_tenant()
+    [m] = await WriteService(deps).write(world.writer, [draft("x")])
+    await ForgetService(deps).forget(world.writer, ids=[str(m.id)], f=None, hard=False, dry_run=False, reason="gdpr")
+    event = (await deps.tenancy.list_audit(world.tenant_id, None, 10))[0]  # newest first
+    assert event["action"] == "Forget" and event["details"]["reason"] == "gdpr"
+
+
+async def test_update_of_content_re_embeds_for_search(deps, make_tenant):
+    world = await make_tenant()
+    [m] = await WriteService(deps).write(world.writer, [draft("The team standup is at 9")])
+    await MemoriesService(deps).update(world.writer, str(m.id), {"content": "Ramen shop opens at noon"})
+    [hit] = await SearchService(deps).search(world.writer, SearchQuery("ramen", top_k=1))
+    assert hit.memory.id == m.id
+
+
+async def test_feedback_moves_confidence_and_is_in_history(deps, make_tenant):
+    world = await make_tenant()
+    [m] = await WriteService(deps).write(world.writer, [draft("x", confidence=0.8)])
+    [up] = await MemoriesService(deps).feedback(world.writer, [str(m.id)], True, "helped")
+    assert up.confidence == pytest.approx(0.9)
+    [down] = await MemoriesService(deps).feedback(world.writer, [str(m.id)], False, "")
+    assert down.confidence == pytest.approx(0.8)
+
+
+async def test_list_pages_through_everything_once(deps, make_tenant):
+    world = await make_tenant()
+    written = await WriteService(deps).write(world.writer, [draft(f"item {i}") for i in range(7)])
+    seen, token = [], ""
+    while True:
+        page, token = await MemoriesService(deps).list(world.writer, MemoryFilter(), 3, token)
+        seen.extend(m.id for m in page)
+        if not token:
+            break
+    assert sorted(seen) == sorted(m.id for m in written)
+
+
+async def test_garbage_page_token_is_invalid_argument(deps, make_tenant):
+    world = await make_tenant()
+    with pytest.raises(MemplaneError) as err:
+        await MemoriesService(deps).list(world.writer, MemoryFilter(), 3, "not-a-token")
+    assert err.value.reason == "INVALID_PAGE_TOKEN"

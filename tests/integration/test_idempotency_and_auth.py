@@ -1,0 +1,135 @@
+"""Idempotency records in real Redis, API-key resolution and migrations in real PostgreSQL."""
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+import pytest
+
+from memplane_server.core.caller import Role
+from memplane_server.core.errors import Code, MemplaneError
+from memplane_server.services.admin import AdminService
+from memplane_server.services.auth import Authenticator
+from memplane_server.stores.postgres.migrations import migrate
+from memplane_server.stores.redis.idempotency import IdempotencyConflict, IdempotencyStore
+from tests.integration.conftest import PLATFORM
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+async def test_concurrent_calls_with_one_request_id_run_once(runtime):
+    store = IdempotencyStore(runtime.redis_client, 60)
+    runs = 0
+
+    async def call(n: int) -> bytes:
+        nonlocal runs
+        stored = await store.begin("t1", "Write", "req-1", b"same request")
+        if stored is not None:
+            return stored
+        runs += 1
+        await asyncio.sleep(0.05)
+        await store.complete("t1", "Write", "req-1", b"same request", b"response-of-first")
+        return b"response-of-first"
+
+    results = await asyncio.gather(*(call(n) for n in range(50)))
+    assert runs == 1 and set(results) == {b"response-of-first"}
+
+
+async def test_request_id_reused_with_another_request_conflicts(runtime):
+    store = IdempotencyStore(runtime.redis_client, 60)
+    assert await store.begin("t1", "Forget", "req-2", b"a") is None
+    await store.complete("t1", "Forget", "req-2", b"a", b"done")
+    with pytest.raises(IdempotencyConflict):
+        await store.begin("t1", "Forget", "req-2", b"b")
+
+
+async def test_request_ids_are_per_tenant(runtime):
+    store = IdempotencyStore(runtime.redis_client, 60)
+    assert await store.begin("ta", "Write", "req-3", b"x") is None
+    assert await store.begin("tb", "Write", "req-3", b"x") is None
+
+
+async def test_abandoned_claim_lets_a_retry_run(runtime):
+    store = IdempotencyStore(runtime.redis_client, 60)
+    assert await store.begin("t1", "Write", "req-4", b"x") is None
+    await store.abandon("t1", "Write", "req-4")
+    assert await store.begin("t1", "Write", "req-4", b"x") is None
+
+
+async def test_key_resolves_to_its_tenant_and_agent(deps, make_tenant):
+    world = await make_tenant()
+    row, secret = await AdminService(deps.tenancy).create_api_key(PLATFORM, world.tenant_id, "a1", Role.AGENT, "k")
+    caller = await Authenticator(deps.tenancy).resolve(secret, None)
+    assert (caller.tenant_id, caller.agent_id, caller.role) == (world.tenant_id, "a1", Role.AGENT)
+
+
+@pytest.mark.parametrize("presented", [None, "", "mpk_nope_nope", "garbage"])
+async def test_missing_or_unknown_key_is_unauthenticated(deps, presented):
+    with pytest.raises(MemplaneError) as err:
+        await Authenticator(deps.tenancy).resolve(presented, None)
+    assert err.value.code is Code.UNAUTHENTICATED
+
+
+async def test_wrong_secret_for_a_real_key_id_is_unauthenticated(deps, make_tenant):
+    world = await make_tenant()
+    row, secret = await AdminService(deps.tenancy).create_api_key(PLATFORM, world.tenant_id, None, Role.WRITER, "k")
+    with pytest.raises(MemplaneError) as err:
+        await Authenticator(deps.tenancy).resolve(secret[:-2] + "xx", None)
+    assert err.value.code is Code.UNAUTHENTICATED
+
+
+async def test_revoked_key_is_refused(deps, make_tenant):
+    world = await make_tenant()
+    admin = AdminService(deps.tenancy)
+    row, secret = await admin.create_api_key(PLATFORM, world.tenant_id, None, Role.WRITER, "k")
+    await admin.revoke_api_key(PLATFORM, row["id"])
+    with pytest.raises(MemplaneError) as err:
+        await Authenticator(deps.tenancy).resolve(secret, None)
+    assert err.value.code is Code.UNAUTHENTICATED
+
+
+async def test_agent_key_cannot_act_as_another_agent(deps, make_tenant):
+    world = await make_tenant()
+    row, secret = await AdminService(deps.tenancy).create_api_key(PLATFORM, world.tenant_id, "a1", Role.AGENT, "k")
+    with pytest.raises(MemplaneError) as err:
+        await Authenticator(deps.tenancy).resolve(secret, "a2")
+    assert err.value.code is Code.PERMISSION_DENIED
+
+
+async def test_tenant_key_may_act_only_as_its_own_tenants_agents(deps, make_tenant):
+    world, other = await make_tenant(), await make_tenant()
+    row, secret = await AdminService(deps.tenancy).create_api_key(PLATFORM, world.tenant_id, None, Role.WRITER, "k")
+    caller = await Authenticator(deps.tenancy).resolve(secret, "a2")
+    assert caller.agent_id == "a2"
+    await AdminService(deps.tenancy).create_agent(PLATFORM, other.tenant_id, "only-there", "")
+    with pytest.raises(MemplaneError) as err:
+        await Authenticator(deps.tenancy).resolve(secret, "only-there")
+    assert err.value.code is Code.NOT_FOUND
+
+
+async def test_tenant_admin_cannot_manage_another_tenant(deps, make_tenant):
+    world, other = await make_tenant(), await make_tenant()
+    admin = AdminService(deps.tenancy)
+    row, secret = await admin.create_api_key(PLATFORM, world.tenant_id, None, Role.TENANT_ADMIN, "k")
+    caller = await Authenticator(deps.tenancy).resolve(secret, None)
+    with pytest.raises(MemplaneError) as err:
+        await admin.create_api_key(caller, other.tenant_id, None, Role.WRITER, "evil")
+    assert err.value.code is Code.PERMISSION_DENIED
+
+
+async def test_migrations_run_again_apply_nothing(settings):
+    conn = await asyncpg.connect(settings.database_url)
+    try:
+        assert await migrate(conn) == []
+    finally:
+        await conn.close()
+
+
+async def test_concurrent_migrations_wait_for_the_lock(settings):
+    conns = [await asyncpg.connect(settings.database_url) for _ in range(3)]
+    try:
+        results = await asyncio.gather(*(migrate(c) for c in conns))
+        assert results == [[], [], []]
+    finally:
+        for c in conns:
+            await c.close()

@@ -1,0 +1,130 @@
+"""Reflect without an LLM, with an LLM through litellm against a local OpenAI-compatible
+server, and as a durable background operation."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter, Status
+from memplane_server.llm.reflection import ReflectionModel
+from memplane_server.services.memories import MemoriesService
+from memplane_server.services.operations import OperationsService, OperationView
+from memplane_server.services.reflect import ReflectInput, ReflectService, Task, TaskStep
+from memplane_server.services.write import WriteService
+from memplane_server.worker.runner import JobRunner
+from tests.support.fake_llm import FakeLLM, Reply
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+GOOD = json.dumps({
+    "memories": [
+        {"kind": "lesson", "content": "Run migrations before deploying the API", "context": "deploys", "confidence": 0.9},
+        {"kind": "preference", "content": "The user wants short answers", "context": "", "confidence": 0.5},
+    ],
+    "summary": "The deploy failed because migrations had not run.",
+})
+
+
+def draft(content: str, **kw) -> MemoryDraft:
+    return MemoryDraft(**{**dict(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.FACT,
+                                 content=content, session_id="s1"), **kw})
+
+
+@pytest.fixture
+def fake_llm():
+    fake = FakeLLM().start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+def llm_deps(deps, fake_llm):
+    model = ReflectionModel("openai/test-model", api_base=fake_llm.api_base, api_key="test", timeout=5)
+    return replace(deps, reflection_model=model)
+
+
+async def test_session_reflection_merges_near_duplicates_newest_wins(deps, make_tenant):
+    world = await make_tenant()
+    write = WriteService(deps)
+    [old] = await write.write(world.writer, [draft("The user lives in Shanghai, China")])
+    [new] = await write.write(world.writer, [draft("The user lives in Shanghai, China.")])
+    [other] = await write.write(world.writer, [draft("The user has two cats")])
+    outcome = await ReflectService(deps).run(world.writer, ReflectInput(session_id="s1"))
+    assert outcome.merged_count == 1 and not outcome.used_llm
+    assert (await MemoriesService(deps).get(world.writer, str(old.id))).status is Status.SUPERSEDED
+    assert (await MemoriesService(deps).get(world.writer, str(new.id))).status is Status.ACTIVE
+    assert (await MemoriesService(deps).get(world.writer, str(other.id))).status is Status.ACTIVE
+
+
+async def test_session_reflection_summarises_current_facts(deps, make_tenant):
+    world = await make_tenant()
+    await WriteService(deps).write(world.writer, [
+        draft("Lives in Shanghai", entity="user", attribute="city", value="Shanghai"),
+        draft("Likes green tea", kind=Kind.PREFERENCE),
+    ])
+    outcome = await ReflectService(deps).run(world.writer, ReflectInput(session_id="s1"))
+    assert "user.city = Shanghai" in outcome.summary and "preference: Likes green tea" in outcome.summary
+    assert [m.kind for m in outcome.memories] == [Kind.SUMMARY]
+
+
+async def test_task_reflection_with_an_llm_stores_typed_memories(llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    fake_llm.script(Reply(GOOD))
+    task = Task("t1", "Deploy the API", (TaskStep("helm upgrade", "CrashLoopBackOff: missing column"),), "failure",
+                "you forgot the migrations")
+    outcome = await ReflectService(llm_deps).run(world.writer, ReflectInput(task=task))
+    assert outcome.used_llm
+    assert [(m.kind, m.status) for m in outcome.memories] == [
+        (Kind.LESSON, Status.ACTIVE), (Kind.PREFERENCE, Status.PENDING), (Kind.SUMMARY, Status.ACTIVE)]
+    assert outcome.summary == "The deploy failed because migrations had not run."
+    sent = fake_llm.requests[0]["body"]
+    assert sent["temperature"] == 0 and "missing column" in sent["messages"][1]["content"]
+
+
+async def test_malformed_model_output_is_retried_once(llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    fake_llm.script(Reply("sure! here are memories"), Reply(GOOD))
+    outcome = await ReflectService(llm_deps).run(world.writer, ReflectInput(task=Task("t2", "Deploy")))
+    assert len(fake_llm.requests) == 2 and len(outcome.memories) == 3
+
+
+async def test_failed_llm_job_is_retried_by_the_worker_and_succeeds(llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    service = ReflectService(llm_deps)
+    op = await service.reflect(world.writer, ReflectInput(task=Task("t3", "Deploy"), mode="async"))
+    assert isinstance(op, OperationView) and op.state == "pending"
+    fake_llm.script(Reply("provider down", status=503))
+    runner = JobRunner(llm_deps)
+    assert await runner.run_one()
+    failed_once = await OperationsService(llm_deps).get(world.writer, str(op.id))
+    assert failed_once.state == "pending" and failed_once.attempts == 1 and failed_once.error_reason
+    await llm_deps.jobs.pool.execute("UPDATE jobs SET run_after = now() WHERE id = $1", op.id)
+    fake_llm.script(Reply(GOOD))
+    while await runner.run_one():
+        pass
+    done = await OperationsService(llm_deps).get(world.writer, str(op.id))
+    assert done.state == "succeeded" and len(done.result_memory_ids) == 3
+
+
+async def test_infer_keeps_the_raw_turns_when_the_model_fails(llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    fake_llm.script(Reply("boom", status=500), Reply("boom", status=500))
+    records, op = await WriteService(llm_deps).write_with_infer(
+        world.writer, [draft("I moved to Shenzhen", kind=Kind.TURN, session_id="chat-1")], "sync",
+        ReflectService(llm_deps),
+    )
+    assert len(records) == 1 and op is not None and op.state == "pending"
+    stats = await MemoriesService(llm_deps).stats(world.writer, MemoryFilter(session_id="chat-1"))
+    assert stats["total"] == 1
+
+
+async def test_cancelled_operation_is_not_run(deps, make_tenant):
+    world = await make_tenant()
+    op = await ReflectService(deps).reflect(world.writer, ReflectInput(task=Task("t4", "x"), mode="async"))
+    cancelled = await OperationsService(deps).cancel(world.writer, str(op.id))
+    assert cancelled.state == "cancelled"
+    other = await make_tenant()
+    with pytest.raises(Exception):
+        await OperationsService(deps).get(other.writer, str(op.id))

@@ -1,0 +1,137 @@
+"""Search over real PostgreSQL (pgvector + full text) and Redis."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from memplane_server.core.errors import MemplaneError
+from memplane_server.core.model import Kind, Layer, MemoryDraft, MemoryFilter, Scope
+from memplane_server.services.forget import ForgetService
+from memplane_server.services.search import SearchQuery, SearchService
+from memplane_server.services.write import WriteService
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+def draft(content: str, kind: Kind = Kind.FACT, **kw) -> MemoryDraft:
+    return MemoryDraft(**{**dict(scope=None, domain=None, agent_id=None, layer=None, kind=kind, content=content), **kw})
+
+
+async def seed(deps, caller, *drafts):
+    return await WriteService(deps).write(caller, list(drafts))
+
+
+async def test_vector_channel_finds_a_paraphrase(deps, make_tenant):
+    world = await make_tenant()
+    await seed(deps, world.writer, draft("Melanie painted a sunrise over the lake last summer"),
+               draft("The deploy pipeline runs on Tuesdays"), draft("Bob's favourite food is ramen"))
+    hits = await SearchService(deps).search(world.writer, SearchQuery("What artwork did Melanie make?", top_k=1))
+    assert hits[0].memory.content.startswith("Melanie painted")
+
+
+async def test_keyword_channel_finds_chinese_by_segmented_words(deps, make_tenant):
+    world = await make_tenant()
+    await seed(deps, world.writer, draft("我的地址是北京朝阳区"), draft("我喜欢喝绿茶"), draft("明天下午开会"))
+    hits = await SearchService(deps).search(world.writer, SearchQuery("朝阳区", top_k=3, explain=True))
+    assert hits[0].memory.content == "我的地址是北京朝阳区"
+    assert "keyword" in {c.name for c in hits[0].explanation}
+
+
+async def test_explanation_lists_channels_fusion_and_scope(deps, make_tenant):
+    world = await make_tenant()
+    await seed(deps, world.writer, draft("Kubernetes upgrades need a drain first"))
+    [hit] = await SearchService(deps).search(world.writer, SearchQuery("kubernetes drain", top_k=1, explain=True))
+    names = [c.name for c in hit.explanation]
+    assert names == ["vector", "keyword", "rrf", "scope_weight"]
+    assert hit.explanation[0].rank == 1
+
+
+async def test_filters_restrict_kinds_and_tags(deps, make_tenant):
+    world = await make_tenant()
+    await seed(deps, world.writer, draft("Deploy with helm upgrade", Kind.PROCEDURE, tags=("ops",)),
+               draft("Deploys failed on Friday", Kind.EVENT))
+    hits = await SearchService(deps).search(
+        world.writer, SearchQuery("deploy", filter=MemoryFilter(kinds=(Kind.PROCEDURE,), tags=("ops",)))
+    )
+    assert [h.memory.kind for h in hits] == [Kind.PROCEDURE]
+
+
+async def test_top_k_above_the_maximum_is_capped(deps, make_tenant):
+    world = await make_tenant()
+    await seed(deps, world.writer, *[draft(f"note number {i} about cats") for i in range(5)])
+    hits = await SearchService(deps).search(world.writer, SearchQuery("cats", top_k=10_000))
+    assert len(hits) == 5
+
+
+async def test_token_budget_cuts_the_hits(deps, make_tenant):
+    world = await make_tenant()
+    await seed(deps, world.writer, *[draft(f"cats are lovely animals, note {i} " + "x" * 200) for i in range(5)])
+    hits = await SearchService(deps).search(world.writer, SearchQuery("cats", top_k=5, token_budget=120))
+    assert len(hits) == 2
+
+
+@pytest.mark.parametrize("query, reason", [("", "QUERY_REQUIRED"), ("  \n\t", "QUERY_REQUIRED"),
+                                           ("x" * 100_000, "QUERY_TOO_LARGE")])
+async def test_bad_queries_are_refused(deps, make_tenant, query, reason):
+    world = await make_tenant()
+    with pytest.raises(MemplaneError) as err:
+        await SearchService(deps).search(world.writer, SearchQuery(query))
+    assert err.value.reason == reason
+
+
+async def test_pending_memories_only_when_asked(deps, make_tenant):
+    world = await make_tenant()
+    await seed(deps, world.writer, draft("Perhaps the user likes opera", confidence=0.4))
+    service = SearchService(deps)
+    assert await service.search(world.writer, SearchQuery("opera")) == []
+    hits = await service.search(world.writer, SearchQuery("opera", filter=MemoryFilter(include_pending=True)))
+    assert len(hits) == 1
+
+
+async def test_as_of_read_sees_a_memory_deleted_later(deps, make_tenant):
+    world = await make_tenant()
+    [m] = await seed(deps, world.writer, draft("The office is in Berlin"))
+    between = datetime.now(timezone.utc)
+    await ForgetService(deps).forget(world.writer, ids=[str(m.id)], f=None, hard=False, dry_run=False, reason="")
+    service = SearchService(deps)
+    assert await service.search(world.writer, SearchQuery("office Berlin")) == []
+    past = await service.search(world.writer, SearchQuery("office Berlin", as_of=between))
+    assert [h.memory.id for h in past] == [m.id]
+    before = await service.search(world.writer, SearchQuery("office Berlin", as_of=between - timedelta(hours=1)))
+    assert before == []
+
+
+async def test_working_memory_of_the_session_is_searched(deps, make_tenant):
+    world = await make_tenant()
+    await seed(deps, world.agent1, draft("we are migrating the billing database", Kind.TURN, layer=Layer.WORKING,
+                                         session_id="s9"))
+    hits = await SearchService(deps).search(
+        world.agent1, SearchQuery("billing migration", filter=MemoryFilter(session_id="s9"))
+    )
+    assert hits[0].memory.layer is Layer.WORKING
+
+
+async def test_scope_weight_reorders_hits(deps, make_tenant):
+    world = await make_tenant()
+    await seed(deps, world.agent1, draft("Coffee machine is on floor 3", scope=Scope.PRIVATE))
+    await seed(deps, world.writer, draft("Coffee machine is on floor 2", scope=Scope.GLOBAL))
+    service = SearchService(deps)
+    boosted = await service.search(world.agent1, SearchQuery("coffee machine floor", scope_weights={Scope.PRIVATE: 5.0}))
+    assert boosted[0].memory.scope is Scope.PRIVATE
+    boosted = await service.search(world.agent1, SearchQuery("coffee machine floor", scope_weights={Scope.GLOBAL: 5.0}))
+    assert boosted[0].memory.scope is Scope.GLOBAL
+
+
+async def test_search_counts_usage(deps, make_tenant):
+    world = await make_tenant()
+    [m] = await seed(deps, world.writer, draft("Unique zebra fact"))
+    await SearchService(deps).search(world.writer, SearchQuery("zebra"))
+    import asyncio
+
+    for _ in range(50):
+        used = await deps.memories.get(world.writer, m.id)
+        if used.use_count:
+            break
+        await asyncio.sleep(0.05)
+    assert used.use_count == 1 and used.last_used_at is not None
