@@ -1,0 +1,129 @@
+"""E2E fixtures: a real `memplane serve` process on a socket, used through the SDK."""
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from tests.conftest import make_shared_tmpdir
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class ServerProcess:
+    """A `memplane serve` child; its output is collected for assertions and failure messages."""
+
+    env: dict[str, str]
+    target: str = ""
+    process: subprocess.Popen | None = None
+    lines: list[str] = field(default_factory=list)
+
+    def start(self, timeout: float = 90) -> "ServerProcess":
+        port = free_port()
+        self.target = f"127.0.0.1:{port}"
+        env = {**os.environ, **self.env, "MEMPLANE_LISTEN": self.target}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "memplane_server.cli", "serve"], env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True,
+        )
+        threading.Thread(target=self._pump, daemon=True).start()
+        deadline = time.monotonic() + timeout
+        while not any(line.startswith("memplane listening on") for line in self.lines):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("server did not start:\n" + "".join(self.lines[-40:]))
+            time.sleep(0.05)
+        time.sleep(0.2)  # the bootstrap lines follow the listening line
+        return self
+
+    def _pump(self) -> None:
+        assert self.process is not None and self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line)
+
+    def key(self, label: str) -> str:
+        for line in self.lines:
+            match = re.match(rf"\s*{label} key:\s+(\S+)", line)
+            if match:
+                return match.group(1)
+        raise LookupError(f"no {label} key printed:\n" + "".join(self.lines))
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 60) -> int:
+        if self.process is None or self.process.poll() is not None:
+            return self.process.returncode if self.process else 0
+        self.process.send_signal(sig)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return self.process.wait()
+
+
+async def _fresh_database(dsn: str, name: str) -> str:
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+    return dsn.rsplit("/", 1)[0] + "/" + name
+
+
+@pytest.fixture(scope="session")
+def server(services_urls):
+    database_url, redis_url = services_urls
+    e2e_url = asyncio.run(_fresh_database(database_url, "memplane_e2e"))
+    data = make_shared_tmpdir("memplane-e2e-")
+    proc = ServerProcess({
+        "MEMPLANE_DATABASE_URL": e2e_url,
+        "MEMPLANE_REDIS_URL": redis_url.rsplit("/", 1)[0] + "/1",
+        "MEMPLANE_DATA_DIR": str(data),
+        "MEMPLANE_BOOTSTRAP_TENANT": "acme",
+        "MEMPLANE_SHUTDOWN_GRACE_SECONDS": "2",
+    }).start()
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture(scope="session")
+def platform_key(server) -> str:
+    return server.key("platform admin")
+
+
+@pytest.fixture(scope="session")
+def tenant_key(server) -> str:
+    return server.key("tenant admin")
+
+
+@pytest.fixture
+def new_tenant(server, platform_key):
+    """A fresh tenant with agents a1 and a2, returning (tenant id, tenant admin secret)."""
+    import uuid
+
+    from memplane import AdminClient
+
+    def make() -> tuple[str, str]:
+        tenant = f"e2e-{uuid.uuid4().hex[:8]}"
+        with AdminClient(server.target, platform_key) as admin:
+            created = admin.create_tenant(tenant, create_admin_key=True)
+            for agent in ("a1", "a2"):
+                admin.create_agent(tenant, agent)
+        return tenant, created.admin_key.secret
+
+    return make
