@@ -107,7 +107,9 @@ def read_or_create_secret(path: Path) -> str:
     """The secret stored in `path`, generated on first use."""
     if path.exists():
         return path.read_text().strip()
-    secret = secrets.token_urlsafe(32)
+    # Hex: a secret starting with '-' would be read as a flag on a command line, and one with
+    # URL-reserved characters would need quoting inside a DSN.
+    secret = secrets.token_hex(32)
     write_private_file(path, secret + "\n")
     return secret
 

@@ -123,7 +123,7 @@ class EmbeddedPostgres:
             "--port", str(port),
             "--data-dir", str(self._data),
             "--username", _USER,
-            "--password", self._password,
+            f"--password={self._password}",
             "--database", self._database,
             "-c", "listen_addresses=127.0.0.1",
             # The default, /tmp, would expose the socket to every local user.

@@ -1,0 +1,104 @@
+"""Pure helpers of the reflect use case: summaries, transcripts and job (de)serialisation."""
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from uuid import uuid4
+
+from memplane_server.core.caller import Caller, Role
+from memplane_server.core.model import Kind, Layer, MemoryRecord, Scope, Status
+from memplane_server.services.reflect import (
+    ReflectInput, Task, TaskStep, caller_from_json, caller_to_json, input_from_json, input_to_json,
+    session_summary, task_transcript,
+)
+
+
+def record(kind: Kind, content: str, entity: str | None = None, attribute: str | None = None,
+           value: str | None = None) -> MemoryRecord:
+    now = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    return MemoryRecord(
+        id=uuid4(), tenant_id="acme", scope=Scope.GLOBAL, domain=None, agent_id=None, user_id="u1",
+        session_id="s1", layer=Layer.SEMANTIC, kind=kind, content=content, context="", entity=entity,
+        attribute=attribute, value=value, tags=[], metadata={}, confidence=1.0, status=Status.ACTIVE,
+        supersedes=None, source_type=None, source_id=None, occurred_at=now, valid_from=None, valid_to=None,
+        created_at=now, updated_at=now,
+    )
+
+
+def test_session_summary_without_facts_says_so():
+    text = session_summary("s1", [record(Kind.TURN, "hello")])
+    assert text == "Session s1: 1 active memories.\nNo facts or preferences recorded yet."
+
+
+def test_session_summary_lists_structured_facts_sorted_by_entity_and_attribute():
+    text = session_summary("s1", [
+        record(Kind.FACT, "lives in Lyon", entity="user", attribute="city", value="Lyon"),
+        record(Kind.PREFERENCE, "likes tea", entity="user", attribute="drink", value="tea"),
+        record(Kind.FACT, "acme is a company", entity="acme"),
+    ])
+    assert text.splitlines() == [
+        "Session s1: 3 active memories.",
+        "- acme = acme is a company",
+        "- user.city = Lyon",
+        "- user.drink = tea",
+    ]
+
+
+def test_session_summary_keeps_the_last_record_of_a_repeated_entity_attribute():
+    text = session_summary("s1", [
+        record(Kind.FACT, "lives in Paris", entity="user", attribute="city", value="Paris"),
+        record(Kind.FACT, "lives in Lyon", entity="user", attribute="city", value="Lyon"),
+    ])
+    assert "- user.city = Lyon" in text
+    assert "Paris" not in text
+
+
+def test_session_summary_lists_unstructured_facts_with_their_kind_and_ignores_other_kinds():
+    text = session_summary("s1", [record(Kind.PREFERENCE, "likes jazz"), record(Kind.EVENT, "booked a flight")])
+    assert text.splitlines() == ["Session s1: 2 active memories.", "- preference: likes jazz"]
+
+
+def test_task_transcript_lists_request_steps_outcome_and_feedback():
+    task = Task("t1", "book a flight", (TaskStep("search flights", "3 results"), TaskStep("pay")), "success", "fast")
+    assert task_transcript(task) == (
+        "Task t1\nRequest: book a flight\n"
+        "Step 1: search flights\n  Observation: 3 results\n"
+        "Step 2: pay\n"
+        "Outcome: success\nFeedback: fast"
+    )
+
+
+def test_task_transcript_without_steps_or_feedback_is_short():
+    assert task_transcript(Task("t1", "do it")) == "Task t1\nRequest: do it\nOutcome: unspecified"
+
+
+def _via_json(data: dict) -> dict:
+    return json.loads(json.dumps(data))  # what the jobs table stores
+
+
+def test_task_input_roundtrips_through_json():
+    when = datetime(2024, 5, 1, 12, 30, tzinfo=timezone(timedelta(hours=8)))
+    original = ReflectInput(
+        task=Task("t1", "book", (TaskStep("search", "ok", when), TaskStep("pay")), "partial", "slow"),
+        user_id="u1", scope=Scope.DOMAIN, domain="travel", mode="async",
+    )
+    restored = input_from_json(_via_json(input_to_json(original)))
+    assert restored == original
+    assert restored.task.steps[0].occurred_at.utcoffset() == timedelta(hours=8)
+
+
+def test_session_input_roundtrips_through_json():
+    original = ReflectInput(session_id="s1", user_id=None, scope=None, mode="sync")
+    assert input_from_json(_via_json(input_to_json(original))) == original
+
+
+def test_caller_roundtrips_through_json():
+    original = Caller("k1", Role.AGENT, "acme", "bot", {"travel": True, "finance": False})
+    restored = caller_from_json(_via_json(caller_to_json(original)))
+    assert restored == original
+    assert restored.role is Role.AGENT
+
+
+def test_caller_without_tenant_or_agent_roundtrips_through_json():
+    original = Caller("k2", Role.PLATFORM_ADMIN, None, None, {})
+    assert caller_from_json(_via_json(caller_to_json(original))) == original
