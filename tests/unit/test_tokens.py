@@ -126,7 +126,5 @@ def test_tsquery_lists_each_distinct_token_exactly_once(tokens):
     assert lexemes == list(dict.fromkeys(tokens))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: _WORD's range \\u00c0-\\u024f includes × (U+00D7) and ÷ (U+00F7), "
-                                       "so '2×3' becomes one token with a non-word character")
 def test_math_signs_are_not_part_of_tokens():
     assert keyword_tokens("2×3 a÷b") == ["2", "3"]

@@ -34,8 +34,6 @@ def test_identifier_reason_follows_what_argument():
     assert _reason(exc) == "INVALID_DOMAIN_ID"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: _IDENT ends with '$', which also matches before a trailing newline, "
-                                       "so 'acme\\n' is accepted as an identifier (use \\Z or fullmatch)")
 def test_identifier_rejects_trailing_newline():
     with pytest.raises(MemplaneError):
         check_identifier("acme\n", "tenant")

@@ -1,7 +1,6 @@
 """Protobuf <-> domain translation for memories, filters and search hits."""
 from __future__ import annotations
 
-import json
 from datetime import datetime, timezone
 from typing import Any, TypeVar
 
@@ -75,15 +74,20 @@ def struct_in(msg: Any, field: str) -> dict[str, Any]:
     if not msg.HasField(field):
         return {}
     data = json_format.MessageToDict(getattr(msg, field))
-    # Postgres jsonb refuses NUL and lone surrogates; catch them here instead of as a 500.
-    text = json.dumps(data, ensure_ascii=False)
-    if "\\u0000" in text:
+    # Postgres jsonb refuses NUL characters; catch them here instead of as an internal error.
+    if _contains_nul(data):
         raise invalid("INVALID_METADATA", "metadata must not contain NUL characters", field=field)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise invalid("INVALID_METADATA", "metadata must be valid UTF-8", field=field) from None
     return data
+
+
+def _contains_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_contains_nul(k) or _contains_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_contains_nul(v) for v in value)
+    return False
 
 
 def draft_in(m: spb.MemoryInput) -> MemoryDraft:

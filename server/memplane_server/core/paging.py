@@ -19,7 +19,7 @@ def decode_token(token: str, size: int) -> list[Any] | None:
     try:
         padded = token + "=" * (-len(token) % 4)
         position = json.loads(base64.urlsafe_b64decode(padded.encode()))
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise invalid("INVALID_PAGE_TOKEN", "page_token is not one this server issued") from None
     if not isinstance(position, list) or len(position) != size:
         raise invalid("INVALID_PAGE_TOKEN", "page_token is not one this server issued")

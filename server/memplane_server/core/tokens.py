@@ -14,7 +14,7 @@ import jieba
 jieba.setLogLevel(logging.WARNING)
 _jieba_ready = threading.Lock()
 
-_WORD = re.compile(r"[0-9a-z\u00c0-\u024f]+(?:'[a-z]+)?|[\u4e00-\u9fff\u3400-\u4dbf]+")
+_WORD = re.compile(r"[0-9a-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f]+(?:'[a-z]+)?|[\u4e00-\u9fff\u3400-\u4dbf]+")
 _CJK = re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf]")
 
 ENGLISH_STOPWORDS = frozenset(

@@ -6,13 +6,13 @@ import re
 
 from .errors import invalid
 
-_IDENT = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+_IDENT = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
 _FREE_ID_MAX = 256
 
 
 def check_identifier(value: str, what: str) -> str:
     """Tenant, agent and domain ids: a small alphabet so they are safe in keys, logs and URLs."""
-    if not _IDENT.match(value or ""):
+    if not _IDENT.fullmatch(value or ""):
         raise invalid(
             f"INVALID_{what.upper()}_ID",
             f"{what} id must be 1-63 characters of a-z, 0-9, '-' and '_', starting with a letter or digit",

@@ -65,7 +65,7 @@ def parse_reflection(text: str) -> Reflection:
         confidence = item.get("confidence", 0.8)
         if kind not in ALLOWED_KINDS or not isinstance(content, str) or not content.strip():
             raise MalformedOutput("each memory needs a kind of preference/fact/procedure/lesson and content")
-        if not isinstance(confidence, (int, float)) or not 0 <= float(confidence) <= 1:
+        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 <= float(confidence) <= 1:
             raise MalformedOutput("confidence must be a number between 0 and 1")
         context = item.get("context") or ""
         out.append(ReflectedMemory(kind, content.strip(), str(context).strip(), float(confidence)))
