@@ -134,3 +134,27 @@ def test_operations_are_per_tenant(server, new_tenant):
             b.cancel_operation(op.id)
         assert op.id in {o.id for o in a.list_operations().items}
         assert b.list_operations().items == ()
+
+
+def test_a_client_without_proto_files_can_write_and_search_through_reflection(server, tenant_key):
+    """What grpcurl does: learn the schema from reflection, then call with JSON."""
+    from google.protobuf import descriptor_pool, json_format, message_factory
+    from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
+
+    with grpc.insecure_channel(server.target) as channel:
+        pool = descriptor_pool.DescriptorPool(ProtoReflectionDescriptorDatabase(channel))
+        service = pool.FindServiceByName("memplane.v1.MemoryService")
+        metadata = [("authorization", f"Bearer {tenant_key}")]
+
+        def call(method_name: str, body: str):
+            method = service.FindMethodByName(method_name)
+            request_cls = message_factory.GetMessageClass(method.input_type)
+            response_cls = message_factory.GetMessageClass(method.output_type)
+            rpc = channel.unary_unary(f"/{service.full_name}/{method_name}",
+                                      request_serializer=request_cls.SerializeToString,
+                                      response_deserializer=response_cls.FromString)
+            return json_format.MessageToDict(rpc(json_format.Parse(body, request_cls()), metadata=metadata))
+
+        written = call("Write", '{"memories":[{"kind":"KIND_FACT","content":"Reflection clients can write"}]}')
+        found = call("Search", '{"query":"reflection clients","topK":1}')
+        assert found["hits"][0]["memory"]["id"] == written["memories"][0]["id"]

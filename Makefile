@@ -1,0 +1,25 @@
+# Two commands do all the set-up on a fresh machine: `make serve` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: serve test generate bench
+
+$(STAMP): server/pyproject.toml clients/python/pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e clients/python -e 'server[dev]'
+	touch $(STAMP)
+
+serve: $(STAMP)
+	$(BIN)/memplane serve
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+generate: $(STAMP)
+	$(BIN)/python scripts/gen_proto.py
+
+bench: $(STAMP)
+	$(BIN)/python bench/foundation.py
