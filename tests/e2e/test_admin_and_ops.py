@@ -158,3 +158,28 @@ def test_a_client_without_proto_files_can_write_and_search_through_reflection(se
         written = call("Write", '{"memories":[{"kind":"KIND_FACT","content":"Reflection clients can write"}]}')
         found = call("Search", '{"query":"reflection clients","topK":1}')
         assert found["hits"][0]["memory"]["id"] == written["memories"][0]["id"]
+
+
+def test_admin_read_calls_and_grant_revocation(server, platform_key, new_tenant):
+    tenant, key = new_tenant()
+    domain = f"ops-{uuid.uuid4().hex[:6]}"
+    with AdminClient(server.target, platform_key) as admin:
+        assert admin.get_tenant(tenant).id == tenant
+        assert tenant in {t.id for t in admin.list_tenants(page_size=500).items}
+        assert [a.id for a in admin.list_agents(tenant).items] == ["a1", "a2"]
+        admin.create_domain(domain)
+        admin.grant_domain(domain, tenant, "read_write")
+        assert domain in {d.name for d in admin.list_domains(page_size=500).items}
+        assert [(g.domain, g.tenant_id) for g in admin.list_domain_grants(tenant_id=tenant)] == [(domain, tenant)]
+    with MemoryClient(server.target, key) as client:
+        client.write([{"content": "domain note", "kind": "fact", "scope": "domain", "domain": domain}])
+    with AdminClient(server.target, platform_key) as admin:
+        admin.revoke_domain_grant(domain, tenant)
+        assert list(admin.list_domain_grants(tenant_id=tenant)) == []
+    import time
+
+    time.sleep(2.5)  # grants are cached for at most 2 seconds
+    with MemoryClient(server.target, key) as client:
+        assert client.search("domain note").hits == ()
+        with pytest.raises(PermissionDeniedError):
+            client.write([{"content": "again", "kind": "fact", "scope": "domain", "domain": domain}])

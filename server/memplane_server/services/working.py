@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 from ..core.caller import Caller
+from ..core.validation import check_free_id
 from ..core.model import Kind, Layer, MemoryDraft, MemoryRecord, Scope, Status
 from ..stores.redis.working import WorkingSession
 from .deps import Deps
@@ -64,6 +65,7 @@ class WorkingService:
 
     async def read(self, caller: Caller, session_id: str) -> tuple[dict[str, str], list[dict], datetime | None]:
         """The caller's own working memory of a session: state, live items newest first, expiry."""
+        check_free_id(session_id, "session_id")
         session = WorkingSession(caller.require_tenant(), caller.agent_id, session_id)
         state, items, expires = await self.deps.working.read(session)
         return state, items, datetime.fromtimestamp(expires, timezone.utc) if expires else None
