@@ -60,13 +60,12 @@ class WriteService:
                     raise invalid("INVALID_TTL", "ttl must be positive")
             elif draft.ttl_seconds is not None or draft.state_key:
                 raise invalid("TTL_ONLY_FOR_WORKING", "ttl and state_key apply to the working layer only")
-        except Exception as exc:
-            if hasattr(exc, "metadata"):
-                exc.metadata["index"] = str(index)  # type: ignore[attr-defined]
+        except MemplaneError as exc:
+            exc.metadata["index"] = str(index)  # tells the caller which item of the batch is wrong
             raise
         domain = check_identifier(draft.domain, "domain") if scope is Scope.DOMAIN else None
-        agent = caller.agent_id if scope is Scope.PRIVATE else (caller.agent_id or None)
-        return replace(draft, scope=scope, layer=layer, domain=domain, agent_id=agent)
+        # On non-private scopes the agent is kept as the writer, for filtering and audit.
+        return replace(draft, scope=scope, layer=layer, domain=domain, agent_id=caller.agent_id)
 
     def prepare_all(self, caller: Caller, drafts: list[MemoryDraft]) -> list[MemoryDraft]:
         if not drafts:
