@@ -42,7 +42,6 @@ class Embedded:
 
     def start(self) -> None:
         s = self.settings
-        s.data_dir.mkdir(parents=True, exist_ok=True)
         if s.database_url:
             self.database_url = s.database_url
         else:

@@ -75,7 +75,7 @@ class ServerProcess:
             return self.process.wait()
 
 
-async def _fresh_database(dsn: str, name: str) -> str:
+async def fresh_database(dsn: str, name: str) -> str:
     conn = await asyncpg.connect(dsn)
     try:
         await conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
@@ -88,7 +88,7 @@ async def _fresh_database(dsn: str, name: str) -> str:
 @pytest.fixture(scope="session")
 def server(services_urls):
     database_url, redis_url = services_urls
-    e2e_url = asyncio.run(_fresh_database(database_url, "memplane_e2e"))
+    e2e_url = asyncio.run(fresh_database(database_url, "memplane_e2e"))
     data = make_shared_tmpdir("memplane-e2e-")
     proc = ServerProcess({
         "MEMPLANE_DATABASE_URL": e2e_url,
