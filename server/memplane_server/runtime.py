@@ -95,7 +95,7 @@ class Runtime:
         )
         tenancy = TenancyStore(self.pool)
         self.deps = Deps(
-            settings=s, memories=MemoryStore(self.pool), tenancy=tenancy, jobs=JobStore(self.pool),
+            settings=s, memories=MemoryStore(self.pool, default_max_memories=s.max_memories_per_tenant), tenancy=tenancy, jobs=JobStore(self.pool),
             working=WorkingStore(self.redis_client, s.working_max_items), embedder=embedder, reflection_model=model,
         )
         if s.bootstrap_tenant:

@@ -44,6 +44,10 @@ class Settings(BaseSettings):
     search_candidates: int = Field(50, ge=1, description="candidates per retrieval channel before fusion")
     hnsw_ef_search: int = Field(100, ge=1)
 
+    max_memories_per_tenant: int = Field(1_000_000, ge=0, description="stored-memory cap of a tenant without its own; 0 = none")
+    rate_limit_per_second: float = Field(100.0, ge=0, description="requests per second per API key; 0 = unlimited")
+    rate_limit_burst: int = Field(200, ge=1, description="requests a key may send at once before the rate applies")
+
     working_ttl_seconds: int = Field(24 * 3600, ge=1)
     working_max_items: int = Field(200, ge=1)
     idempotency_ttl_seconds: int = Field(24 * 3600, ge=1)

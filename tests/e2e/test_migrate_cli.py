@@ -19,5 +19,5 @@ def test_migrate_applies_then_reports_current(services_urls):
         assert out.returncode == 0, out.stderr
         return out.stdout.strip()
 
-    assert migrate() == "applied: 0001_init.sql"
+    assert migrate() == "applied: 0001_init.sql, 0002_row_level_security.sql"
     assert migrate() == "applied: nothing, schema is current"

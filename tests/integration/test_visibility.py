@@ -118,3 +118,30 @@ async def test_read_only_domain_member_cannot_write_the_domain(deps, worlds, dom
     with pytest.raises(MemplaneError) as err:
         await WriteService(deps).write(b.writer, [draft("B writes", scope=Scope.DOMAIN, domain=domain_name)])
     assert err.value.code is Code.PERMISSION_DENIED
+
+
+async def test_read_only_member_sees_but_cannot_change_a_domain_memory(deps, worlds):
+    a, b, c, m = worlds
+    memories = MemoriesService(deps)
+    assert (await memories.get(b.writer, str(m["domain"].id))).content.startswith("Domain lesson")
+    with pytest.raises(MemplaneError) as err:
+        await memories.update(b.writer, str(m["domain"].id), {"content": "edited by B"})
+    assert err.value.code is Code.PERMISSION_DENIED and err.value.reason == "MEMORY_READ_ONLY"
+    with pytest.raises(MemplaneError):
+        await memories.feedback(b.writer, [str(m["domain"].id)], False, "")
+    result = await ForgetService(deps).forget(b.writer, ids=[str(m["domain"].id)], f=None, hard=True, dry_run=False, reason="")
+    assert result.count == 0
+
+
+async def test_agent_key_cannot_change_its_tenants_global_memory(deps, worlds):
+    a, b, c, m = worlds
+    with pytest.raises(MemplaneError) as err:
+        await MemoriesService(deps).update(a.agent1, str(m["global"].id), {"content": "by an agent"})
+    assert err.value.code is Code.PERMISSION_DENIED
+
+
+async def test_agent_key_cannot_forget_its_tenants_global_memory(deps, worlds):
+    a, b, c, m = worlds
+    result = await ForgetService(deps).forget(a.agent1, ids=[str(m["global"].id)], f=None, hard=True, dry_run=False,
+                                              reason="")
+    assert result.count == 0

@@ -41,6 +41,16 @@ class Caller:
             return memory.domain in self.domains
         return memory.tenant_id == self.tenant_id and self.agent_id is not None and memory.agent_id == self.agent_id
 
+    def can_write(self, memory: MemoryRecord) -> bool:
+        """Global of my tenant, domains granted read-write, private of my agent (and a writing key)."""
+        if self.role not in WRITING_ROLES:
+            return False
+        if memory.scope is Scope.DOMAIN:
+            return self.domains.get(memory.domain or "", False)
+        if memory.scope is Scope.GLOBAL and self.role is Role.AGENT:
+            return False
+        return self.can_read(memory)
+
     def require_tenant(self) -> str:
         if self.tenant_id is None:
             raise denied("TENANT_KEY_REQUIRED", "this call needs a key bound to a tenant")

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from ..core.caller import Caller
-from ..core.errors import invalid, not_found
+from ..core.errors import denied, invalid, not_found
 from ..core.model import HistoryEntry, MemoryFilter, MemoryRecord, Status
 from ..core.paging import decode_token, encode_token
 from ..core.tokens import keyword_tokens
@@ -78,8 +78,8 @@ class MemoriesService:
         current = await self.deps.memories.get(caller, mid)
         if current is None:
             raise not_found("memory")
-        if current.scope.value == "private" and current.agent_id != caller.agent_id:
-            raise not_found("memory")
+        if not caller.can_write(current):
+            raise denied("MEMORY_READ_ONLY", "this caller may read but not change that memory")
         embedding = keywords = None
         if "content" in changes or "context" in changes:
             content = changes.get("content", current.content)
@@ -137,6 +137,8 @@ class MemoriesService:
             current = await self.deps.memories.get(caller, parse_memory_id(raw))
             if current is None:
                 raise not_found("memory")
+            if not caller.can_write(current):
+                raise denied("MEMORY_READ_ONLY", "this caller may read but not change that memory")
             found.append(current)
         out = []
         for current in found:

@@ -51,7 +51,8 @@ class OperationsService:
         self.deps = deps
 
     async def get(self, caller: Caller, op_id: str) -> OperationView:
-        row = await self.deps.jobs.get(caller.require_tenant(), parse_operation_id(op_id))
+        caller.require_tenant()
+        row = await self.deps.jobs.get(caller, parse_operation_id(op_id))
         if row is None:
             raise not_found("operation")
         return operation_from_row(row)
@@ -62,14 +63,16 @@ class OperationsService:
         size = clamp_page_size(page_size)
         position = decode_token(page_token, 2)
         after = (datetime.fromisoformat(position[0]), uuid.UUID(position[1])) if position else None
-        rows = await self.deps.jobs.list(caller.require_tenant(), state, after, size + 1)
+        caller.require_tenant()
+        rows = await self.deps.jobs.list(caller, state, after, size + 1)
         ops = [operation_from_row(r) for r in rows[:size]]
         token = encode_token([ops[-1].created_at.isoformat(), str(ops[-1].id)]) if len(rows) > size else ""
         return ops, token
 
     async def cancel(self, caller: Caller, op_id: str) -> OperationView:
         caller.require_writer()
-        row = await self.deps.jobs.cancel(caller.require_tenant(), parse_operation_id(op_id))
+        caller.require_tenant()
+        row = await self.deps.jobs.cancel(caller, parse_operation_id(op_id))
         if row is None:
             raise not_found("operation")
         return operation_from_row(row)

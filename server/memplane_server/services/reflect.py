@@ -174,7 +174,8 @@ class ReflectService:
         return await self.run(caller, r)
 
     async def enqueue(self, caller: Caller, r: ReflectInput) -> OperationView:
-        row = await self.deps.jobs.enqueue(caller.require_tenant(), "reflect", input_to_json(r), caller_to_json(caller))
+        caller.require_tenant()
+        row = await self.deps.jobs.enqueue(caller, "reflect", input_to_json(r), caller_to_json(caller))
         return operation_from_row(row)
 
     async def _session_size(self, caller: Caller, r: ReflectInput) -> int:

@@ -106,7 +106,7 @@ class SearchService:
         hits.sort(key=lambda h: (-h.score, rank_of_scope.get(h.memory.scope, len(order))))
         hits = [h for h in hits if h.score > 0][:top_k]
         hits = self._within_budget(hits, q.token_budget)
-        self._mark_used([h.memory.id for h in hits if h.memory.layer is not Layer.WORKING])
+        self._mark_used(caller, [h.memory.id for h in hits if h.memory.layer is not Layer.WORKING])
         return hits
 
     @staticmethod
@@ -137,9 +137,9 @@ class SearchService:
         order = np.argsort(-similarities)[:limit]
         return [Scored(item_to_record(items[i]), float(similarities[i])) for i in order]
 
-    def _mark_used(self, ids: list) -> None:
+    def _mark_used(self, caller: Caller, ids: list) -> None:
         # Usage counters are bookkeeping: the caller should not wait for them.
-        task = asyncio.ensure_future(self.deps.memories.mark_used(ids))
+        task = asyncio.ensure_future(self.deps.memories.mark_used(caller, ids))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
         task.add_done_callback(lambda t: t.cancelled() or t.exception() and log.warning("mark_used: %s", t.exception()))

@@ -15,7 +15,7 @@ from ..core.errors import Code, MemplaneError, invalid
 from ..core.model import KIND_LAYER, Layer, MemoryDraft, MemoryRecord, Scope, Status
 from ..core.tokens import keyword_tokens
 from ..core.validation import check_confidence, check_content, check_free_id, check_identifier
-from ..stores.postgres.memories import StoredDraft
+from ..stores.postgres.memories import QuotaExceeded, StoredDraft
 from ..stores.redis.working import WorkingSession
 from .deps import Deps
 from .operations import OperationView
@@ -84,8 +84,9 @@ class WriteService:
         working = [(i, d) for i, d in enumerate(ready) if d.layer is Layer.WORKING]
         out: list[MemoryRecord | None] = [None] * len(ready)
         if persistent:
-            stored = await self.deps.memories.insert(
-                caller.require_tenant(),
+            caller.require_tenant()
+            stored = await self._insert(
+                caller,
                 [
                     StoredDraft(
                         draft=d,
@@ -105,6 +106,15 @@ class WriteService:
             for (i, d), record in zip(working, await self._write_working(caller, working, vectors, now)):
                 out[i] = record
         return [r for r in out if r is not None]
+
+    async def _insert(self, caller: Caller, items: list[StoredDraft], **kwargs) -> list[MemoryRecord]:
+        try:
+            return await self.deps.memories.insert(caller, items, **kwargs)
+        except QuotaExceeded as exc:
+            raise MemplaneError(
+                Code.RESOURCE_EXHAUSTED, "MEMORY_QUOTA_EXCEEDED",
+                f"the tenant stores {exc.count} memories; its limit is {exc.limit}", limit=str(exc.limit),
+            ) from None
 
     async def _write_working(
         self, caller: Caller, items: list[tuple[int, MemoryDraft]], vectors: np.ndarray, now: datetime

@@ -6,17 +6,24 @@ from typing import Any
 
 import asyncpg
 
+from ...core.caller import Caller
+from .session import caller_session
+
 
 class JobStore:
+    """Callers enqueue, read and cancel their tenant's jobs under row-level security; the worker
+    (claim, succeed, fail) runs as the owner across tenants."""
+
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
 
-    async def enqueue(self, tenant_id: str, job_type: str, payload: dict, caller: dict) -> asyncpg.Record:
-        return await self.pool.fetchrow(
-            "INSERT INTO jobs (tenant_id, id, type, state, payload, caller) VALUES ($1, $2, $3, 'pending', $4, $5)"
-            " RETURNING *",
-            tenant_id, uuid.uuid4(), job_type, payload, caller,
-        )
+    async def enqueue(self, caller: Caller, job_type: str, payload: dict, caller_json: dict) -> asyncpg.Record:
+        async with caller_session(self.pool, caller) as conn:
+            return await conn.fetchrow(
+                "INSERT INTO jobs (tenant_id, id, type, state, payload, caller) VALUES ($1, $2, $3, 'pending', $4, $5)"
+                " RETURNING *",
+                caller.tenant_id, uuid.uuid4(), job_type, payload, caller_json,
+            )
 
     async def claim(self) -> asyncpg.Record | None:
         """Takes the oldest ready job; a crashed worker's job becomes ready again after its lease."""
@@ -48,27 +55,32 @@ class JobStore:
             job_id, reason, message[:2000], retry_in_seconds,
         )
 
-    async def get(self, tenant_id: str, job_id: uuid.UUID) -> asyncpg.Record | None:
-        return await self.pool.fetchrow("SELECT * FROM jobs WHERE tenant_id = $1 AND id = $2", tenant_id, job_id)
+    async def get(self, caller: Caller, job_id: uuid.UUID) -> asyncpg.Record | None:
+        async with caller_session(self.pool, caller) as conn:
+            return await conn.fetchrow("SELECT * FROM jobs WHERE tenant_id = $1 AND id = $2", caller.tenant_id, job_id)
 
     async def list(
-        self, tenant_id: str, state: str | None, after: tuple | None, limit: int
+        self, caller: Caller, state: str | None, after: tuple | None, limit: int
     ) -> list[asyncpg.Record]:
-        return await self.pool.fetch(
-            "SELECT * FROM jobs WHERE tenant_id = $1 AND ($2::text IS NULL OR state = $2)"
-            " AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4::uuid))"
-            " ORDER BY created_at DESC, id DESC LIMIT $5",
-            tenant_id, state, after[0] if after else None, after[1] if after else None, limit,
-        )
+        async with caller_session(self.pool, caller) as conn:
+            return await conn.fetch(
+                "SELECT * FROM jobs WHERE tenant_id = $1 AND ($2::text IS NULL OR state = $2)"
+                " AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4::uuid))"
+                " ORDER BY created_at DESC, id DESC LIMIT $5",
+                caller.tenant_id, state, after[0] if after else None, after[1] if after else None, limit,
+            )
 
-    async def cancel(self, tenant_id: str, job_id: uuid.UUID) -> asyncpg.Record | None:
+    async def cancel(self, caller: Caller, job_id: uuid.UUID) -> asyncpg.Record | None:
         """Cancels an unfinished job; returns the row either way (None when not the tenant's)."""
-        row = await self.pool.fetchrow(
-            "UPDATE jobs SET state = 'cancelled', updated_at = now()"
-            " WHERE tenant_id = $1 AND id = $2 AND state IN ('pending', 'running') RETURNING *",
-            tenant_id, job_id,
-        )
-        return row or await self.get(tenant_id, job_id)
+        async with caller_session(self.pool, caller) as conn:
+            row = await conn.fetchrow(
+                "UPDATE jobs SET state = 'cancelled', updated_at = now()"
+                " WHERE tenant_id = $1 AND id = $2 AND state IN ('pending', 'running') RETURNING *",
+                caller.tenant_id, job_id,
+            )
+            return row or await conn.fetchrow(
+                "SELECT * FROM jobs WHERE tenant_id = $1 AND id = $2", caller.tenant_id, job_id
+            )
 
     async def is_cancelled(self, job_id: uuid.UUID) -> bool:
         return await self.pool.fetchval("SELECT state = 'cancelled' FROM jobs WHERE id = $1", job_id) or False

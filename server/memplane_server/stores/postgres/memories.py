@@ -12,7 +12,10 @@ import numpy as np
 
 from ...core.caller import Caller
 from ...core.model import HistoryEntry, MemoryDraft, MemoryFilter, MemoryRecord, Status
-from .sql import MEMORY_COLUMNS, Params, filter_clauses, record_from_json, record_from_row, record_to_json, visibility
+from .session import caller_session
+from .sql import (
+    MEMORY_COLUMNS, Params, filter_clauses, record_from_json, record_from_row, record_to_json, visibility, writable,
+)
 
 # Fields UpdateMemory may change; each is a column of the same name.
 UPDATABLE = frozenset(
@@ -38,14 +41,26 @@ class Scored:
     score: float
 
 
+class QuotaExceeded(Exception):
+    def __init__(self, count: int, limit: int) -> None:
+        super().__init__(f"{count} stored, limit {limit}")
+        self.count = count
+        self.limit = limit
+
+
 class MemoryStore:
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, *, default_max_memories: int) -> None:
         self.pool = pool
+        self.default_max_memories = default_max_memories
+
+    def session(self, caller: Caller):
+        return caller_session(self.pool, caller)
 
     async def insert(
-        self, tenant_id: str, items: Sequence[StoredDraft], *, embedding_model: str, actor: str
+        self, caller: Caller, items: Sequence[StoredDraft], *, embedding_model: str, actor: str
     ) -> list[MemoryRecord]:
-        """Inserts all items and their history in one transaction: all or nothing."""
+        """Inserts all items and their history in one transaction: all or nothing, within quota."""
+        tenant_id = caller.tenant_id
         ids = [uuid.uuid4() for _ in items]
         rows = [
             (
@@ -57,7 +72,17 @@ class MemoryStore:
             )
             for mid, s in zip(ids, items)
         ]
-        async with self.pool.acquire() as conn, conn.transaction():
+        async with self.session(caller) as conn:
+            # The row lock serialises a tenant's concurrent writers on the quota check.
+            usage = await conn.fetchrow(
+                "SELECT u.memory_count, coalesce(nullif(t.max_memories, 0), $2) AS cap"
+                " FROM tenant_usage u JOIN tenants t ON t.id = u.tenant_id WHERE u.tenant_id = $1 FOR UPDATE OF u",
+                tenant_id,
+                self.default_max_memories,
+            )
+            count, cap = (usage["memory_count"], usage["cap"]) if usage else (0, self.default_max_memories)
+            if cap and count + len(items) > cap:
+                raise QuotaExceeded(count, cap)
             await conn.executemany(
                 """
                 INSERT INTO memories (tenant_id, id, scope, domain, agent_id, user_id, session_id, layer, kind,
@@ -80,10 +105,11 @@ class MemoryStore:
 
     async def get(self, caller: Caller, memory_id: uuid.UUID, *, any_status: bool = True) -> MemoryRecord | None:
         p = Params(memory_id)
-        where = [f"m.id = $1", visibility(caller, p)]
+        where = ["m.id = $1", visibility(caller, p)]
         if not any_status:
             where.append("m.status IN ('active', 'pending')")
-        row = await self.pool.fetchrow(f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {' AND '.join(where)}", *p.values)
+        async with self.session(caller) as conn:
+            row = await conn.fetchrow(f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {' AND '.join(where)}", *p.values)
         return record_from_row(row) if row else None
 
     async def list(
@@ -93,11 +119,12 @@ class MemoryStore:
         where = [visibility(caller, p), *filter_clauses(f, p)]
         if after is not None:
             where.append(f"(m.created_at, m.id) < ({p.add(after[0])}, {p.add(after[1])})")
-        rows = await self.pool.fetch(
-            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {' AND '.join(where)}"
-            f" ORDER BY m.created_at DESC, m.id DESC LIMIT {p.add(limit)}",
-            *p.values,
-        )
+        async with self.session(caller) as conn:
+            rows = await conn.fetch(
+                f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {' AND '.join(where)}"
+                f" ORDER BY m.created_at DESC, m.id DESC LIMIT {p.add(limit)}",
+                *p.values,
+            )
         return [record_from_row(r) for r in rows]
 
     async def vector_search(
@@ -105,7 +132,7 @@ class MemoryStore:
     ) -> list[Scored]:
         p = Params(query)
         where = [visibility(caller, p), *filter_clauses(f, p, as_of=as_of), "m.embedding IS NOT NULL"]
-        async with self.pool.acquire() as conn, conn.transaction():
+        async with self.session(caller) as conn:
             rows = await conn.fetch(
                 f"SELECT {MEMORY_COLUMNS}, 1 - (m.embedding <=> $1) AS similarity FROM memories m"
                 f" WHERE {' AND '.join(where)} ORDER BY m.embedding <=> $1 LIMIT {p.add(limit)}",
@@ -118,20 +145,25 @@ class MemoryStore:
     ) -> list[Scored]:
         p = Params(tsquery)
         where = [visibility(caller, p), *filter_clauses(f, p, as_of=as_of), "m.keywords @@ to_tsquery('simple', $1)"]
-        rows = await self.pool.fetch(
-            f"SELECT {MEMORY_COLUMNS}, ts_rank_cd(m.keywords, to_tsquery('simple', $1), 1) AS rank"
-            f" FROM memories m WHERE {' AND '.join(where)} ORDER BY rank DESC, m.created_at DESC"
-            f" LIMIT {p.add(limit)}",
-            *p.values,
-        )
+        async with self.session(caller) as conn:
+            rows = await conn.fetch(
+                f"SELECT {MEMORY_COLUMNS}, ts_rank_cd(m.keywords, to_tsquery('simple', $1), 1) AS rank"
+                f" FROM memories m WHERE {' AND '.join(where)} ORDER BY rank DESC, m.created_at DESC"
+                f" LIMIT {p.add(limit)}",
+                *p.values,
+            )
         return [Scored(record_from_row(r), float(r["rank"])) for r in rows]
 
-    async def mark_used(self, ids: Sequence[uuid.UUID]) -> None:
+    async def mark_used(self, caller: Caller, ids: Sequence[uuid.UUID]) -> None:
+        """Usage counters; only rows the caller may change (a read-only domain member's hits stay as they are)."""
         if ids:
-            await self.pool.execute(
-                "UPDATE memories SET last_used_at = now(), use_count = use_count + 1 WHERE id = ANY($1::uuid[])",
-                list(ids),
-            )
+            p = Params(list(ids))
+            async with self.session(caller) as conn:
+                await conn.execute(
+                    f"UPDATE memories m SET last_used_at = now(), use_count = use_count + 1"
+                    f" WHERE m.id = ANY($1::uuid[]) AND {writable(caller, p)}",
+                    *p.values,
+                )
 
     async def update(
         self,
@@ -145,7 +177,7 @@ class MemoryStore:
         actor: str,
         reason: str = "",
     ) -> MemoryRecord | None:
-        """Changes one visible memory and records the change; None when not visible."""
+        """Changes one writable memory and records the change; None when not writable."""
         p = Params(memory_id)
         sets = ["updated_at = clock_timestamp()"]
         for column, value in changes.items():
@@ -156,9 +188,9 @@ class MemoryStore:
             sets.append(f"embedding = {p.add(embedding[0])}, embedding_model = {p.add(embedding[1])}")
         if keywords is not None:
             sets.append(f"keywords = to_tsvector('simple', {p.add(keywords)})")
-        async with self.pool.acquire() as conn, conn.transaction():
+        async with self.session(caller) as conn:
             row = await conn.fetchrow(
-                f"UPDATE memories m SET {', '.join(sets)} WHERE m.id = $1 AND {visibility(caller, p)}"
+                f"UPDATE memories m SET {', '.join(sets)} WHERE m.id = $1 AND {writable(caller, p)}"
                 f" RETURNING {MEMORY_COLUMNS}",
                 *p.values,
             )
@@ -171,12 +203,12 @@ class MemoryStore:
     async def supersede(
         self, caller: Caller, old_ids: Sequence[uuid.UUID], *, action: str, actor: str, reason: str
     ) -> list[MemoryRecord]:
-        """Marks visible memories superseded (kept for history)."""
+        """Marks writable memories superseded (kept for history)."""
         p = Params(list(old_ids))
-        async with self.pool.acquire() as conn, conn.transaction():
+        async with self.session(caller) as conn:
             rows = await conn.fetch(
                 f"UPDATE memories m SET status = 'superseded', updated_at = clock_timestamp()"
-                f" WHERE m.id = ANY($1::uuid[]) AND m.status <> 'superseded' AND {visibility(caller, p)}"
+                f" WHERE m.id = ANY($1::uuid[]) AND m.status <> 'superseded' AND {writable(caller, p)}"
                 f" RETURNING {MEMORY_COLUMNS}",
                 *p.values,
             )
@@ -195,9 +227,9 @@ class MemoryStore:
         actor: str,
         reason: str,
     ) -> tuple[int, list[uuid.UUID]]:
-        """Soft- or hard-deletes visible memories selected by ids or filter."""
+        """Soft- or hard-deletes writable memories selected by ids or filter."""
         p = Params()
-        where = [visibility(caller, p)]
+        where = [writable(caller, p)]
         if ids is not None:
             where.append(f"m.id = ANY({p.add(list(ids))}::uuid[])")
         if f is not None:
@@ -206,25 +238,33 @@ class MemoryStore:
         if not hard:
             where.append("m.status <> 'deleted'")
         cond = " AND ".join(where)
-        async with self.pool.acquire() as conn, conn.transaction():
+        async with self.session(caller) as conn:
             if dry_run:
                 rows = await conn.fetch(f"SELECT m.id FROM memories m WHERE {cond} ORDER BY m.created_at", *p.values)
                 return len(rows), [r["id"] for r in rows][:_MAX_LISTED_IDS]
             if hard:
-                rows = await conn.fetch(f"DELETE FROM memories m WHERE {cond} RETURNING m.tenant_id, m.id", *p.values)
+                rows = await conn.fetch(f"SELECT m.tenant_id, m.id FROM memories m WHERE {cond} FOR UPDATE", *p.values)
+                tenants, ids_ = [r["tenant_id"] for r in rows], [r["id"] for r in rows]
                 # Hard delete is erasure: the history of the content goes too, one marker stays.
+                # History is changed while its memory still exists, which row-level security checks.
                 await conn.execute(
                     "DELETE FROM memory_history h USING unnest($1::text[], $2::uuid[]) AS d(tenant_id, id)"
                     " WHERE h.tenant_id = d.tenant_id AND h.memory_id = d.id",
-                    [r["tenant_id"] for r in rows],
-                    [r["id"] for r in rows],
+                    tenants,
+                    ids_,
                 )
                 await conn.executemany(
                     "INSERT INTO memory_history (tenant_id, memory_id, action, snapshot, actor, reason)"
                     " VALUES ($1, $2, 'erased', '{}', $3, $4)",
-                    [(r["tenant_id"], r["id"], actor, reason) for r in rows],
+                    [(t, i, actor, reason) for t, i in zip(tenants, ids_)],
                 )
-                return len(rows), [r["id"] for r in rows][:_MAX_LISTED_IDS]
+                await conn.execute(
+                    "DELETE FROM memories m USING unnest($1::text[], $2::uuid[]) AS d(tenant_id, id)"
+                    " WHERE m.tenant_id = d.tenant_id AND m.id = d.id",
+                    tenants,
+                    ids_,
+                )
+                return len(rows), ids_[:_MAX_LISTED_IDS]
             rows = await conn.fetch(
                 f"UPDATE memories m SET status = 'deleted', updated_at = clock_timestamp() WHERE {cond}"
                 f" RETURNING {MEMORY_COLUMNS}",
@@ -256,12 +296,13 @@ class MemoryStore:
             where.append(f"h.snapshot->>'attribute' = {p.add(attribute)}")
         if before_seq is not None:
             where.append(f"h.seq < {p.add(before_seq)}")
-        rows = await self.pool.fetch(
-            f"SELECT h.seq, h.memory_id, h.action, h.snapshot, h.actor, h.reason, h.changed_at"
-            f" FROM memory_history h JOIN memories m ON m.tenant_id = h.tenant_id AND m.id = h.memory_id"
-            f" WHERE {' AND '.join(where)} ORDER BY h.seq DESC LIMIT {p.add(limit)}",
-            *p.values,
-        )
+        async with self.session(caller) as conn:
+            rows = await conn.fetch(
+                f"SELECT h.seq, h.memory_id, h.action, h.snapshot, h.actor, h.reason, h.changed_at"
+                f" FROM memory_history h JOIN memories m ON m.tenant_id = h.tenant_id AND m.id = h.memory_id"
+                f" WHERE {' AND '.join(where)} ORDER BY h.seq DESC LIMIT {p.add(limit)}",
+                *p.values,
+            )
         return [
             (
                 r["seq"],
@@ -276,11 +317,12 @@ class MemoryStore:
     async def stats(self, caller: Caller, f: MemoryFilter) -> dict[str, Any]:
         p = Params()
         where = " AND ".join([visibility(caller, p), *filter_clauses(f, p)])
-        rows = await self.pool.fetch(
-            f"SELECT m.scope, m.layer, m.kind, m.status, count(*) AS n, max(m.occurred_at) AS newest"
-            f" FROM memories m WHERE {where} GROUP BY m.scope, m.layer, m.kind, m.status",
-            *p.values,
-        )
+        async with self.session(caller) as conn:
+            rows = await conn.fetch(
+                f"SELECT m.scope, m.layer, m.kind, m.status, count(*) AS n, max(m.occurred_at) AS newest"
+                f" FROM memories m WHERE {where} GROUP BY m.scope, m.layer, m.kind, m.status",
+                *p.values,
+            )
         out: dict[str, Any] = {"total": 0, "scope": {}, "layer": {}, "kind": {}, "status": {}, "newest": None}
         for r in rows:
             out["total"] += r["n"]
@@ -294,10 +336,11 @@ class MemoryStore:
         """Visible memories matching f with their vectors, oldest first (for reflection)."""
         p = Params()
         where = " AND ".join([visibility(caller, p), *filter_clauses(f, p), "m.embedding IS NOT NULL"])
-        rows = await self.pool.fetch(
-            f"SELECT {MEMORY_COLUMNS}, m.embedding FROM memories m WHERE {where} ORDER BY m.created_at, m.id LIMIT 5000",
-            *p.values,
-        )
+        async with self.session(caller) as conn:
+            rows = await conn.fetch(
+                f"SELECT {MEMORY_COLUMNS}, m.embedding FROM memories m WHERE {where} ORDER BY m.created_at, m.id LIMIT 5000",
+                *p.values,
+            )
         return [(record_from_row(r), r["embedding"].to_numpy().astype(np.float32)) for r in rows]
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import asyncpg
 
-from ...core.caller import Caller
+from ...core.caller import Caller, Role
 from ...core.model import Kind, Layer, MemoryFilter, MemoryRecord, Scope, Status
 
 MEMORY_COLUMNS = (
@@ -37,6 +37,19 @@ def visibility(caller: Caller, p: Params) -> str:
     parts = [f"(m.scope = 'global' AND m.tenant_id = {tenant})"]
     if caller.domains:
         parts.append(f"(m.scope = 'domain' AND m.domain = ANY({p.add(caller.readable_domains)}::text[]))")
+    if caller.agent_id is not None:
+        parts.append(f"(m.scope = 'private' AND m.tenant_id = {tenant} AND m.agent_id = {p.add(caller.agent_id)})")
+    return "(" + " OR ".join(parts) + ")"
+
+
+def writable(caller: Caller, p: Params) -> str:
+    """What the caller may change: its tenant's global (not as an agent key), domains granted
+    read-write, its agent's private. Mirrors Caller.can_write."""
+    tenant = p.add(caller.tenant_id)
+    parts = ["FALSE"] if caller.role is Role.AGENT else [f"(m.scope = 'global' AND m.tenant_id = {tenant})"]
+    write_domains = sorted(d for d, can_write in caller.domains.items() if can_write)
+    if write_domains:
+        parts.append(f"(m.scope = 'domain' AND m.domain = ANY({p.add(write_domains)}::text[]))")
     if caller.agent_id is not None:
         parts.append(f"(m.scope = 'private' AND m.tenant_id = {tenant} AND m.agent_id = {p.add(caller.agent_id)})")
     return "(" + " OR ".join(parts) + ")"

@@ -30,7 +30,8 @@ class TenancyStore:
     async def create_tenant(self, tenant_id: str, display_name: str, max_memories: int) -> asyncpg.Record:
         return await _insert(
             self.pool,
-            "INSERT INTO tenants (id, display_name, max_memories) VALUES ($1, $2, $3) RETURNING *",
+            "WITH t AS (INSERT INTO tenants (id, display_name, max_memories) VALUES ($1, $2, $3) RETURNING *),"
+            " u AS (INSERT INTO tenant_usage (tenant_id) SELECT id FROM t) SELECT * FROM t",
             tenant_id, display_name, max_memories,
         )
 

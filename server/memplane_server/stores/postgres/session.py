@@ -1,0 +1,28 @@
+"""Caller-scoped transactions: the restricted role plus the caller in transaction-local settings,
+so row-level security enforces visibility even if a query's own predicate were wrong."""
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import asyncpg
+
+from ...core.caller import Caller
+
+APP_ROLE = "memplane_app"
+
+
+@asynccontextmanager
+async def caller_session(pool: asyncpg.Pool, caller: Caller) -> AsyncIterator[asyncpg.Connection]:
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute(
+            "SELECT set_config('role', $1, true), set_config('memplane.tenant_id', $2, true),"
+            " set_config('memplane.agent_id', $3, true), set_config('memplane.read_domains', $4, true),"
+            " set_config('memplane.write_domains', $5, true)",
+            APP_ROLE,
+            caller.tenant_id or "",
+            caller.agent_id or "",
+            ",".join(sorted(caller.domains)),
+            ",".join(sorted(d for d, can_write in caller.domains.items() if can_write)),
+        )
+        yield conn

@@ -1,0 +1,113 @@
+"""Row-level security alone keeps tenants apart: the application's visibility predicate is
+replaced by TRUE and every cross-tenant read and write must still fail."""
+from __future__ import annotations
+
+import uuid
+from contextlib import asynccontextmanager
+
+import pytest
+
+import asyncpg
+
+from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter, Scope, Status
+from memplane_server.services.write import WriteService
+from memplane_server.stores.postgres import memories as memories_module
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+def draft(content: str, **kw) -> MemoryDraft:
+    return MemoryDraft(**{**dict(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.FACT,
+                                 content=content, entity="vault"), **kw})
+
+
+@pytest.fixture
+def without_app_predicate(monkeypatch):
+    monkeypatch.setattr(memories_module, "visibility", lambda caller, p: "TRUE")
+    monkeypatch.setattr(memories_module, "writable", lambda caller, p: "TRUE")
+
+
+@pytest.fixture
+async def seeded(deps, make_tenant):
+    domain = f"d-{uuid.uuid4().hex[:8]}"
+    a = await make_tenant({domain: True})
+    b = await make_tenant({domain: False})
+    c = await make_tenant()
+    write = WriteService(deps)
+    rows = {
+        "global": (await write.write(a.writer, [draft("A global secret", scope=Scope.GLOBAL)]))[0],
+        "private": (await write.write(a.agent1, [draft("A1 private secret", scope=Scope.PRIVATE)]))[0],
+        "domain": (await write.write(a.writer, [draft("A domain secret", scope=Scope.DOMAIN, domain=domain)]))[0],
+    }
+    return a, b, c, rows, domain
+
+
+async def test_rls_alone_blocks_cross_tenant_reads(deps, seeded, without_app_predicate):
+    a, b, c, rows, _ = seeded
+    store = deps.memories
+    vector = (await deps.embedder.embed_passages(["secret"]))[0]
+    for caller, allowed in [(c.writer, set()), (b.writer, {rows["domain"].id}), (a.agent2, {rows["global"].id, rows["domain"].id})]:
+        listed = {m.id for m in await store.list(caller, MemoryFilter(entity="vault"), limit=100, after=None)}
+        found = {s.record.id for s in await store.vector_search(caller, MemoryFilter(entity="vault"), vector,
+                                                                  limit=100, as_of=None)}
+        assert listed == allowed and found == allowed
+        for key, row in rows.items():
+            got = await store.get(caller, row.id)
+            assert (got is not None) == (row.id in allowed), key
+        stats = await store.stats(caller, MemoryFilter(entity="vault", statuses=tuple(Status)))
+        assert stats["total"] == len(allowed)
+
+
+async def test_rls_alone_blocks_cross_tenant_writes(deps, seeded, without_app_predicate):
+    a, b, c, rows, domain = seeded
+    store = deps.memories
+    for caller in (c.writer, b.writer, a.agent2):
+        # a.agent2 is of A, which may change A's global and (read-write grant) the domain memory.
+        targets = [rows["private"]] if caller is a.agent2 else list(rows.values())
+        for row in targets:
+            assert await store.update(caller, row.id, {"content": "hijacked"}, embedding=None, keywords=None,
+                                      action="updated", actor="evil") is None
+        assert await store.supersede(caller, [r.id for r in targets], action="merged", actor="evil", reason="") == []
+        count, _ = await store.forget(caller, ids=[r.id for r in targets], f=None, hard=True, dry_run=False,
+                                      actor="evil", reason="")
+        assert count == 0
+    for row in rows.values():
+        still = await store.get(a.agent1, row.id)
+        assert still is not None and still.content != "hijacked"
+
+
+async def test_rls_refuses_inserting_into_another_tenant(deps, seeded):
+    a, b, c, rows, domain = seeded
+    async with deps.memories.session(c.writer) as conn:
+        with pytest.raises(asyncpg.InsufficientPrivilegeError):
+            await conn.execute(
+                "INSERT INTO memories (tenant_id, id, scope, layer, kind, content, confidence, status, occurred_at)"
+                " VALUES ($1, $2, 'global', 'semantic', 'fact', 'forged', 1, 'active', now())",
+                a.tenant_id, uuid.uuid4(),
+            )
+
+
+async def test_rls_refuses_writing_a_domain_without_a_write_grant(deps, seeded):
+    a, b, c, rows, domain = seeded
+    async with deps.memories.session(b.writer) as conn:
+        with pytest.raises(asyncpg.InsufficientPrivilegeError):
+            await conn.execute(
+                "INSERT INTO memories (tenant_id, id, scope, domain, layer, kind, content, confidence, status,"
+                " occurred_at) VALUES ($1, $2, 'domain', $3, 'semantic', 'fact', 'x', 1, 'active', now())",
+                b.tenant_id, uuid.uuid4(), domain,
+            )
+
+
+async def test_without_rls_the_same_checks_would_leak(deps, seeded, without_app_predicate, monkeypatch):
+    """The control: with the restricted role switched off, the predicate-less store leaks, so the
+    tests above pass because of row-level security and nothing else."""
+    a, b, c, rows, _ = seeded
+    pool = deps.memories.pool
+
+    @asynccontextmanager
+    async def unrestricted(_pool, caller):
+        async with pool.acquire() as conn, conn.transaction():
+            yield conn
+
+    monkeypatch.setattr(memories_module, "caller_session", unrestricted)
+    assert await deps.memories.get(c.writer, rows["private"].id) is not None
