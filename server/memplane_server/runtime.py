@@ -22,6 +22,7 @@ from .stores.postgres.migrations import migrate
 from .stores.postgres.pool import create_pool
 from .stores.postgres.tenancy import TenancyStore
 from .stores.redis.idempotency import IdempotencyStore
+from .stores.redis.rate_limit import RateLimiter
 from .stores.redis.working import WorkingStore
 from .telemetry import setup_telemetry
 from .worker.runner import JobRunner
@@ -118,7 +119,11 @@ async def serve(settings: Settings, database_url: str, redis_url: str, *, ready:
     setup_telemetry(settings.telemetry_exporter)
     runtime = Runtime(settings, database_url, redis_url)
     deps = await runtime.open()
-    server, health_servicer = build_server(deps, IdempotencyStore(runtime.redis_client, settings.idempotency_ttl_seconds))
+    server, health_servicer = build_server(
+        deps,
+        IdempotencyStore(runtime.redis_client, settings.idempotency_ttl_seconds),
+        RateLimiter(runtime.redis_client, per_second=settings.rate_limit_per_second, burst=settings.rate_limit_burst),
+    )
     port = server.add_insecure_port(settings.listen)
     if port == 0:
         raise SystemExit(f"cannot listen on {settings.listen}")

@@ -13,6 +13,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from memplane_server.api.server import build_server
 from memplane_server.stores.redis.idempotency import IdempotencyStore
+from memplane_server.stores.redis.rate_limit import RateLimiter
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -25,7 +26,8 @@ async def test_rpcs_are_traced_and_timed(runtime, deps):
     reader = InMemoryMetricReader()
     metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
 
-    server, _ = build_server(deps, IdempotencyStore(runtime.redis_client, 60))
+    server, _ = build_server(deps, IdempotencyStore(runtime.redis_client, 60),
+                             RateLimiter(runtime.redis_client, per_second=0, burst=1))
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     try:

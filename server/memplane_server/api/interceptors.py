@@ -15,6 +15,7 @@ from opentelemetry import metrics
 from ..core.errors import Code, MemplaneError
 from ..services.auth import Authenticator
 from ..stores.redis.idempotency import IdempotencyConflict, IdempotencyStore
+from ..stores.redis.rate_limit import RateLimiter
 from .context import current_caller, reset_caller, set_caller
 
 log = logging.getLogger(__name__)
@@ -45,12 +46,17 @@ def _wrap_unary(handler: grpc.RpcMethodHandler | None, wrap: Callable[[Behavior]
 
 
 def to_status(error: MemplaneError) -> grpc.Status:
-    info = error_details_pb2.ErrorInfo(reason=error.reason, domain=ERROR_DOMAIN, metadata=error.metadata)
-    detail = any_pb2.Any()
-    detail.Pack(info)
-    status = status_pb2.Status(
-        code=getattr(code_pb2, error.code.value), message=error.message, details=[detail]
-    )
+    details = [error_details_pb2.ErrorInfo(reason=error.reason, domain=ERROR_DOMAIN, metadata=error.metadata)]
+    if error.retry_after is not None:
+        retry = error_details_pb2.RetryInfo()
+        retry.retry_delay.FromMilliseconds(max(1, round(error.retry_after * 1000)))
+        details.append(retry)
+    packed = []
+    for message in details:
+        any_detail = any_pb2.Any()
+        any_detail.Pack(message)
+        packed.append(any_detail)
+    status = status_pb2.Status(code=getattr(code_pb2, error.code.value), message=error.message, details=packed)
     return rpc_status.to_status(status)
 
 
@@ -109,6 +115,33 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
                     reset_caller(token)
 
             return authenticated
+
+        return _wrap_unary(handler, wrap)
+
+
+class RateLimitInterceptor(grpc.aio.ServerInterceptor):
+    """A token bucket per API key, shared by all instances; over it: RESOURCE_EXHAUSTED with RetryInfo."""
+
+    def __init__(self, limiter: RateLimiter) -> None:
+        self.limiter = limiter
+
+    async def intercept_service(self, continuation, details):
+        handler = await continuation(details)
+        if details.method.startswith(PUBLIC_PREFIXES):
+            return handler
+
+        def wrap(behavior: Behavior) -> Behavior:
+            async def limited(request, context):
+                decision = await self.limiter.take(current_caller().key_id)
+                if not decision.allowed:
+                    raise MemplaneError(
+                        Code.RESOURCE_EXHAUSTED, "RATE_LIMITED",
+                        f"this key sends more than {self.limiter.per_second:g} requests/s",
+                        retry_after=decision.retry_after_seconds,
+                    )
+                return await behavior(request, context)
+
+            return limited
 
         return _wrap_unary(handler, wrap)
 

@@ -20,7 +20,10 @@ from ..services.working import WorkingService
 from ..services.write import WriteService
 from ..stores.redis.idempotency import IdempotencyStore
 from .admin_servicer import AdminServicer
-from .interceptors import AuthInterceptor, ErrorInterceptor, IdempotencyInterceptor, MetricsInterceptor
+from ..stores.redis.rate_limit import RateLimiter
+from .interceptors import (
+    AuthInterceptor, ErrorInterceptor, IdempotencyInterceptor, MetricsInterceptor, RateLimitInterceptor,
+)
 from .memory_servicer import MemoryServicer
 from .operations_servicer import OperationsServicer
 
@@ -32,12 +35,15 @@ SERVICE_NAMES = (
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
 
-def build_server(deps: Deps, idempotency: IdempotencyStore) -> tuple[grpc.aio.Server, health.aio.HealthServicer]:
+def build_server(
+    deps: Deps, idempotency: IdempotencyStore, limiter: RateLimiter
+) -> tuple[grpc.aio.Server, health.aio.HealthServicer]:
     interceptors = [
         aio_server_interceptor(),  # outermost: the trace spans everything below
         MetricsInterceptor(),
         ErrorInterceptor(),
         AuthInterceptor(Authenticator(deps.tenancy)),
+        RateLimitInterceptor(limiter),
         IdempotencyInterceptor(idempotency),
     ]
     server = grpc.aio.server(

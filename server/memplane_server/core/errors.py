@@ -20,11 +20,15 @@ class Code(enum.Enum):
 class MemplaneError(Exception):
     """A failure with a stable UPPER_SNAKE reason a client can act on."""
 
-    def __init__(self, code: Code, reason: str, message: str, **metadata: str) -> None:
+    def __init__(
+        self, code: Code, reason: str, message: str, *, retry_after: float | None = None, **metadata: str
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.reason = reason
         self.message = message
+        # Seconds the client should wait before trying again (sent as google.rpc.RetryInfo).
+        self.retry_after = retry_after
         self.metadata = {k: str(v) for k, v in metadata.items()}
 
 
