@@ -188,6 +188,9 @@ def test_another_tenants_memory_id_is_not_found_and_reveals_nothing(server, new_
         with pytest.raises(NotFoundError) as err:
             b.get_memory(secret.id)
         assert "roadmap" not in str(err.value) and err.value.metadata == {}
+        with pytest.raises(NotFoundError) as unknown:
+            b.get_memory("6f1c1f0e-0000-4000-8000-000000000000")
+        assert (err.value.reason, err.value.message) == (unknown.value.reason, unknown.value.message)
         with pytest.raises(NotFoundError):
             b.update_memory(secret.id, content="mine now")
         assert b.forget(ids=[secret.id], hard=True).forgotten_count == 0
