@@ -95,8 +95,8 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def start_server(data_dir: Path, dsn: str, redis_url: str) -> tuple[subprocess.Popen, str, str]:
-    """Starts `memplane serve`; returns the process, its address and the tenant admin key."""
+def start_server(data_dir: Path, dsn: str, redis_url: str) -> tuple[subprocess.Popen, str, str, str]:
+    """Starts `memplane serve`; returns the process, its address, the tenant admin key and the platform key."""
     port = free_port()
     env = dict(os.environ, MEMPLANE_DATABASE_URL=dsn, MEMPLANE_REDIS_URL=redis_url,
                MEMPLANE_LISTEN=f"127.0.0.1:{port}", MEMPLANE_BOOTSTRAP_TENANT=TENANT, MEMPLANE_DATA_DIR=str(data_dir))
@@ -109,8 +109,9 @@ def start_server(data_dir: Path, dsn: str, redis_url: str) -> tuple[subprocess.P
         text = out_path.read_text()
         address = re.search(r"memplane listening on (\S+)", text)
         key = re.search(r"tenant admin key:\s+(mpk_\S+)", text)
-        if address and key:
-            return proc, address.group(1), key.group(1)
+        platform_key = re.search(r"platform admin key:\s+(mpk_\S+)", text)
+        if address and key and platform_key:
+            return proc, address.group(1), key.group(1), platform_key.group(1)
         if proc.poll() is not None:
             break
         time.sleep(0.2)
@@ -239,7 +240,7 @@ def main() -> int:
     try:
         dsn = postgres.start()
         redis_url = redis.start()
-        proc, address, key = start_server(data_dir, dsn, redis_url)
+        proc, address, key, _ = start_server(data_dir, dsn, redis_url)
         e5 = E5()
         with MemoryClient(address, key) as client:
             w = bench_write(client, e5, texts)
