@@ -132,3 +132,23 @@ def test_admin_calls_need_an_admin_key(channel, tenant_key):
     assert _call(stub, "CreateDomain", a.CreateDomainRequest(domain=a.Domain(name="x")), tenant_key) == (
         DENIED, "PLATFORM_ADMIN_REQUIRED")
     assert _call(stub, "ListTenants", a.ListTenantsRequest(), tenant_key) == (DENIED, "PLATFORM_ADMIN_REQUIRED")
+
+
+def _length_delimited(field: int, payload: bytes) -> bytes:
+    return bytes([field << 3 | 2, len(payload)]) + payload
+
+
+@pytest.mark.parametrize("raw", [
+    # WriteRequest.memories[0].content = b"\xff\xfe" (not UTF-8)
+    _length_delimited(1, _length_delimited(5, b"\xff\xfe") + bytes([4 << 3, 3])),
+    # WriteRequest.memories[0].metadata = {"k": "\xc3"} (a Struct string value cut mid-character)
+    _length_delimited(1, bytes([4 << 3, 3]) + _length_delimited(5, b"x") + _length_delimited(
+        11, _length_delimited(1, _length_delimited(1, b"k") + _length_delimited(2, _length_delimited(3, b"\xc3"))))),
+])
+def test_invalid_utf8_is_invalid_argument(channel, tenant_key, raw):
+    write = channel.unary_unary("/memplane.v1.MemoryService/Write", request_serializer=lambda b: b,
+                                response_deserializer=lambda b: b)
+    with pytest.raises(grpc.RpcError) as err:
+        write(raw, metadata=[("authorization", f"Bearer {tenant_key}")])
+    assert err.value.code() is INVALID and from_rpc_error(err.value).reason == "MALFORMED_REQUEST"
+    assert _still_serving(channel)

@@ -8,6 +8,7 @@ from typing import Any
 
 import grpc
 from google.protobuf import any_pb2
+from google.protobuf.message import DecodeError
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 from opentelemetry import metrics
@@ -60,15 +61,37 @@ def to_status(error: MemplaneError) -> grpc.Status:
     return rpc_status.to_status(status)
 
 
+class _Malformed:
+    """Stands in for a request whose bytes did not parse (e.g. invalid UTF-8 in a string)."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+
 class ErrorInterceptor(grpc.aio.ServerInterceptor):
-    """Maps MemplaneError to google.rpc.Status with ErrorInfo; anything else becomes INTERNAL."""
+    """Maps MemplaneError to google.rpc.Status with ErrorInfo; anything else becomes INTERNAL.
+    A request that does not parse is INVALID_ARGUMENT, not gRPC's default INTERNAL."""
 
     async def intercept_service(self, continuation, details):
         handler = await continuation(details)
+        if handler is None or handler.unary_unary is None:
+            return handler
+        parse = handler.request_deserializer
+
+        def tolerant_parse(data: bytes):
+            try:
+                return parse(data)
+            except DecodeError as exc:
+                return _Malformed(exc)
 
         def wrap(behavior: Behavior) -> Behavior:
             async def guarded(request, context: grpc.aio.ServicerContext):
                 try:
+                    if isinstance(request, _Malformed):
+                        raise MemplaneError(
+                            Code.INVALID_ARGUMENT, "MALFORMED_REQUEST",
+                            "the request is not a valid protobuf message (strings must be valid UTF-8)",
+                        )
                     return await behavior(request, context)
                 except MemplaneError as exc:
                     await context.abort_with_status(to_status(exc))
@@ -82,7 +105,10 @@ class ErrorInterceptor(grpc.aio.ServerInterceptor):
 
             return guarded
 
-        return _wrap_unary(handler, wrap)
+        return grpc.unary_unary_rpc_method_handler(
+            wrap(handler.unary_unary), request_deserializer=tolerant_parse,
+            response_serializer=handler.response_serializer,
+        )
 
 
 def _metadata(details, name: str) -> str | None:
