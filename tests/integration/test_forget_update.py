@@ -14,7 +14,8 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
 def draft(content: str, **kw) -> MemoryDraft:
-    return MemoryDraft(**{**dict(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.FACT,
+    # Events, not facts: facts this alike would merge at write time, which other tests cover.
+    return MemoryDraft(**{**dict(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.EVENT,
                                  content=content), **kw})
 
 

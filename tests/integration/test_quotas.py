@@ -18,7 +18,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
 def draft(content: str) -> MemoryDraft:
-    return MemoryDraft(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.FACT, content=content)
+    return MemoryDraft(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.EVENT, content=content)
 
 
 async def capped_tenant(deps, make_tenant, cap: int):

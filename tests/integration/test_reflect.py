@@ -48,9 +48,10 @@ def llm_deps(deps, fake_llm):
 async def test_session_reflection_merges_near_duplicates_newest_wins(deps, make_tenant):
     world = await make_tenant()
     write = WriteService(deps)
-    [old] = await write.write(world.writer, [draft("The user lives in Shanghai, China")])
-    [new] = await write.write(world.writer, [draft("The user lives in Shanghai, China.")])
-    [other] = await write.write(world.writer, [draft("The user has two cats")])
+    # Events: facts this alike would already have merged at write time.
+    [old] = await write.write(world.writer, [draft("The user moved to Shanghai, China", kind=Kind.EVENT)])
+    [new] = await write.write(world.writer, [draft("The user moved to Shanghai, China.", kind=Kind.EVENT)])
+    [other] = await write.write(world.writer, [draft("The user adopted two cats", kind=Kind.EVENT)])
     outcome = await ReflectService(deps).run(world.writer, ReflectInput(session_id="s1"))
     assert outcome.merged_count == 1 and not outcome.used_llm
     assert (await MemoriesService(deps).get(world.writer, str(old.id))).status is Status.SUPERSEDED

@@ -59,14 +59,15 @@ async def test_filters_restrict_kinds_and_tags(deps, make_tenant):
 
 async def test_top_k_above_the_maximum_is_capped(deps, make_tenant):
     world = await make_tenant()
-    await seed(deps, world.writer, *[draft(f"note number {i} about cats") for i in range(5)])
+    await seed(deps, world.writer, *[draft(f"note number {i} about cats", Kind.EVENT) for i in range(5)])
     hits = await SearchService(deps).search(world.writer, SearchQuery("cats", top_k=10_000))
     assert len(hits) == 5
 
 
 async def test_token_budget_cuts_the_hits(deps, make_tenant):
     world = await make_tenant()
-    await seed(deps, world.writer, *[draft(f"cats are lovely animals, note {i} " + "x" * 200) for i in range(5)])
+    await seed(deps, world.writer, *[draft(f"cats are lovely animals, note {i} " + "x" * 200, Kind.EVENT)
+                                     for i in range(5)])
     hits = await SearchService(deps).search(world.writer, SearchQuery("cats", top_k=5, token_budget=120))
     assert len(hits) == 2
 

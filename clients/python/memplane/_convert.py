@@ -92,6 +92,7 @@ def memory(pb: memory_pb2.Memory) -> types.Memory:
         expire_time=time_field(pb, "expire_time"),
         use_count=pb.use_count,
         embedding_model=pb.embedding_model,
+        sources=tuple((s.type, s.id) for s in pb.sources),
     )
 
 

@@ -105,6 +105,8 @@ class HistoryAction(ProtoEnum):
     DELETED = 5
     RESTORED = 6
     FEEDBACK = 7
+    REOBSERVED = 8
+    ERASED = 9
 
 
 class Role(ProtoEnum):

@@ -60,6 +60,7 @@ class Memory:
     expire_time: datetime | None
     use_count: int
     embedding_model: str
+    sources: tuple[tuple[str, str], ...] = ()  # (type, id) of every observation behind the memory
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,8 @@ STATUSES = {pb.MEMORY_STATUS_ACTIVE: Status.ACTIVE, pb.MEMORY_STATUS_PENDING: St
 HISTORY_ACTIONS = {"created": spb.HISTORY_ACTION_CREATED, "updated": spb.HISTORY_ACTION_UPDATED,
                    "superseded": spb.HISTORY_ACTION_SUPERSEDED, "merged": spb.HISTORY_ACTION_MERGED,
                    "deleted": spb.HISTORY_ACTION_DELETED, "restored": spb.HISTORY_ACTION_RESTORED,
-                   "feedback": spb.HISTORY_ACTION_FEEDBACK}
+                   "feedback": spb.HISTORY_ACTION_FEEDBACK, "reobserved": spb.HISTORY_ACTION_REOBSERVED,
+                   "erased": spb.HISTORY_ACTION_ERASED}
 
 
 def enum_in(table: dict[int, E], value: int, field: str) -> E | None:
@@ -181,6 +182,8 @@ def memory_out(r: MemoryRecord, target: pb.Memory | None = None) -> pb.Memory:
     ts_out(m.expire_time, r.expire_at)
     m.use_count = r.use_count
     m.embedding_model = r.embedding_model or ""
+    for source in r.sources:
+        m.sources.add(type=source.get("type") or "", id=source.get("id") or "")
     return m
 
 

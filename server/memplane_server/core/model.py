@@ -124,6 +124,7 @@ class MemoryRecord:
     use_count: int = 0
     embedding_model: str | None = None
     expire_at: datetime | None = None
+    sources: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from ..core.errors import Code, MemplaneError, invalid
 from ..core.model import KIND_LAYER, Layer, MemoryDraft, MemoryRecord, Scope, Status
 from ..core.tokens import keyword_tokens
 from ..core.validation import check_confidence, check_content, check_free_id, check_identifier
-from ..stores.postgres.memories import QuotaExceeded, StoredDraft
+from ..stores.postgres.memory_writes import QuotaExceeded, StoredDraft
 from ..stores.redis.working import WorkingSession
 from .deps import Deps
 from .operations import OperationView
@@ -99,6 +99,8 @@ class WriteService:
                 ],
                 embedding_model=self.deps.embedder.model_id,
                 actor=caller.key_id,
+                dedup_threshold=self.deps.settings.dedup_threshold,
+                pending_threshold=self.deps.settings.pending_threshold,
             )
             for (i, _), record in zip(persistent, stored):
                 out[i] = record

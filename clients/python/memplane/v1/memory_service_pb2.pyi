@@ -44,6 +44,8 @@ class HistoryAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     HISTORY_ACTION_DELETED: _ClassVar[HistoryAction]
     HISTORY_ACTION_RESTORED: _ClassVar[HistoryAction]
     HISTORY_ACTION_FEEDBACK: _ClassVar[HistoryAction]
+    HISTORY_ACTION_REOBSERVED: _ClassVar[HistoryAction]
+    HISTORY_ACTION_ERASED: _ClassVar[HistoryAction]
 INFER_MODE_UNSPECIFIED: InferMode
 INFER_MODE_ASYNC: InferMode
 INFER_MODE_SYNC: InferMode
@@ -62,6 +64,8 @@ HISTORY_ACTION_MERGED: HistoryAction
 HISTORY_ACTION_DELETED: HistoryAction
 HISTORY_ACTION_RESTORED: HistoryAction
 HISTORY_ACTION_FEEDBACK: HistoryAction
+HISTORY_ACTION_REOBSERVED: HistoryAction
+HISTORY_ACTION_ERASED: HistoryAction
 
 class MemoryInput(_message.Message):
     __slots__ = ("scope", "domain", "layer", "kind", "content", "context", "entity", "attribute", "value", "tags", "metadata", "confidence", "user_id", "session_id", "source", "occurred_at", "valid_from", "valid_to", "ttl", "state_key")

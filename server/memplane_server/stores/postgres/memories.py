@@ -11,10 +11,11 @@ import asyncpg
 import numpy as np
 
 from ...core.caller import Caller
-from ...core.model import HistoryEntry, MemoryDraft, MemoryFilter, MemoryRecord, Status
+from ...core.model import HistoryEntry, MemoryFilter, MemoryRecord, Status
+from .memory_writes import StoredDraft, WriteTransaction, append_history
 from .session import caller_session
 from .sql import (
-    MEMORY_COLUMNS, Params, filter_clauses, record_from_json, record_from_row, record_to_json, visibility, writable,
+    MEMORY_COLUMNS, Params, filter_clauses, record_from_json, record_from_row, visibility, writable,
 )
 
 # Fields UpdateMemory may change; each is a column of the same name.
@@ -25,27 +26,9 @@ _MAX_LISTED_IDS = 1000
 
 
 @dataclass(frozen=True)
-class StoredDraft:
-    """A draft with what the service computed for it."""
-
-    draft: MemoryDraft
-    embedding: np.ndarray
-    keywords: str
-    status: Status
-    occurred_at: datetime
-
-
-@dataclass(frozen=True)
 class Scored:
     record: MemoryRecord
     score: float
-
-
-class QuotaExceeded(Exception):
-    def __init__(self, count: int, limit: int) -> None:
-        super().__init__(f"{count} stored, limit {limit}")
-        self.count = count
-        self.limit = limit
 
 
 class MemoryStore:
@@ -57,51 +40,15 @@ class MemoryStore:
         return caller_session(self.pool, caller)
 
     async def insert(
-        self, caller: Caller, items: Sequence[StoredDraft], *, embedding_model: str, actor: str
+        self, caller: Caller, items: Sequence[StoredDraft], *, embedding_model: str, actor: str,
+        dedup_threshold: float, pending_threshold: float,
     ) -> list[MemoryRecord]:
-        """Inserts all items and their history in one transaction: all or nothing, within quota."""
-        tenant_id = caller.tenant_id
-        ids = [uuid.uuid4() for _ in items]
-        rows = [
-            (
-                tenant_id, mid, s.draft.scope.value, s.draft.domain, s.draft.agent_id, s.draft.user_id,
-                s.draft.session_id, s.draft.layer.value, s.draft.kind.value, s.draft.content, s.draft.context,
-                s.draft.entity, s.draft.attribute, s.draft.value, list(s.draft.tags), s.draft.metadata,
-                s.draft.confidence, s.status.value, s.draft.source_type, s.draft.source_id, s.occurred_at,
-                s.draft.valid_from, s.draft.valid_to, s.embedding, embedding_model, s.keywords,
-            )
-            for mid, s in zip(ids, items)
-        ]
+        """Stores all items in one transaction, all or nothing, within quota; an item may come back
+        as an existing memory observed again (see memory_writes)."""
         async with self.session(caller) as conn:
-            # The row lock serialises a tenant's concurrent writers on the quota check.
-            usage = await conn.fetchrow(
-                "SELECT u.memory_count, coalesce(nullif(t.max_memories, 0), $2) AS cap"
-                " FROM tenant_usage u JOIN tenants t ON t.id = u.tenant_id WHERE u.tenant_id = $1 FOR UPDATE OF u",
-                tenant_id,
-                self.default_max_memories,
-            )
-            count, cap = (usage["memory_count"], usage["cap"]) if usage else (0, self.default_max_memories)
-            if cap and count + len(items) > cap:
-                raise QuotaExceeded(count, cap)
-            await conn.executemany(
-                """
-                INSERT INTO memories (tenant_id, id, scope, domain, agent_id, user_id, session_id, layer, kind,
-                    content, context, entity, attribute, value, tags, metadata, confidence, status, source_type,
-                    source_id, occurred_at, valid_from, valid_to, embedding, embedding_model, keywords)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
-                    $20, $21, $22, $23, $24, $25, to_tsvector('simple', $26))
-                """,
-                rows,
-            )
-            fetched = await conn.fetch(
-                f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.tenant_id = $1 AND m.id = ANY($2::uuid[])",
-                tenant_id,
-                ids,
-            )
-            by_id = {r["id"]: record_from_row(r) for r in fetched}
-            records = [by_id[i] for i in ids]
-            await _append_history(conn, records, "created", actor, "")
-        return records
+            tx = WriteTransaction(conn, caller, embedding_model=embedding_model, actor=actor,
+                                  dedup_threshold=dedup_threshold, pending_threshold=pending_threshold)
+            return await tx.run(items, self.default_max_memories)
 
     async def get(self, caller: Caller, memory_id: uuid.UUID, *, any_status: bool = True) -> MemoryRecord | None:
         p = Params(memory_id)
@@ -197,7 +144,7 @@ class MemoryStore:
             if row is None:
                 return None
             record = record_from_row(row)
-            await _append_history(conn, [record], action, actor, reason)
+            await append_history(conn, [record], action, actor, reason)
         return record
 
     async def supersede(
@@ -213,7 +160,7 @@ class MemoryStore:
                 *p.values,
             )
             records = [record_from_row(r) for r in rows]
-            await _append_history(conn, records, action, actor, reason)
+            await append_history(conn, records, action, actor, reason)
         return records
 
     async def forget(
@@ -271,7 +218,7 @@ class MemoryStore:
                 *p.values,
             )
             records = [record_from_row(r) for r in rows]
-            await _append_history(conn, records, "deleted", actor, reason)
+            await append_history(conn, records, "deleted", actor, reason)
             return len(records), [r.id for r in records][:_MAX_LISTED_IDS]
 
     async def history(
@@ -343,12 +290,3 @@ class MemoryStore:
             )
         return [(record_from_row(r), r["embedding"].to_numpy().astype(np.float32)) for r in rows]
 
-
-async def _append_history(
-    conn: asyncpg.Connection, records: Sequence[MemoryRecord], action: str, actor: str, reason: str
-) -> None:
-    await conn.executemany(
-        "INSERT INTO memory_history (tenant_id, memory_id, action, snapshot, actor, reason)"
-        " VALUES ($1, $2, $3, $4, $5, $6)",
-        [(r.tenant_id, r.id, action, record_to_json(r), actor, reason) for r in records],
-    )

@@ -16,7 +16,7 @@ MEMORY_COLUMNS = (
     "m.tenant_id, m.id, m.scope, m.domain, m.agent_id, m.user_id, m.session_id, m.layer, m.kind,"
     " m.content, m.context, m.entity, m.attribute, m.value, m.tags, m.metadata, m.confidence, m.status,"
     " m.supersedes, m.source_type, m.source_id, m.occurred_at, m.valid_from, m.valid_to, m.created_at,"
-    " m.updated_at, m.last_used_at, m.use_count, m.embedding_model"
+    " m.updated_at, m.last_used_at, m.use_count, m.embedding_model, m.sources"
 )
 
 
@@ -128,6 +128,7 @@ def record_from_row(row: asyncpg.Record) -> MemoryRecord:
         last_used_at=row["last_used_at"],
         use_count=row["use_count"],
         embedding_model=row["embedding_model"],
+        sources=list(row["sources"]),
     )
 
 
@@ -146,7 +147,7 @@ def record_to_json(r: MemoryRecord) -> dict[str, Any]:
         "supersedes": str(r.supersedes) if r.supersedes else None, "source_type": r.source_type,
         "source_id": r.source_id, "occurred_at": ts(r.occurred_at), "valid_from": ts(r.valid_from),
         "valid_to": ts(r.valid_to), "created_at": ts(r.created_at), "updated_at": ts(r.updated_at),
-        "embedding_model": r.embedding_model,
+        "embedding_model": r.embedding_model, "sources": r.sources,
     }
 
 
@@ -162,5 +163,5 @@ def record_from_json(d: dict[str, Any]) -> MemoryRecord:
         confidence=float(d["confidence"]), status=Status(d["status"]), supersedes=d["supersedes"],
         source_type=d["source_type"], source_id=d["source_id"], occurred_at=ts(d["occurred_at"]),
         valid_from=ts(d["valid_from"]), valid_to=ts(d["valid_to"]), created_at=ts(d["created_at"]),
-        updated_at=ts(d["updated_at"]), embedding_model=d.get("embedding_model"),
+        updated_at=ts(d["updated_at"]), embedding_model=d.get("embedding_model"), sources=list(d.get("sources", [])),
     )

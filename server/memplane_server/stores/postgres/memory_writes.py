@@ -1,0 +1,169 @@
+"""The write transaction: quota, per-fact and per-kind locks, then for each item one of
+re-observe (the same thing again), supersede (a new value of the same entity/attribute), merge
+(a near-duplicate, newest wins) or a plain insert. All in the caller's RLS session."""
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import asyncpg
+import numpy as np
+
+from ...core.caller import Caller
+from ...core.model import MemoryDraft, MemoryRecord, Scope, Status
+from ...core.observations import DEDUP_KINDS, normalized, reobserved_confidence, write_lock
+from .sql import MEMORY_COLUMNS, Params, record_from_row, record_to_json, writable
+
+
+@dataclass(frozen=True)
+class StoredDraft:
+    """A draft with what the service computed for it."""
+
+    draft: MemoryDraft
+    embedding: np.ndarray
+    keywords: str
+    status: Status
+    occurred_at: datetime
+
+
+class QuotaExceeded(Exception):
+    def __init__(self, count: int, limit: int) -> None:
+        super().__init__(f"{count} stored, limit {limit}")
+        self.count = count
+        self.limit = limit
+
+
+def _source(d: MemoryDraft) -> list[dict]:
+    return [{"type": d.source_type, "id": d.source_id}] if d.source_type or d.source_id else []
+
+
+def _same_space(caller: Caller, d: MemoryDraft, p: Params) -> str:
+    """Memories in the same scope and owner as the draft (a domain spans its member tenants)."""
+    assert d.scope is not None
+    parts = [f"m.scope = {p.add(d.scope.value)}", writable(caller, p), "m.status IN ('active', 'pending')"]
+    if d.scope is Scope.DOMAIN:
+        parts.append(f"m.domain = {p.add(d.domain)}")
+    else:
+        parts.append(f"m.tenant_id = {p.add(caller.tenant_id)}")
+        if d.scope is Scope.PRIVATE:
+            parts.append(f"m.agent_id = {p.add(d.agent_id)}")
+    return " AND ".join(parts)
+
+
+async def append_history(
+    conn: asyncpg.Connection, records: Sequence[MemoryRecord], action: str, actor: str, reason: str
+) -> None:
+    await conn.executemany(
+        "INSERT INTO memory_history (tenant_id, memory_id, action, snapshot, actor, reason)"
+        " VALUES ($1, $2, $3, $4, $5, $6)",
+        [(r.tenant_id, r.id, action, record_to_json(r), actor, reason) for r in records],
+    )
+
+
+class WriteTransaction:
+    def __init__(self, conn: asyncpg.Connection, caller: Caller, *, embedding_model: str, actor: str,
+                 dedup_threshold: float, pending_threshold: float) -> None:
+        self.conn, self.caller, self.model, self.actor = conn, caller, embedding_model, actor
+        self.dedup_threshold, self.pending_threshold = dedup_threshold, pending_threshold
+        self.inserted = 0
+
+    async def run(self, items: Sequence[StoredDraft], default_cap: int) -> list[MemoryRecord]:
+        usage = await self.conn.fetchrow(
+            # The row lock serialises a tenant's concurrent writers on the quota check.
+            "SELECT u.memory_count, coalesce(nullif(t.max_memories, 0), $2) AS cap"
+            " FROM tenant_usage u JOIN tenants t ON t.id = u.tenant_id WHERE u.tenant_id = $1 FOR UPDATE OF u",
+            self.caller.tenant_id, default_cap,
+        )
+        count, cap = (usage["memory_count"], usage["cap"]) if usage else (0, default_cap)
+        locks = sorted({k for s in items if (k := write_lock(self.caller.tenant_id or "", s.draft)) is not None})
+        for key in locks:  # sorted, so two batches never wait on each other in a cycle
+            await self.conn.execute("SELECT pg_advisory_xact_lock($1)", key)
+        records = [await self._one(s) for s in items]
+        if cap and count + self.inserted > cap:
+            raise QuotaExceeded(count, cap)
+        return records
+
+    async def _one(self, s: StoredDraft) -> MemoryRecord:
+        d = s.draft
+        if d.entity and d.attribute:
+            current = await self._current_fact(d)
+            if current is not None and normalized(current.value or current.content) == normalized(d.value or d.content):
+                return await self._reobserve(current, s)
+            return await self._insert(s, replaces=current, action="superseded")
+        if d.kind in DEDUP_KINDS:
+            twin = await self._nearest(s)
+            if twin is not None and normalized(twin.content) == normalized(d.content):
+                return await self._reobserve(twin, s)
+            return await self._insert(s, replaces=twin, action="merged")
+        return await self._insert(s, replaces=None, action="")
+
+    async def _current_fact(self, d: MemoryDraft) -> MemoryRecord | None:
+        p = Params()
+        row = await self.conn.fetchrow(
+            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {_same_space(self.caller, d, p)}"
+            f" AND m.entity = {p.add(d.entity)} AND m.attribute = {p.add(d.attribute)}"
+            " ORDER BY m.created_at DESC LIMIT 1",
+            *p.values,
+        )
+        return record_from_row(row) if row else None
+
+    async def _nearest(self, s: StoredDraft) -> MemoryRecord | None:
+        p = Params(s.embedding)
+        row = await self.conn.fetchrow(
+            f"SELECT {MEMORY_COLUMNS}, 1 - (m.embedding <=> $1) AS similarity FROM memories m"
+            f" WHERE {_same_space(self.caller, s.draft, p)} AND m.kind = {p.add(s.draft.kind.value)}"
+            " AND m.entity IS NULL ORDER BY m.embedding <=> $1 LIMIT 1",
+            *p.values,
+        )
+        if row is None or row["similarity"] < self.dedup_threshold:
+            return None
+        return record_from_row(row)
+
+    async def _reobserve(self, existing: MemoryRecord, s: StoredDraft) -> MemoryRecord:
+        confidence = reobserved_confidence(existing.confidence, s.draft.confidence)
+        status = existing.status
+        if status is Status.PENDING and confidence >= self.pending_threshold:
+            status = Status.ACTIVE
+        row = await self.conn.fetchrow(
+            f"UPDATE memories m SET confidence = $2, status = $3, sources = m.sources || $4::jsonb,"
+            f" updated_at = clock_timestamp() WHERE m.id = $1 RETURNING {MEMORY_COLUMNS}",
+            existing.id, confidence, status.value, _source(s.draft),
+        )
+        record = record_from_row(row)
+        await append_history(self.conn, [record], "reobserved", self.actor, "observed again")
+        return record
+
+    async def _insert(self, s: StoredDraft, *, replaces: MemoryRecord | None, action: str) -> MemoryRecord:
+        d = s.draft
+        valid_from = d.valid_from
+        if d.entity and d.attribute and valid_from is None:
+            valid_from = s.occurred_at  # a fact holds from when it was observed until replaced
+        sources = (replaces.sources if replaces is not None and action == "merged" else []) + _source(d)
+        row = await self.conn.fetchrow(
+            f"""
+            INSERT INTO memories AS m (tenant_id, id, scope, domain, agent_id, user_id, session_id, layer, kind,
+                content, context, entity, attribute, value, tags, metadata, confidence, status, supersedes,
+                source_type, source_id, occurred_at, valid_from, valid_to, embedding, embedding_model, keywords,
+                sources)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
+                $21, $22, $23, $24, $25, $26, to_tsvector('simple', $27), $28)
+            RETURNING {MEMORY_COLUMNS}
+            """,
+            self.caller.tenant_id, uuid.uuid4(), d.scope.value, d.domain, d.agent_id, d.user_id, d.session_id,
+            d.layer.value, d.kind.value, d.content, d.context, d.entity, d.attribute, d.value, list(d.tags),
+            d.metadata, d.confidence, s.status.value, replaces.id if replaces else None, d.source_type,
+            d.source_id, s.occurred_at, valid_from, d.valid_to, s.embedding, self.model, s.keywords, sources,
+        )
+        record = record_from_row(row)
+        self.inserted += 1
+        await append_history(self.conn, [record], "created", self.actor, "")
+        if replaces is not None:
+            retired = await self.conn.fetchrow(
+                f"UPDATE memories m SET status = 'superseded', valid_to = coalesce(m.valid_to, $2),"
+                f" updated_at = clock_timestamp() WHERE m.id = $1 RETURNING {MEMORY_COLUMNS}",
+                replaces.id, valid_from or s.occurred_at,
+            )
+            await append_history(self.conn, [record_from_row(retired)], action, self.actor, f"replaced by {record.id}")
+        return record
