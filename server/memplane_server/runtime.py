@@ -15,6 +15,7 @@ from .llm.embedders import create_embedder
 from .llm.reflection import ReflectionModel
 from .services.admin import AdminService
 from .services.deps import Deps
+from .services.working import WorkingService
 from .settings import Settings
 from .stores.postgres.jobs import JobStore
 from .stores.postgres.memories import MemoryStore
@@ -112,6 +113,17 @@ class Runtime:
             await self.pool.close()
 
 
+async def sweep_working_memory(deps: Deps, runner: JobRunner) -> None:
+    """Promotes expired working-memory sessions until the runner is told to stop."""
+    working = WorkingService(deps)
+    while not runner.stopping:
+        try:
+            await working.promote_expired()
+        except Exception:  # Redis or PostgreSQL hiccups: try again next round
+            log.exception("working-memory sweep failed")
+        await runner.wait(deps.settings.working_sweep_seconds)
+
+
 async def serve(settings: Settings, database_url: str, redis_url: str, *, ready: asyncio.Event | None = None) -> None:
     """Serves until SIGTERM/SIGINT, then drains: NOT_SERVING, finish in-flight calls, close pools."""
     from grpc_health.v1 import health_pb2
@@ -129,6 +141,8 @@ async def serve(settings: Settings, database_url: str, redis_url: str, *, ready:
         raise SystemExit(f"cannot listen on {settings.listen}")
     runners = [JobRunner(deps) for _ in range(settings.workers)]
     tasks = [asyncio.create_task(r.run_forever()) for r in runners]
+    if settings.workers and settings.working_promote:
+        tasks.append(asyncio.create_task(sweep_working_memory(deps, runners[0])))
     await server.start()
     for name in ("", *SERVICE_NAMES):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)

@@ -158,6 +158,9 @@ def test_update_list_history_feedback_stats_and_working_memory(client):
     working = client.get_working_memory("s2")
     assert working.state == {"file": "editing README"} and len(working.items) == 1
     assert client.get_stats().total == 1
+    promoted = client.close_session("s2")
+    assert [m.layer.name for m in promoted] == ["EPISODIC", "EPISODIC"]
+    assert client.get_working_memory("s2").items == ()
 
 
 def test_update_bad_input(client):

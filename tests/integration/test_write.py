@@ -110,3 +110,50 @@ async def test_working_memory_of_one_agent_is_not_another_agents(deps, make_tena
     await WriteService(deps).write(world.agent1, [draft("secret plan", Kind.TURN, layer=Layer.WORKING, session_id="s")])
     _, items, _ = await WorkingService(deps).read(world.agent2, "s")
     assert items == []
+
+
+async def test_closing_a_session_promotes_items_and_state(deps, make_tenant):
+    from memplane_server.services.working import WorkingService
+
+    world = await make_tenant()
+    await WriteService(deps).write(world.agent1, [
+        draft("user asked to rotate the API keys", Kind.TURN, layer=Layer.WORKING, session_id="s-close"),
+        draft("prod", Kind.EVENT, layer=Layer.WORKING, session_id="s-close", state_key="env"),
+    ])
+    promoted = await WorkingService(deps).close(world.agent1, "s-close", None)
+    assert [(m.kind, m.layer, m.scope) for m in promoted] == [
+        (Kind.TURN, Layer.EPISODIC, Scope.PRIVATE), (Kind.EVENT, Layer.EPISODIC, Scope.PRIVATE),
+        (Kind.EVENT, Layer.EPISODIC, Scope.PRIVATE)]
+    assert promoted[-1].content == "Session s-close ended with state: env = prod"
+    assert all(m.source_type == "working" and m.session_id == "s-close" for m in promoted)
+    state, items, _ = await WorkingService(deps).read(world.agent1, "s-close")
+    assert (state, items) == ({}, [])
+
+
+async def test_closing_with_discard_keeps_nothing(deps, make_tenant):
+    from memplane_server.services.working import WorkingService
+
+    world = await make_tenant()
+    await WriteService(deps).write(world.agent1, [draft("scratch", Kind.TURN, layer=Layer.WORKING, session_id="s-d")])
+    assert await WorkingService(deps).close(world.agent1, "s-d", False) == []
+    assert (await MemoriesService(deps).stats(world.agent1, MemoryFilter()))["total"] == 0
+
+
+async def test_an_expired_session_is_promoted_by_the_sweep(deps, make_tenant):
+    from memplane_server.services.working import WorkingService
+
+    world = await make_tenant()
+    await WriteService(deps).write(world.agent1, [
+        draft("temporary plan: migrate billing on Friday", Kind.TURN, layer=Layer.WORKING, session_id="s-exp",
+              ttl_seconds=1)])
+    await asyncio.sleep(2.1)
+    _, items, _ = await WorkingService(deps).read(world.agent1, "s-exp")
+    assert items == []
+    handled = 0
+    for _ in range(5):  # other tests' expired sessions may be claimed in the same sweep
+        handled += await WorkingService(deps).promote_expired(limit=100)
+        listed, _ = await MemoriesService(deps).list(world.agent1, MemoryFilter(session_id="s-exp"), 10, "")
+        if listed:
+            break
+    assert [m.content for m in listed] == ["temporary plan: migrate billing on Friday"]
+    assert handled >= 1

@@ -22,6 +22,7 @@ from .enums import (
     Layer,
     MemoryStatus,
     OperationState,
+    PromoteMode,
     ReflectMode,
     Role,
     Scope,
@@ -71,7 +72,7 @@ __all__ = [
     "MemoryInput", "TaskStep", "TaskTrajectory", "FilterArgs", "MemoryFields", "MemoryChanges",
     # enums
     "Scope", "Layer", "Kind", "MemoryStatus", "HistoryAction", "Role", "DomainAccess",
-    "OperationState", "TaskOutcome", "InferMode", "ReflectMode",
+    "OperationState", "TaskOutcome", "InferMode", "ReflectMode", "PromoteMode",
     # results
     "Memory", "ScoreComponent", "SearchHit", "SearchResult", "WriteResult", "ReflectResult",
     "Operation", "ForgetResult", "Page", "HistoryEntry", "WorkingMemory", "Stats",

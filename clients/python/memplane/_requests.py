@@ -22,6 +22,7 @@ from .enums import (
     MemoryStatusLike,
     OperationState,
     OperationStateLike,
+    PromoteMode,
     ProtoEnum,
     ReflectMode,
     ReflectModeLike,
@@ -379,6 +380,13 @@ def get_working_memory(session_id: str) -> PreparedCall[types.WorkingMemory]:
     return PreparedCall(
         "GetWorkingMemory", svc_pb.GetWorkingMemoryRequest(session_id=session_id), _convert.working_memory
     )
+
+
+def close_session(session_id: str, *, promote: bool | None, request_id: str | None) -> PreparedCall[tuple[types.Memory, ...]]:
+    """CloseSession."""
+    mode = PromoteMode.UNSPECIFIED if promote is None else (PromoteMode.PROMOTE if promote else PromoteMode.DISCARD)
+    request = svc_pb.CloseSessionRequest(session_id=session_id, promote=mode.value, request_id=request_id or "")
+    return PreparedCall("CloseSession", request, lambda response: _convert.memories(response.promoted))
 
 
 def get_stats(filters: Mapping[str, Any]) -> PreparedCall[types.Stats]:

@@ -15,7 +15,7 @@ from .errors import MemplaneError
 #: Calls that change state. Repeating one blindly could apply it twice, so they are retried
 #: only when the request carries a request_id the server deduplicates on.
 MUTATING_METHODS = frozenset({
-    "Write", "Forget", "UpdateMemory", "Reflect", "SubmitFeedback",
+    "Write", "Forget", "UpdateMemory", "Reflect", "SubmitFeedback", "CloseSession",
     "CreateTenant", "CreateAgent", "CreateApiKey", "RevokeApiKey",
     "CreateDomain", "GrantDomain", "RevokeDomainGrant",
     "CancelOperation",

@@ -213,6 +213,14 @@ class MemoryClient(SyncClientBase):
         """Reads a session's working memory."""
         return self._transport.call(_requests.get_working_memory(session_id), timeout)
 
+    def close_session(
+        self, session_id: str, *, promote: bool | None = None, request_id: str | None = None,
+        timeout: float | None = None,
+    ) -> tuple[Memory, ...]:
+        """Ends a session's working memory now; returns what it was promoted into (promote=None
+        follows the server setting, False discards it)."""
+        return self._transport.call(_requests.close_session(session_id, promote=promote, request_id=request_id), timeout)
+
     def get_stats(self, *, timeout: float | None = None, **filters: Unpack[FilterArgs]) -> Stats:
         """Counts the visible memories matching the filter keywords (all statuses unless given)."""
         return self._transport.call(_requests.get_stats(filters), timeout)

@@ -156,6 +156,14 @@ class InferMode(ProtoEnum):
     SYNC = 2
 
 
+class PromoteMode(ProtoEnum):
+    """What happens to a closed session's working memory."""
+
+    UNSPECIFIED = 0
+    PROMOTE = 1
+    DISCARD = 2
+
+
 class ReflectMode(ProtoEnum):
     """How Reflect runs."""
 

@@ -29,6 +29,7 @@ IDEMPOTENT_METHODS = frozenset(
         "/memplane.v1.MemoryService/Forget",
         "/memplane.v1.MemoryService/UpdateMemory",
         "/memplane.v1.MemoryService/Reflect",
+        "/memplane.v1.MemoryService/CloseSession",
     }
 )
 _GRPC_CODES = {c.value: grpc.StatusCode[c.value] for c in Code}

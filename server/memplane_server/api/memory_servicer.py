@@ -25,6 +25,7 @@ _OUTCOMES = {spb.TASK_OUTCOME_SUCCESS: "success", spb.TASK_OUTCOME_FAILURE: "fai
              spb.TASK_OUTCOME_PARTIAL: "partial"}
 _MODES = {spb.REFLECT_MODE_SYNC: "sync", spb.REFLECT_MODE_ASYNC: "async"}
 _INFER = {spb.INFER_MODE_SYNC: "sync", spb.INFER_MODE_ASYNC: "async"}
+_PROMOTE = {spb.PROMOTE_MODE_PROMOTE: True, spb.PROMOTE_MODE_DISCARD: False}
 _UPDATE_FIELDS = {"content", "context", "tags", "metadata", "confidence", "status", "value", "valid_from",
                   "valid_to", "user_id"}
 
@@ -170,6 +171,15 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
         for item in items:
             memory_out(item_to_record(item), response.items.add())
         ts_out(response.expire_time, expires)
+        return response
+
+    async def CloseSession(self, request: spb.CloseSessionRequest, context) -> spb.CloseSessionResponse:
+        if not request.session_id:
+            raise invalid("SESSION_REQUIRED", "session_id is required", field="session_id")
+        promote = enum_in(_PROMOTE, request.promote, "promote")
+        response = spb.CloseSessionResponse()
+        for r in await self.working.close(current_caller(), request.session_id, promote):
+            memory_out(r, response.promoted.add())
         return response
 
     async def GetStats(self, request: spb.GetStatsRequest, context) -> spb.GetStatsResponse:

@@ -75,3 +75,12 @@ class Caller:
 
     def default_scope(self) -> Scope:
         return Scope.PRIVATE if self.agent_id else Scope.GLOBAL
+
+
+def caller_to_json(caller: Caller) -> dict:
+    return {"key_id": caller.key_id, "role": caller.role.value, "tenant_id": caller.tenant_id,
+            "agent_id": caller.agent_id, "domains": caller.domains}
+
+
+def caller_from_json(d: dict) -> Caller:
+    return Caller(d["key_id"], Role(d["role"]), d["tenant_id"], d["agent_id"], dict(d["domains"]))

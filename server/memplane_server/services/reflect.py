@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from ..core.caller import Caller, Role
+from ..core.caller import Caller, caller_to_json
 from ..core.errors import invalid
 from ..core.model import Kind, MemoryDraft, MemoryFilter, MemoryRecord, Scope
 from ..core.validation import check_content, check_free_id
@@ -57,15 +57,6 @@ class ReflectOutcome:
     summary: str = ""
     merged_count: int = 0
     used_llm: bool = False
-
-
-def caller_to_json(caller: Caller) -> dict:
-    return {"key_id": caller.key_id, "role": caller.role.value, "tenant_id": caller.tenant_id,
-            "agent_id": caller.agent_id, "domains": caller.domains}
-
-
-def caller_from_json(d: dict) -> Caller:
-    return Caller(d["key_id"], Role(d["role"]), d["tenant_id"], d["agent_id"], dict(d["domains"]))
 
 
 def input_to_json(r: ReflectInput) -> dict:

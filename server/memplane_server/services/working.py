@@ -1,17 +1,21 @@
-"""Working memory items: their shape in Redis and how they read back as memories."""
+"""Working memory: items as they sit in Redis, reading a session, and promoting what a closed
+or expired session held into episodic (or its kind's) memory."""
 from __future__ import annotations
 
 import base64
+import logging
 import uuid
 from datetime import datetime, timezone
 
 import numpy as np
 
-from ..core.caller import Caller
-from ..core.validation import check_free_id
+from ..core.caller import Caller, caller_from_json
 from ..core.model import Kind, Layer, MemoryDraft, MemoryRecord, Scope, Status
-from ..stores.redis.working import WorkingSession
+from ..core.validation import check_free_id
+from ..stores.redis.working import SessionContents, WorkingSession
 from .deps import Deps
+
+log = logging.getLogger(__name__)
 
 
 def new_item(caller: Caller, d: MemoryDraft, vector: np.ndarray, now: datetime, ttl_seconds: int) -> dict:
@@ -43,10 +47,11 @@ def item_vector(item: dict) -> np.ndarray:
     return np.frombuffer(base64.b64decode(item["embedding"]), dtype=np.float32)
 
 
-def item_to_record(item: dict) -> MemoryRecord:
-    def ts(v: float | None) -> datetime | None:
-        return datetime.fromtimestamp(v, timezone.utc) if v else None
+def _ts(v: float | None) -> datetime | None:
+    return datetime.fromtimestamp(v, timezone.utc) if v else None
 
+
+def item_to_record(item: dict) -> MemoryRecord:
     return MemoryRecord(
         id=item["id"], tenant_id=item["tenant_id"],
         scope=Scope.PRIVATE if item["agent_id"] else Scope.GLOBAL, domain=None,
@@ -54,18 +59,74 @@ def item_to_record(item: dict) -> MemoryRecord:
         kind=Kind(item["kind"]), content=item["content"], context=item["context"], entity=None, attribute=None,
         value=None, tags=list(item["tags"]), metadata=dict(item["metadata"]), confidence=float(item["confidence"]),
         status=Status.ACTIVE, supersedes=None, source_type=item["source_type"], source_id=item["source_id"],
-        occurred_at=ts(item["occurred_at"]), valid_from=None, valid_to=None, created_at=ts(item["created_at"]),
-        updated_at=ts(item["created_at"]), expire_at=ts(item["expire_at"]),
+        occurred_at=_ts(item["occurred_at"]), valid_from=None, valid_to=None, created_at=_ts(item["created_at"]),
+        updated_at=_ts(item["created_at"]), expire_at=_ts(item["expire_at"]),
     )
+
+
+def promotion_drafts(session_id: str, contents: SessionContents) -> list[MemoryDraft]:
+    """What a session leaves behind: its items (oldest first) in their kind's layer, and its state."""
+    drafts = [
+        MemoryDraft(
+            scope=None, domain=None, agent_id=None, layer=None, kind=Kind(item["kind"]), content=item["content"],
+            context=item["context"], tags=tuple(item["tags"]), metadata=dict(item["metadata"]),
+            confidence=float(item["confidence"]), user_id=item["user_id"], session_id=session_id,
+            source_type="working", source_id=item["id"], occurred_at=_ts(item["occurred_at"]),
+        )
+        for item in reversed(contents.items)
+    ]
+    if contents.state:
+        state = "; ".join(f"{k} = {v}" for k, v in sorted(contents.state.items()))
+        drafts.append(MemoryDraft(
+            scope=None, domain=None, agent_id=None, layer=None, kind=Kind.EVENT,
+            content=f"Session {session_id} ended with state: {state}", session_id=session_id,
+            source_type="working", source_id=session_id,
+        ))
+    return drafts
 
 
 class WorkingService:
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
 
+    def _session(self, caller: Caller, session_id: str) -> WorkingSession:
+        check_free_id(session_id, "session_id")
+        return WorkingSession(caller.require_tenant(), caller.agent_id, session_id)
+
     async def read(self, caller: Caller, session_id: str) -> tuple[dict[str, str], list[dict], datetime | None]:
         """The caller's own working memory of a session: state, live items newest first, expiry."""
-        check_free_id(session_id, "session_id")
-        session = WorkingSession(caller.require_tenant(), caller.agent_id, session_id)
-        state, items, expires = await self.deps.working.read(session)
-        return state, items, datetime.fromtimestamp(expires, timezone.utc) if expires else None
+        contents = await self.deps.working.read(self._session(caller, session_id))
+        return contents.state, contents.items, _ts(contents.expires_at)
+
+    async def close(self, caller: Caller, session_id: str, promote: bool | None) -> list[MemoryRecord]:
+        """Ends a session now; promotes its contents unless told not to (default from settings)."""
+        caller.require_writer()
+        session = self._session(caller, session_id)
+        contents = await self.deps.working.read(session)
+        promoted: list[MemoryRecord] = []
+        if promote if promote is not None else self.deps.settings.working_promote:
+            promoted = await self._promote(caller, session_id, contents)
+        await self.deps.working.delete(session)
+        return promoted
+
+    async def promote_expired(self, limit: int = 20) -> int:
+        """Promotes and removes sessions whose time ran out; returns how many were handled."""
+        sessions = await self.deps.working.claim_expired(limit)
+        for session in sessions:
+            contents = await self.deps.working.read(session, include_expired=True)
+            try:
+                if contents.caller is not None and self.deps.settings.working_promote:
+                    await self._promote(caller_from_json(contents.caller), session.session_id, contents)
+            except Exception:  # one bad session must not stop the sweep; its data stays until the grace ends
+                log.exception("promoting expired working session failed")
+                continue
+            await self.deps.working.delete(session)
+        return len(sessions)
+
+    async def _promote(self, caller: Caller, session_id: str, contents: SessionContents) -> list[MemoryRecord]:
+        from .write import WriteService
+
+        drafts = promotion_drafts(session_id, contents)
+        batch = self.deps.settings.max_batch
+        writer = WriteService(self.deps)
+        return [r for i in range(0, len(drafts), batch) for r in await writer.write(caller, drafts[i:i + batch])]

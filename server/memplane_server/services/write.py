@@ -3,14 +3,13 @@ working-layer items in Redis."""
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..core.caller import Caller
+from ..core.caller import Caller, caller_to_json
 from ..core.errors import Code, MemplaneError, invalid
 from ..core.model import KIND_LAYER, Layer, MemoryDraft, MemoryRecord, Scope, Status
 from ..core.tokens import keyword_tokens
@@ -131,9 +130,9 @@ class WriteService:
             by_session.setdefault(d.session_id or "", []).append(item)
             records.append(item_to_record(item))
         for session_id, session_items in by_session.items():
-            ttl = max(int(it["expire_at"] - time.time()) + 1 for it in session_items)
             await self.deps.working.append(
-                WorkingSession(caller.require_tenant(), caller.agent_id, session_id), session_items, ttl
+                WorkingSession(caller.require_tenant(), caller.agent_id, session_id), session_items,
+                expire_at=max(it["expire_at"] for it in session_items), caller=caller_to_json(caller),
             )
         return records
 

@@ -6,7 +6,8 @@ import logging
 
 from ..core.errors import Code, MemplaneError
 from ..services.deps import Deps
-from ..services.reflect import ReflectService, caller_from_json, input_from_json
+from ..core.caller import caller_from_json
+from ..services.reflect import ReflectService, input_from_json
 
 log = logging.getLogger(__name__)
 
@@ -27,13 +28,21 @@ class JobRunner:
                 log.exception("job runner iteration failed")
                 ran = False
             if not ran:
-                try:
-                    await asyncio.wait_for(self._stopping.wait(), IDLE_POLL_SECONDS)
-                except asyncio.TimeoutError:
-                    pass
+                await self.wait(IDLE_POLL_SECONDS)
 
     def stop(self) -> None:
         self._stopping.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    async def wait(self, seconds: float) -> None:
+        """Sleeps, waking early when told to stop."""
+        try:
+            await asyncio.wait_for(self._stopping.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
 
     async def run_one(self) -> bool:
         job = await self.deps.jobs.claim()

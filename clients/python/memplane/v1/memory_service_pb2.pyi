@@ -46,6 +46,12 @@ class HistoryAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     HISTORY_ACTION_FEEDBACK: _ClassVar[HistoryAction]
     HISTORY_ACTION_REOBSERVED: _ClassVar[HistoryAction]
     HISTORY_ACTION_ERASED: _ClassVar[HistoryAction]
+
+class PromoteMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PROMOTE_MODE_UNSPECIFIED: _ClassVar[PromoteMode]
+    PROMOTE_MODE_PROMOTE: _ClassVar[PromoteMode]
+    PROMOTE_MODE_DISCARD: _ClassVar[PromoteMode]
 INFER_MODE_UNSPECIFIED: InferMode
 INFER_MODE_ASYNC: InferMode
 INFER_MODE_SYNC: InferMode
@@ -66,6 +72,9 @@ HISTORY_ACTION_RESTORED: HistoryAction
 HISTORY_ACTION_FEEDBACK: HistoryAction
 HISTORY_ACTION_REOBSERVED: HistoryAction
 HISTORY_ACTION_ERASED: HistoryAction
+PROMOTE_MODE_UNSPECIFIED: PromoteMode
+PROMOTE_MODE_PROMOTE: PromoteMode
+PROMOTE_MODE_DISCARD: PromoteMode
 
 class MemoryInput(_message.Message):
     __slots__ = ("scope", "domain", "layer", "kind", "content", "context", "entity", "attribute", "value", "tags", "metadata", "confidence", "user_id", "session_id", "source", "occurred_at", "valid_from", "valid_to", "ttl", "state_key")
@@ -419,6 +428,22 @@ class GetWorkingMemoryResponse(_message.Message):
     items: _containers.RepeatedCompositeFieldContainer[_memory_pb2.Memory]
     expire_time: _timestamp_pb2.Timestamp
     def __init__(self, state: _Optional[_Mapping[str, str]] = ..., items: _Optional[_Iterable[_Union[_memory_pb2.Memory, _Mapping]]] = ..., expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class CloseSessionRequest(_message.Message):
+    __slots__ = ("session_id", "promote", "request_id")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    PROMOTE_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    promote: PromoteMode
+    request_id: str
+    def __init__(self, session_id: _Optional[str] = ..., promote: _Optional[_Union[PromoteMode, str]] = ..., request_id: _Optional[str] = ...) -> None: ...
+
+class CloseSessionResponse(_message.Message):
+    __slots__ = ("promoted",)
+    PROMOTED_FIELD_NUMBER: _ClassVar[int]
+    promoted: _containers.RepeatedCompositeFieldContainer[_memory_pb2.Memory]
+    def __init__(self, promoted: _Optional[_Iterable[_Union[_memory_pb2.Memory, _Mapping]]] = ...) -> None: ...
 
 class GetStatsRequest(_message.Message):
     __slots__ = ("filter",)

@@ -87,6 +87,11 @@ class MemoryServiceStub:
                 request_serializer=memplane_dot_v1_dot_memory__service__pb2.GetWorkingMemoryRequest.SerializeToString,
                 response_deserializer=memplane_dot_v1_dot_memory__service__pb2.GetWorkingMemoryResponse.FromString,
                 _registered_method=True)
+        self.CloseSession = channel.unary_unary(
+                '/memplane.v1.MemoryService/CloseSession',
+                request_serializer=memplane_dot_v1_dot_memory__service__pb2.CloseSessionRequest.SerializeToString,
+                response_deserializer=memplane_dot_v1_dot_memory__service__pb2.CloseSessionResponse.FromString,
+                _registered_method=True)
         self.GetStats = channel.unary_unary(
                 '/memplane.v1.MemoryService/GetStats',
                 request_serializer=memplane_dot_v1_dot_memory__service__pb2.GetStatsRequest.SerializeToString,
@@ -170,6 +175,13 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CloseSession(self, request, context):
+        """Ends a session's working memory now, promoting its contents into persistent memory.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetStats(self, request, context):
         """Counts the caller's visible memories by scope, layer, kind and status.
         """
@@ -229,6 +241,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.GetWorkingMemory,
                     request_deserializer=memplane_dot_v1_dot_memory__service__pb2.GetWorkingMemoryRequest.FromString,
                     response_serializer=memplane_dot_v1_dot_memory__service__pb2.GetWorkingMemoryResponse.SerializeToString,
+            ),
+            'CloseSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.CloseSession,
+                    request_deserializer=memplane_dot_v1_dot_memory__service__pb2.CloseSessionRequest.FromString,
+                    response_serializer=memplane_dot_v1_dot_memory__service__pb2.CloseSessionResponse.SerializeToString,
             ),
             'GetStats': grpc.unary_unary_rpc_method_handler(
                     servicer.GetStats,
@@ -509,6 +526,33 @@ class MemoryService:
             '/memplane.v1.MemoryService/GetWorkingMemory',
             memplane_dot_v1_dot_memory__service__pb2.GetWorkingMemoryRequest.SerializeToString,
             memplane_dot_v1_dot_memory__service__pb2.GetWorkingMemoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CloseSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memplane.v1.MemoryService/CloseSession',
+            memplane_dot_v1_dot_memory__service__pb2.CloseSessionRequest.SerializeToString,
+            memplane_dot_v1_dot_memory__service__pb2.CloseSessionResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,4 +1,9 @@
-"""Working memory: per (tenant, agent, session) state and recent items, with a TTL."""
+"""Working memory: per (tenant, agent, session) state and recent items, with a TTL.
+
+A session lives until its latest expiry (every write may extend it, never shorten it). Its
+keys outlive that by a grace period and an index of expiries lets a sweeper promote what an
+expired session held before Redis drops it.
+"""
 from __future__ import annotations
 
 import json
@@ -9,13 +14,21 @@ from typing import Any
 import redis.asyncio as redis
 
 _NO_AGENT = "-"
-# Extend, never shorten: a short-lived item must not expire its longer-lived neighbours.
-# (EXPIRE ... GT needs Redis 7; this works on the Redis 6 the embedded default may run.)
-_EXTEND_TTL = """
-for _, key in ipairs(KEYS) do
-  local ttl = redis.call('PTTL', key)
-  if ttl ~= -2 and ttl < tonumber(ARGV[1]) then redis.call('PEXPIRE', key, ARGV[1]) end
+EXPIRY_INDEX = "mp:wm:expiry"
+GRACE_SECONDS = 3600
+
+# KEYS: items, state, meta, index. ARGV: expire_at (s), grace (s), index member, caller json.
+# EXPIRE ... GT needs Redis 7; this script works on the Redis 6 the embedded default may run.
+_EXTEND = """
+local now = tonumber(redis.call('TIME')[1])
+local expire_at = math.max(tonumber(ARGV[1]), tonumber(redis.call('HGET', KEYS[3], 'expire_at') or '0'))
+redis.call('HSET', KEYS[3], 'expire_at', tostring(expire_at), 'caller', ARGV[4])
+local ttl = math.max(1, expire_at - now + tonumber(ARGV[2]))
+for i = 1, 3 do
+  if redis.call('EXISTS', KEYS[i]) == 1 then redis.call('EXPIRE', KEYS[i], ttl) end
 end
+redis.call('ZADD', KEYS[4], 'GT', expire_at, ARGV[3])
+return expire_at
 """
 
 
@@ -30,15 +43,34 @@ class WorkingSession:
         # so no caller-chosen text can forge another key's shape.
         return f"mp:wm:{{{self.tenant_id}}}:{self.agent_id or _NO_AGENT}:{json.dumps(self.session_id)}:{part}"
 
+    @property
+    def member(self) -> str:
+        return json.dumps([self.tenant_id, self.agent_id, self.session_id])
+
+    @classmethod
+    def from_member(cls, member: str | bytes) -> "WorkingSession":
+        tenant_id, agent_id, session_id = json.loads(member)
+        return cls(tenant_id, agent_id, session_id)
+
+
+@dataclass(frozen=True)
+class SessionContents:
+    state: dict[str, str]
+    items: list[dict[str, Any]]  # live items, newest first
+    expires_at: float | None  # Unix time; None when the session does not exist or has expired
+    caller: dict[str, Any] | None
+
 
 class WorkingStore:
     def __init__(self, client: redis.Redis, max_items: int) -> None:
         self.client = client
         self.max_items = max_items
-        self._extend_ttl = client.register_script(_EXTEND_TTL)
+        self._extend = client.register_script(_EXTEND)
 
-    async def append(self, session: WorkingSession, items: list[dict[str, Any]], ttl_seconds: int) -> None:
-        """Adds items (newest first) and state keys; the session lives as long as its longest TTL."""
+    async def append(
+        self, session: WorkingSession, items: list[dict[str, Any]], expire_at: float, caller: dict[str, Any]
+    ) -> None:
+        """Adds items (newest first) and state keys; extends the session to expire_at if later."""
         items_key, state_key = session.key("items"), session.key("state")
         async with self.client.pipeline(transaction=True) as pipe:
             for item in items:
@@ -47,21 +79,37 @@ class WorkingStore:
                     pipe.hset(state_key, item["state_key"], item["content"])
             pipe.ltrim(items_key, 0, self.max_items - 1)
             await pipe.execute()
-        await self._extend_ttl(keys=[items_key, state_key], args=[ttl_seconds * 1000])
+        await self._extend(
+            keys=[items_key, state_key, session.key("meta"), EXPIRY_INDEX],
+            args=[int(expire_at) + 1, GRACE_SECONDS, session.member, json.dumps(caller)],
+        )
 
-    async def read(self, session: WorkingSession) -> tuple[dict[str, str], list[dict[str, Any]], float | None]:
-        """State, live items newest first, and the session's expiry as a Unix time."""
-        items_key, state_key = session.key("items"), session.key("state")
+    async def read(self, session: WorkingSession, *, include_expired: bool = False) -> SessionContents:
         async with self.client.pipeline(transaction=False) as pipe:
-            pipe.hgetall(state_key)
-            pipe.lrange(items_key, 0, -1)
-            pipe.pttl(items_key)
-            state_raw, items_raw, pttl = await pipe.execute()
+            pipe.hgetall(session.key("state"))
+            pipe.lrange(session.key("items"), 0, -1)
+            pipe.hgetall(session.key("meta"))
+            state_raw, items_raw, meta = await pipe.execute()
         now = time.time()
-        items = [i for i in (json.loads(raw) for raw in items_raw) if i["expire_at"] > now]
+        expires = float(meta[b"expire_at"]) if b"expire_at" in meta else None
+        caller = json.loads(meta[b"caller"]) if b"caller" in meta else None
+        if expires is None or (expires <= now and not include_expired):
+            return SessionContents({}, [], None, caller)
+        items = [i for i in (json.loads(raw) for raw in items_raw) if include_expired or i["expire_at"] > now]
         state = {k.decode(): v.decode() for k, v in state_raw.items()}
-        expires = now + pttl / 1000 if pttl and pttl > 0 else None
-        return state, items, expires
+        return SessionContents(state, items, expires, caller)
 
-    async def delete(self, session: WorkingSession) -> int:
-        return await self.client.delete(session.key("items"), session.key("state"))
+    async def delete(self, session: WorkingSession) -> None:
+        async with self.client.pipeline(transaction=True) as pipe:
+            pipe.delete(session.key("items"), session.key("state"), session.key("meta"))
+            pipe.zrem(EXPIRY_INDEX, session.member)
+            await pipe.execute()
+
+    async def claim_expired(self, limit: int) -> list[WorkingSession]:
+        """Sessions past their expiry, each handed to exactly one caller (instance) by ZREM."""
+        members = await self.client.zrangebyscore(EXPIRY_INDEX, "-inf", time.time(), start=0, num=limit)
+        claimed = []
+        for member in members:
+            if await self.client.zrem(EXPIRY_INDEX, member):
+                claimed.append(WorkingSession.from_member(member))
+        return claimed
