@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import sys
+import time
 from dataclasses import asdict, is_dataclass
 from datetime import datetime
 from enum import Enum
@@ -29,7 +30,7 @@ def _serve(settings: Settings) -> int:
 
 
 def _migrate(settings: Settings) -> int:
-    from .runtime import Embedded
+    from .runtime import tool_database
     from .stores.postgres.migrations import migrate
 
     async def run(url: str) -> list[str]:
@@ -41,13 +42,45 @@ def _migrate(settings: Settings) -> int:
         finally:
             await conn.close()
 
-    embedded = Embedded(settings.model_copy(update={"redis_url": "unused"}))
-    try:
-        embedded.start()
-        applied = asyncio.run(run(embedded.database_url))
-    finally:
-        embedded.stop()
+    with tool_database(settings) as url:
+        applied = asyncio.run(run(url))
     print("applied: " + (", ".join(applied) if applied else "nothing, schema is current"))
+    return 0
+
+
+def _reembed(args: argparse.Namespace, settings: Settings) -> int:
+    from .llm.embedders import create_embedder
+    from .runtime import tool_database
+    from .services.reembed import reembed
+    from .stores.postgres.embeddings import EmbeddingStore
+    from .stores.postgres.pool import create_pool
+
+    model = args.model or settings.embedding_model
+    embedder = create_embedder(
+        model, dim=settings.embedding_dim, threads=settings.embed_threads, batch_size=args.batch,
+        api_base=settings.llm_api_base, api_key=settings.llm_api_key, timeout=settings.llm_timeout_seconds,
+    )
+    started = time.monotonic()
+
+    def progress(done: int, total: int) -> None:
+        rate = done / max(time.monotonic() - started, 1e-9)
+        width = 30
+        filled = width * done // total if total else width
+        print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {rate:.1f}/s", end="",
+              file=sys.stderr, flush=True)
+
+    async def run(url: str) -> int:
+        pool = await create_pool(url, size=2, ef_search=settings.hnsw_ef_search)
+        try:
+            return await reembed(EmbeddingStore(pool), embedder, tenant_id=args.tenant, batch_size=args.batch,
+                                 progress=progress)
+        finally:
+            await pool.close()
+            embedder.close()
+
+    with tool_database(settings) as url:
+        done = asyncio.run(run(url))
+    print(f"\nre-embedded {done} memories with {model}", file=sys.stderr)
     return 0
 
 
@@ -112,6 +145,10 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="cmd", required=True)
     sub.add_parser("serve", help="run the gRPC server (embedded PostgreSQL/Redis unless configured)")
     sub.add_parser("migrate", help="apply database migrations and exit")
+    reembed_cmd = sub.add_parser("reembed", help="move stored vectors to an embedding model (resumable, while serving)")
+    reembed_cmd.add_argument("--tenant", help="only this tenant (default: every tenant)")
+    reembed_cmd.add_argument("--model", help="target model (default: MEMPLANE_EMBEDDING_MODEL)")
+    reembed_cmd.add_argument("--batch", type=int, default=64)
     admin = sub.add_parser("admin", help="manage tenants, agents, keys, domains and grants")
     admin.add_argument("command", choices=sorted(ADMIN_COMMANDS))
     admin.add_argument("--target", help="server address (default: MEMPLANE_LISTEN)")
@@ -127,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         return _serve(settings)
     if args.cmd == "migrate":
         return _migrate(settings)
+    if args.cmd == "reembed":
+        return _reembed(args, settings)
     return _admin(args, settings)
 
 

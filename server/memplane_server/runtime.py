@@ -4,13 +4,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import asyncpg
 import redis.asyncio as redis
 
 from .api.server import SERVICE_NAMES, build_server
-from .embedded import EmbeddedPostgres, EmbeddedRedis
+from .embedded import EmbeddedError, EmbeddedPostgres, EmbeddedRedis
+from .embedded._process import write_private_file
 from .llm.embedders import create_embedder
 from .llm.reflection import ReflectionModel
 from .services.admin import AdminService
@@ -32,6 +35,32 @@ log = logging.getLogger(__name__)
 SCHEMA_DIM = 384
 
 
+# Where a serving process leaves its embedded database's address for `memplane` tools (0600).
+RUNNING_DSN_FILE = "postgres.url"
+
+
+@contextmanager
+def tool_database(settings: Settings) -> Iterator[str]:
+    """A database URL for a command-line tool: the configured one, the running server's embedded
+    one, or an embedded one started just for the tool."""
+    if settings.database_url:
+        yield settings.database_url
+        return
+    postgres = EmbeddedPostgres(settings.data_dir)
+    try:
+        url = postgres.start()
+    except EmbeddedError:
+        running = settings.data_dir / RUNNING_DSN_FILE
+        if not running.exists():
+            raise
+        yield running.read_text().strip()
+        return
+    try:
+        yield url
+    finally:
+        postgres.stop()
+
+
 @dataclass
 class Embedded:
     """Embedded PostgreSQL and Redis, started only for what is not configured."""
@@ -49,6 +78,7 @@ class Embedded:
         else:
             self.postgres = EmbeddedPostgres(s.data_dir)
             self.database_url = self.postgres.start()
+            write_private_file(s.data_dir / RUNNING_DSN_FILE, self.database_url + "\n")
         if s.redis_url:
             self.redis_url = s.redis_url
         else:
@@ -56,6 +86,8 @@ class Embedded:
             self.redis_url = self.redis.start()
 
     def stop(self) -> None:
+        if self.postgres is not None:
+            (self.settings.data_dir / RUNNING_DSN_FILE).unlink(missing_ok=True)
         for child in (self.redis, self.postgres):
             if child is not None:
                 try:

