@@ -15,7 +15,7 @@ from .api.server import SERVICE_NAMES, build_server
 from .embedded import EmbeddedError, EmbeddedPostgres, EmbeddedRedis
 from .embedded._process import write_private_file
 from .llm.embedders import create_embedder
-from .llm.reflection import ReflectionModel
+from .llm.chat import ChatModel
 from .services.admin import AdminService
 from .services.deps import Deps
 from .services.working import WorkingService
@@ -124,13 +124,13 @@ class Runtime:
         if embedder.dim != SCHEMA_DIM:
             raise SystemExit(f"embedding model {s.embedding_model} gives {embedder.dim}-d vectors; the schema stores {SCHEMA_DIM}")
         model = (
-            ReflectionModel(s.llm_model, api_base=s.llm_api_base, api_key=s.llm_api_key, timeout=s.llm_timeout_seconds)
+            ChatModel(s.llm_model, api_base=s.llm_api_base, api_key=s.llm_api_key, timeout=s.llm_timeout_seconds)
             if s.llm_model else None
         )
         tenancy = TenancyStore(self.pool)
         self.deps = Deps(
             settings=s, memories=MemoryStore(self.pool, default_max_memories=s.max_memories_per_tenant), tenancy=tenancy, jobs=JobStore(self.pool),
-            working=WorkingStore(self.redis_client, s.working_max_items), embedder=embedder, reflection_model=model,
+            working=WorkingStore(self.redis_client, s.working_max_items), embedder=embedder, llm=model,
         )
         if s.bootstrap_tenant:
             self.bootstrap_secrets = await AdminService(tenancy).bootstrap(s.bootstrap_tenant)

@@ -7,14 +7,15 @@ from dataclasses import replace
 
 import pytest
 
-from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter, Status
-from memplane_server.llm.reflection import ReflectionModel
+from memplane_server.core.model import Kind, MemoryDraft, Status
+from memplane_server.llm.chat import ChatModel
 from memplane_server.services.memories import MemoriesService
 from memplane_server.services.operations import OperationsService, OperationView
 from memplane_server.services.reflect import ReflectInput, ReflectService, Task, TaskStep
 from memplane_server.services.write import WriteService
 from memplane_server.worker.runner import JobRunner
 from tests.support.fake_llm import FakeLLM, Reply
+from tests.support.jobs import run_jobs_until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -41,8 +42,8 @@ def fake_llm():
 
 @pytest.fixture
 def llm_deps(deps, fake_llm):
-    model = ReflectionModel("openai/test-model", api_base=fake_llm.api_base, api_key="test", timeout=5)
-    return replace(deps, reflection_model=model)
+    model = ChatModel("openai/test-model", api_base=fake_llm.api_base, api_key="test", timeout=5)
+    return replace(deps, llm=model)
 
 
 async def test_session_reflection_merges_near_duplicates_newest_wins(deps, make_tenant):
@@ -98,27 +99,11 @@ async def test_failed_llm_job_is_retried_by_the_worker_and_succeeds(llm_deps, fa
     assert isinstance(op, OperationView) and op.state == "pending"
     fake_llm.script(Reply("provider down", status=503))
     runner = JobRunner(llm_deps)
-    assert await runner.run_one()
-    failed_once = await OperationsService(llm_deps).get(world.writer, str(op.id))
-    assert failed_once.state == "pending" and failed_once.attempts == 1 and failed_once.error_reason
-    await llm_deps.jobs.pool.execute("UPDATE jobs SET run_after = now() WHERE id = $1", op.id)
+    failed_once = await run_jobs_until(runner, llm_deps, world.writer, op.id, lambda v: v.attempts == 1)
+    assert failed_once.state == "pending" and failed_once.error_reason
     fake_llm.script(Reply(GOOD))
-    while await runner.run_one():
-        pass
-    done = await OperationsService(llm_deps).get(world.writer, str(op.id))
-    assert done.state == "succeeded" and len(done.result_memory_ids) == 3
-
-
-async def test_infer_keeps_the_raw_turns_when_the_model_fails(llm_deps, fake_llm, make_tenant):
-    world = await make_tenant()
-    fake_llm.script(Reply("boom", status=500), Reply("boom", status=500))
-    records, op = await WriteService(llm_deps).write_with_infer(
-        world.writer, [draft("I moved to Shenzhen", kind=Kind.TURN, session_id="chat-1")], "sync",
-        ReflectService(llm_deps),
-    )
-    assert len(records) == 1 and op is not None and op.state == "pending"
-    stats = await MemoriesService(llm_deps).stats(world.writer, MemoryFilter(session_id="chat-1"))
-    assert stats["total"] == 1
+    done = await run_jobs_until(runner, llm_deps, world.writer, op.id, lambda v: v.state == "succeeded")
+    assert len(done.result_memory_ids) == 3
 
 
 async def test_cancelled_operation_is_not_run(deps, make_tenant):

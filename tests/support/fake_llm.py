@@ -10,13 +10,15 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 @dataclass
 class Reply:
-    content: str = ""
+    # Text, or a function of the request body giving the text (to answer about what was sent).
+    content: str | Callable[[dict], str] = ""
     status: int = 200
     delay: float = 0.0
 
@@ -73,7 +75,8 @@ class FakeLLM:
                     "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
                     "model": body.get("model", "test"),
                     "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": reply.content}}],
+                                 "message": {"role": "assistant", "content": reply.content(body)
+                                             if callable(reply.content) else reply.content}}],
                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
                 })
 

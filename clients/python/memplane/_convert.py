@@ -123,7 +123,8 @@ def _optional_operation(response: Message) -> types.Operation | None:
 
 def write_result(response: svc_pb.WriteResponse) -> types.WriteResult:
     """The result of Write."""
-    return types.WriteResult(memories=memories(response.memories), operation=_optional_operation(response))
+    return types.WriteResult(memories=memories(response.memories), operation=_optional_operation(response),
+                             extracted=memories(response.extracted))
 
 
 def search_result(response: svc_pb.SearchResponse) -> types.SearchResult:

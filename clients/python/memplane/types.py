@@ -112,10 +112,12 @@ class Operation:
 
 @dataclass(frozen=True)
 class WriteResult:
-    """Stored memories in request order, plus the extraction operation when it runs in the background."""
+    """Stored memories in request order, plus the extraction operation when it runs in the background
+    and the facts it produced when it ran synchronously."""
 
     memories: tuple[Memory, ...]
     operation: Operation | None
+    extracted: tuple[Memory, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from memplane.v1 import memory_service_pb2 as spb
 from memplane.v1 import memory_service_pb2_grpc as spb_grpc
 
 from ..core.errors import invalid
+from ..services.extract import ExtractService
 from ..services.forget import ForgetService
 from ..services.memories import MemoriesService
 from ..services.operations import OperationView
@@ -32,17 +33,21 @@ _UPDATE_FIELDS = {"content", "context", "tags", "metadata", "confidence", "statu
 
 class MemoryServicer(spb_grpc.MemoryServiceServicer):
     def __init__(self, write: WriteService, search: SearchService, reflect: ReflectService, forget: ForgetService,
-                 memories: MemoriesService, working: WorkingService) -> None:
-        self.writes, self.searches, self.reflections = write, search, reflect
+                 memories: MemoriesService, working: WorkingService, extract: ExtractService) -> None:
+        self.writes, self.searches, self.reflections, self.extractions = write, search, reflect, extract
         self.forgets, self.memories, self.working = forget, memories, working
 
     async def Write(self, request: spb.WriteRequest, context) -> spb.WriteResponse:
         drafts = [draft_in(m) for m in request.memories]
         infer = enum_in(_INFER, request.infer, "infer")
-        records, operation = await self.writes.write_with_infer(current_caller(), drafts, infer, self.reflections)
+        records, extracted, operation = await self.writes.write_with_infer(
+            current_caller(), drafts, infer, self.extractions
+        )
         response = spb.WriteResponse()
         for r in records:
             memory_out(r, response.memories.add())
+        for r in extracted:
+            memory_out(r, response.extracted.add())
         if operation is not None:
             operation_out(operation, response.operation)
         return response

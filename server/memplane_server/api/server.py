@@ -11,6 +11,7 @@ from opentelemetry.instrumentation.grpc import aio_server_interceptor
 from ..services.admin import AdminService
 from ..services.auth import Authenticator
 from ..services.deps import Deps
+from ..services.extract import ExtractService
 from ..services.forget import ForgetService
 from ..services.memories import MemoriesService
 from ..services.operations import OperationsService
@@ -56,7 +57,7 @@ def build_server(
     reflect = ReflectService(deps)
     memory_service_pb2_grpc.add_MemoryServiceServicer_to_server(
         MemoryServicer(WriteService(deps), SearchService(deps), reflect, ForgetService(deps),
-                       MemoriesService(deps), WorkingService(deps)),
+                       MemoriesService(deps), WorkingService(deps), ExtractService(deps)),
         server,
     )
     admin_service_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(AdminService(deps.tenancy)), server)

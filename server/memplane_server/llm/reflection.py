@@ -1,13 +1,11 @@
-"""The reflection prompt: asks a model (through litellm) for typed memories, validates them."""
+"""The reflection prompt: asks a model for typed memories, validates them."""
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import dataclass
 
 from ..core.model import Kind
-
-log = logging.getLogger(__name__)
+from .chat import ChatModel, MalformedOutput, strip_fences
 
 ALLOWED_KINDS = {Kind.PREFERENCE, Kind.FACT, Kind.PROCEDURE, Kind.LESSON}
 MAX_ITEMS = 20
@@ -38,17 +36,10 @@ class Reflection:
     summary: str
 
 
-class MalformedOutput(ValueError):
-    """The model's answer does not follow the schema."""
-
-
 def parse_reflection(text: str) -> Reflection:
     """Validates the model's JSON answer against the schema; raises MalformedOutput."""
-    cleaned = text.strip()
-    if cleaned.startswith("```"):
-        cleaned = cleaned.strip("`").removeprefix("json").strip()
     try:
-        data = json.loads(cleaned)
+        data = json.loads(strip_fences(text))
     except json.JSONDecodeError as exc:
         raise MalformedOutput(f"not JSON: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("memories"), list):
@@ -75,32 +66,5 @@ def parse_reflection(text: str) -> Reflection:
     return Reflection(out, summary.strip())
 
 
-class ReflectionModel:
-    """Calls the configured model; one retry when the answer is malformed."""
-
-    def __init__(self, model: str, *, api_base: str | None, api_key: str | None, timeout: float) -> None:
-        from .litellm_import import load_litellm
-
-        self._litellm = load_litellm()
-        self.model = model
-        self._kwargs = {k: v for k, v in {"api_base": api_base, "api_key": api_key}.items() if v}
-        self._timeout = timeout
-
-    async def reflect(self, transcript: str) -> Reflection:
-        messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": transcript}]
-        last_error: MalformedOutput | None = None
-        for _ in range(2):
-            response = await self._litellm.acompletion(
-                model=self.model, messages=messages, temperature=0, top_p=0.9, timeout=self._timeout,
-                num_retries=0, **self._kwargs,
-            )
-            text = response.choices[0].message.content or ""
-            try:
-                return parse_reflection(text)
-            except MalformedOutput as exc:
-                log.warning("model %s returned malformed reflection: %s", self.model, exc)
-                last_error = exc
-                messages = [*messages, {"role": "assistant", "content": text},
-                            {"role": "user", "content": f"That was invalid ({exc}). Answer again with only the JSON object."}]
-        assert last_error is not None
-        raise last_error
+async def reflect(model: ChatModel, transcript: str) -> Reflection:
+    return await model.ask_json(SYSTEM_PROMPT, transcript, parse_reflection)

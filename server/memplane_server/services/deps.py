@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..llm.embedders import Embedder
-from ..llm.reflection import ReflectionModel
+from ..llm.chat import ChatModel
 from ..settings import Settings
 from ..stores.postgres.jobs import JobStore
 from ..stores.postgres.memories import MemoryStore
@@ -20,4 +20,4 @@ class Deps:
     jobs: JobStore
     working: WorkingStore
     embedder: Embedder
-    reflection_model: ReflectionModel | None
+    llm: ChatModel | None

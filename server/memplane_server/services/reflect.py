@@ -16,6 +16,7 @@ from ..core.caller import Caller, caller_to_json
 from ..core.errors import invalid
 from ..core.model import Kind, MemoryDraft, MemoryFilter, MemoryRecord, Scope
 from ..core.validation import check_content, check_free_id
+from ..llm.reflection import reflect as reflect_with_model
 from .deps import Deps
 from .operations import OperationView, operation_from_row
 from .write import WriteService
@@ -190,9 +191,8 @@ class ReflectService:
             summary = task_summary(r.task)
             source = ("task", r.task.task_id)
         drafts: list[MemoryDraft] = []
-        model = self.deps.reflection_model
-        if model is not None and transcript.strip():
-            reflection = await model.reflect(transcript)
+        if self.deps.llm is not None and transcript.strip():
+            reflection = await reflect_with_model(self.deps.llm, transcript)
             outcome.used_llm = True
             summary = reflection.summary or summary
             drafts = [self._draft(r, m.kind, m.content, m.context, m.confidence, source) for m in reflection.memories]

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..core.caller import Caller, caller_to_json
 from ..core.errors import Code, MemplaneError, invalid
-from ..core.model import KIND_LAYER, Layer, MemoryDraft, MemoryRecord, Scope, Status
+from ..core.model import KIND_LAYER, Kind, Layer, MemoryDraft, MemoryRecord, Scope, Status
 from ..core.tokens import keyword_tokens
 from ..core.validation import check_confidence, check_content, check_free_id, check_identifier
 from ..stores.postgres.memory_writes import QuotaExceeded, StoredDraft
@@ -20,7 +20,7 @@ from .deps import Deps
 from .operations import OperationView
 
 if TYPE_CHECKING:
-    from .reflect import ReflectService
+    from .extract import ExtractService
 
 log = logging.getLogger(__name__)
 
@@ -138,24 +138,26 @@ class WriteService:
 
 
     async def write_with_infer(
-        self, caller: Caller, drafts: list[MemoryDraft], infer: str | None, reflector: ReflectService
-    ) -> tuple[list[MemoryRecord], OperationView | None]:
-        """Stores the raw input first; extraction (if asked) runs after, so an LLM failure loses nothing."""
-        if infer is None:
-            return await self.write(caller, drafts), None
-        if self.deps.reflection_model is None:
-            raise MemplaneError(Code.FAILED_PRECONDITION, "LLM_NOT_CONFIGURED", "set MEMPLANE_LLM_MODEL to use infer")
-        sessions = {d.session_id for d in drafts}
-        if len(sessions) != 1 or None in sessions:
-            raise invalid("SESSION_REQUIRED", "infer needs every memory of the call in one session_id")
-        records = await self.write(caller, drafts)
-        from .reflect import ReflectInput
+        self, caller: Caller, drafts: list[MemoryDraft], infer: str | None, extractor: ExtractService
+    ) -> tuple[list[MemoryRecord], list[MemoryRecord], OperationView | None]:
+        """Stores the raw input first; extraction (if asked) runs after, so an LLM failure loses nothing.
 
-        request = ReflectInput(session_id=sessions.pop(), mode="async")
+        Returns the stored input, the memories extraction produced (sync only) and, when extraction
+        runs in the background or failed and will be retried, its operation.
+        """
+        if infer is None:
+            return await self.write(caller, drafts), [], None
+        if self.deps.llm is None:
+            raise MemplaneError(Code.FAILED_PRECONDITION, "LLM_NOT_CONFIGURED", "set MEMPLANE_LLM_MODEL to use infer")
+        if not any(d.kind is Kind.TURN for d in drafts):
+            raise invalid("TURNS_REQUIRED", "infer extracts from turns: write at least one memory of kind TURN")
+        if any(d.layer is Layer.WORKING for d in drafts):
+            raise invalid("INFER_NOT_FOR_WORKING", "infer applies to persistent turns, not working memory")
+        records = await self.write(caller, drafts)
+        turn_ids = [str(r.id) for r in records if r.kind is Kind.TURN]
         if infer == "sync":
             try:
-                await reflector.run(caller, request)
-                return records, None
+                return records, (await extractor.run(caller, turn_ids)).memories, None
             except Exception as exc:  # the model failed: keep the write, leave a retriable job
                 log.warning("synchronous extraction failed, queued for retry: %s", exc)
-        return records, await reflector.enqueue(caller, request)
+        return records, [], await extractor.enqueue(caller, turn_ids)

@@ -7,6 +7,7 @@ import logging
 from ..core.errors import Code, MemplaneError
 from ..services.deps import Deps
 from ..core.caller import caller_from_json
+from ..services.extract import ExtractService
 from ..services.reflect import ReflectService, input_from_json
 
 log = logging.getLogger(__name__)
@@ -18,6 +19,7 @@ class JobRunner:
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
         self.reflect = ReflectService(deps)
+        self.extract = ExtractService(deps)
         self._stopping = asyncio.Event()
 
     async def run_forever(self) -> None:
@@ -49,14 +51,19 @@ class JobRunner:
         if job is None:
             return False
         try:
-            if job["type"] != "reflect":
+            caller = caller_from_json(job["caller"])
+            if job["type"] == "reflect":
+                outcome = await self.reflect.run(caller, input_from_json(job["payload"]))
+                result = {"memory_ids": [str(m.id) for m in outcome.memories], "summary": outcome.summary}
+            elif job["type"] == "extract":
+                extracted = await self.extract.run(caller, job["payload"]["turn_ids"])
+                result = {"memory_ids": [str(m.id) for m in extracted.memories],
+                          "summary": f"{len(extracted.memories)} facts added or updated, {len(extracted.deleted)} deleted"}
+            else:
                 raise MemplaneError(Code.INTERNAL, "UNKNOWN_JOB_TYPE", f"unknown job type {job['type']}")
-            outcome = await self.reflect.run(caller_from_json(job["caller"]), input_from_json(job["payload"]))
             if await self.deps.jobs.is_cancelled(job["id"]):
                 return True
-            await self.deps.jobs.succeed(
-                job["id"], {"memory_ids": [str(m.id) for m in outcome.memories], "summary": outcome.summary}
-            )
+            await self.deps.jobs.succeed(job["id"], result)
         except Exception as exc:
             reason = exc.reason if isinstance(exc, MemplaneError) else type(exc).__name__.upper()
             last = job["attempts"] >= self.deps.settings.job_max_attempts

@@ -133,12 +133,14 @@ class WriteRequest(_message.Message):
     def __init__(self, memories: _Optional[_Iterable[_Union[MemoryInput, _Mapping]]] = ..., request_id: _Optional[str] = ..., infer: _Optional[_Union[InferMode, str]] = ..., time_zone: _Optional[str] = ...) -> None: ...
 
 class WriteResponse(_message.Message):
-    __slots__ = ("memories", "operation")
+    __slots__ = ("memories", "operation", "extracted")
     MEMORIES_FIELD_NUMBER: _ClassVar[int]
     OPERATION_FIELD_NUMBER: _ClassVar[int]
+    EXTRACTED_FIELD_NUMBER: _ClassVar[int]
     memories: _containers.RepeatedCompositeFieldContainer[_memory_pb2.Memory]
     operation: _operation_pb2.Operation
-    def __init__(self, memories: _Optional[_Iterable[_Union[_memory_pb2.Memory, _Mapping]]] = ..., operation: _Optional[_Union[_operation_pb2.Operation, _Mapping]] = ...) -> None: ...
+    extracted: _containers.RepeatedCompositeFieldContainer[_memory_pb2.Memory]
+    def __init__(self, memories: _Optional[_Iterable[_Union[_memory_pb2.Memory, _Mapping]]] = ..., operation: _Optional[_Union[_operation_pb2.Operation, _Mapping]] = ..., extracted: _Optional[_Iterable[_Union[_memory_pb2.Memory, _Mapping]]] = ...) -> None: ...
 
 class ScopeWeight(_message.Message):
     __slots__ = ("scope", "weight")

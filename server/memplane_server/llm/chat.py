@@ -1,0 +1,49 @@
+"""The one way Memplane asks a chat model for structured output, through litellm: temperature 0,
+top_p 0.9, the answer parsed by the caller's schema and asked for once more when malformed."""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TypeVar
+
+from .litellm_import import load_litellm
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class MalformedOutput(ValueError):
+    """The model's answer does not follow the schema."""
+
+
+def strip_fences(text: str) -> str:
+    cleaned = text.strip()
+    if cleaned.startswith("```"):
+        cleaned = cleaned.strip("`").removeprefix("json").strip()
+    return cleaned
+
+
+class ChatModel:
+    def __init__(self, model: str, *, api_base: str | None, api_key: str | None, timeout: float) -> None:
+        self._litellm = load_litellm()
+        self.model = model
+        self._kwargs = {k: v for k, v in {"api_base": api_base, "api_key": api_key}.items() if v}
+        self._timeout = timeout
+
+    async def ask_json(self, system: str, user: str, parse: Callable[[str], T]) -> T:
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        for attempt in range(2):
+            response = await self._litellm.acompletion(
+                model=self.model, messages=messages, temperature=0, top_p=0.9, timeout=self._timeout,
+                num_retries=0, **self._kwargs,
+            )
+            text = response.choices[0].message.content or ""
+            try:
+                return parse(text)
+            except MalformedOutput as exc:
+                log.warning("model %s returned malformed output (attempt %d): %s", self.model, attempt + 1, exc)
+                if attempt:
+                    raise
+                messages = [*messages, {"role": "assistant", "content": text},
+                            {"role": "user", "content": f"That was invalid ({exc}). Answer again with only the JSON object."}]
+        raise AssertionError("unreachable")

@@ -1,0 +1,120 @@
+"""The extraction prompt: from new turns and what is already known about the entities they touch,
+the model proposes operations (ADD / UPDATE / DELETE / NOOP) on structured facts."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from ..core.model import Kind
+from .chat import ChatModel, MalformedOutput, strip_fences
+
+OPERATIONS = ("ADD", "UPDATE", "DELETE", "NOOP")
+MAX_OPERATIONS = 30
+
+SYSTEM_PROMPT = """You maintain an AI agent's memory of facts and preferences about users and the world.
+You get KNOWN FACTS (grouped by entity, with the current value and when it was last updated) and
+NEW TURNS of a conversation, each with an id. Decide what the new turns change.
+Return ONLY a JSON object: {"operations": [{"op": "ADD|UPDATE|DELETE|NOOP", "kind": "fact|preference",
+"entity": "...", "attribute": "...", "value": "...", "old_value": "...", "content": "...",
+"confidence": 0.0, "source_turn": "..."}]}
+- ADD a fact or preference that is not known yet; UPDATE when a turn gives a new value for a known
+  entity/attribute (old_value is the known value); DELETE when a turn says a known fact no longer holds;
+  NOOP when a turn repeats what is known.
+- Resolve references ("change it to Shenzhen", "no, back to the old one") against the known facts and
+  earlier turns. Use short lowercase entity and attribute names, e.g. entity "user", attribute "address".
+- content is one self-contained sentence stating the fact with its value.
+- Do not store small talk, greetings, questions, or opinions about the conversation.
+- confidence between 0 and 1; source_turn is the id of the turn the operation comes from."""
+
+
+@dataclass(frozen=True)
+class KnownFact:
+    entity: str
+    attribute: str
+    value: str
+    updated: str  # ISO time of the last change
+
+
+@dataclass(frozen=True)
+class Turn:
+    id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Operation:
+    op: str
+    kind: Kind
+    entity: str
+    attribute: str
+    value: str
+    old_value: str
+    content: str
+    confidence: float
+    source_turn: str
+
+
+def render_input(known: list[KnownFact], context: list[Turn], new: list[Turn]) -> str:
+    grouped: dict[str, list[KnownFact]] = {}
+    for fact in known:
+        grouped.setdefault(fact.entity, []).append(fact)
+    lines = ["KNOWN FACTS:"]
+    for entity, facts in sorted(grouped.items()):
+        lines.append(f"- {entity}:")
+        lines.extend(f"    {f.attribute} = {f.value} (updated {f.updated})" for f in facts)
+    if not known:
+        lines.append("(none)")
+    if context:
+        lines.append("EARLIER TURNS:")
+        lines.extend(f"[{t.id}] {t.text}" for t in context)
+    lines.append("NEW TURNS:")
+    lines.extend(f"[{t.id}] {t.text}" for t in new)
+    return "\n".join(lines)
+
+
+def parse_operations(text: str, turn_ids: set[str]) -> list[Operation]:
+    """Validates the model's answer against the schema; raises MalformedOutput."""
+    try:
+        data = json.loads(strip_fences(text))
+    except json.JSONDecodeError as exc:
+        raise MalformedOutput(f"not JSON: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("operations"), list):
+        raise MalformedOutput("expected an object with an 'operations' list")
+    out = []
+    for item in data["operations"][:MAX_OPERATIONS]:
+        if not isinstance(item, dict):
+            raise MalformedOutput("each operation must be an object")
+        op = str(item.get("op", "")).upper()
+        if op not in OPERATIONS:
+            raise MalformedOutput(f"unknown op {item.get('op')!r}")
+        if op == "NOOP":
+            continue
+        fields = {k: item.get(k) for k in ("entity", "attribute", "value", "old_value", "content", "source_turn")}
+        if any(v is not None and not isinstance(v, str) for v in fields.values()):
+            raise MalformedOutput("entity, attribute, value, old_value, content and source_turn are strings")
+        entity, attribute = (fields["entity"] or "").strip(), (fields["attribute"] or "").strip()
+        if not entity or not attribute:
+            raise MalformedOutput(f"{op} needs an entity and an attribute")
+        value, content = (fields["value"] or "").strip(), (fields["content"] or "").strip()
+        if op != "DELETE" and (not value or not content):
+            raise MalformedOutput(f"{op} needs a value and content")
+        try:
+            kind = Kind(str(item.get("kind") or "fact").lower())
+        except ValueError:
+            raise MalformedOutput(f"unknown kind {item.get('kind')!r}") from None
+        if kind not in (Kind.FACT, Kind.PREFERENCE):
+            raise MalformedOutput("kind must be fact or preference")
+        confidence = item.get("confidence", 0.9)
+        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 <= confidence <= 1:
+            raise MalformedOutput("confidence must be a number between 0 and 1")
+        source = (fields["source_turn"] or "").strip()
+        if source and source not in turn_ids:
+            raise MalformedOutput(f"source_turn {source!r} is not one of the new turns")
+        out.append(Operation(op, kind, entity.lower(), attribute.lower(), value, (fields["old_value"] or "").strip(),
+                             content, float(confidence), source))
+    return out
+
+
+async def extract(model: ChatModel, known: list[KnownFact], context: list[Turn], new: list[Turn]) -> list[Operation]:
+    ids = {t.id for t in new}
+    return await model.ask_json(SYSTEM_PROMPT, render_input(known, context, new), lambda text: parse_operations(text, ids))

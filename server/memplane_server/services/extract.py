@@ -1,0 +1,89 @@
+"""LLM extraction on Write: the raw turns are stored first, then a model turns them into
+operations on structured facts, which are applied like any write (supersede, re-observe)."""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+from ..core.caller import Caller, caller_to_json
+from ..core.errors import Code, MemplaneError
+from ..core.model import Kind, MemoryDraft, MemoryFilter, MemoryRecord
+from ..llm.extraction import KnownFact, Turn, extract
+from .deps import Deps
+from .operations import OperationView, operation_from_row
+
+CONTEXT_TURNS = 20
+KNOWN_FACTS = 30
+
+
+@dataclass
+class ExtractOutcome:
+    memories: list[MemoryRecord] = field(default_factory=list)
+    deleted: list[uuid.UUID] = field(default_factory=list)
+
+
+class ExtractService:
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+
+    async def enqueue(self, caller: Caller, turn_ids: list[str]) -> OperationView:
+        row = await self.deps.jobs.enqueue(caller, "extract", {"turn_ids": turn_ids}, caller_to_json(caller))
+        return operation_from_row(row)
+
+    async def run(self, caller: Caller, turn_ids: list[str]) -> ExtractOutcome:
+        if self.deps.llm is None:
+            raise MemplaneError(Code.FAILED_PRECONDITION, "LLM_NOT_CONFIGURED", "set MEMPLANE_LLM_MODEL to extract")
+        turns = [t for t in [await self.deps.memories.get(caller, uuid.UUID(i)) for i in turn_ids] if t is not None]
+        if not turns:
+            return ExtractOutcome()
+        first = turns[0]
+        context: list[MemoryRecord] = []
+        if first.session_id:
+            earlier = await self.deps.memories.list(
+                caller, MemoryFilter(session_id=first.session_id, kinds=(Kind.TURN,)), limit=CONTEXT_TURNS + len(turns),
+                after=None,
+            )
+            new_ids = {t.id for t in turns}
+            context = [m for m in reversed(earlier) if m.id not in new_ids][-CONTEXT_TURNS:]
+        query = await self.deps.embedder.embed_query(" ".join(t.content for t in turns))
+        candidates = await self.deps.memories.vector_search(
+            caller, MemoryFilter(kinds=(Kind.FACT, Kind.PREFERENCE)), query, limit=KNOWN_FACTS, as_of=None
+        )
+        known = [
+            KnownFact(c.record.entity, c.record.attribute, c.record.value or c.record.content,
+                      (c.record.updated_at or c.record.created_at).isoformat())
+            for c in candidates if c.record.entity and c.record.attribute
+        ]
+        operations = await extract(
+            self.deps.llm, known, [Turn(str(t.id), t.content) for t in context], [Turn(str(t.id), t.content) for t in turns]
+        )
+        return await self._apply(caller, first, operations)
+
+    async def _apply(self, caller: Caller, first: MemoryRecord, operations) -> ExtractOutcome:
+        from .write import WriteService
+
+        outcome = ExtractOutcome()
+        drafts = [
+            MemoryDraft(
+                scope=first.scope, domain=first.domain, agent_id=None, layer=None, kind=op.kind, content=op.content,
+                entity=op.entity, attribute=op.attribute, value=op.value, confidence=op.confidence,
+                user_id=first.user_id, session_id=first.session_id, source_type="turn",
+                source_id=op.source_turn or str(first.id),
+            )
+            for op in operations if op.op in ("ADD", "UPDATE")
+        ]
+        if drafts:
+            outcome.memories = await WriteService(self.deps).write(caller, drafts)
+        for op in operations:
+            if op.op == "DELETE":
+                current = await self.deps.memories.list(
+                    caller, MemoryFilter(entity=op.entity, attribute=op.attribute), limit=10, after=None
+                )
+                if current:
+                    _, ids = await self.deps.memories.forget(
+                        caller, ids=[m.id for m in current], f=None, hard=False, dry_run=False, actor=caller.key_id,
+                        reason=f"extraction: turn {op.source_turn} says it no longer holds",
+                    )
+                    outcome.deleted.extend(ids)
+        return outcome
+

@@ -1,0 +1,140 @@
+"""LLM extraction on Write, through litellm against a local OpenAI-compatible server: operations
+on structured facts, references resolved with known facts in the prompt, failures that lose nothing."""
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from dataclasses import replace
+from datetime import datetime, timezone
+
+import pytest
+
+from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter, Status
+from memplane_server.llm.chat import ChatModel
+from memplane_server.services.extract import ExtractService
+from memplane_server.services.memories import MemoriesService
+from memplane_server.services.search import SearchQuery, SearchService
+from memplane_server.services.write import WriteService
+from memplane_server.worker.runner import JobRunner
+from tests.support.fake_llm import FakeLLM, Reply
+from tests.support.jobs import run_jobs_until
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+@pytest.fixture
+def fake_llm():
+    fake = FakeLLM().start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+def llm_deps(deps, fake_llm):
+    return replace(deps, llm=ChatModel("openai/test-model", api_base=fake_llm.api_base, api_key="k", timeout=2))
+
+
+def turn(text: str, session: str = "chat") -> MemoryDraft:
+    return MemoryDraft(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.TURN, content=text,
+                       session_id=session, user_id="u1")
+
+
+def new_turn_id(body: dict) -> str:
+    prompt = body["messages"][1]["content"]
+    return re.findall(r"\[([0-9a-f-]{36})\]", prompt.split("NEW TURNS:")[1])[0]
+
+
+def answer(op: str, value: str, old: str = "") -> Reply:
+    def build(body: dict) -> str:
+        return json.dumps({"operations": [{
+            "op": op, "kind": "fact", "entity": "user", "attribute": "address", "value": value, "old_value": old,
+            "content": f"The user's address is {value}", "confidence": 0.95, "source_turn": new_turn_id(body)}]})
+    return Reply(build)
+
+
+async def write_turn(deps, caller, text: str, mode: str = "sync"):
+    return await WriteService(deps).write_with_infer(caller, [turn(text)], mode, ExtractService(deps))
+
+
+async def test_the_address_scenario(llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    fake_llm.script(answer("ADD", "Beijing Chaoyang"))
+    await write_turn(llm_deps, world.writer, "my address is Beijing Chaoyang")
+    fake_llm.script(answer("UPDATE", "Shenzhen Nanshan", "Beijing Chaoyang"))
+    _, extracted, _ = await write_turn(llm_deps, world.writer, "change it to Shenzhen Nanshan")
+    assert [m.value for m in extracted] == ["Shenzhen Nanshan"]
+    second_prompt = fake_llm.requests[-1]["body"]["messages"][1]["content"]
+    assert "address = Beijing Chaoyang" in second_prompt and "my address is Beijing Chaoyang" in second_prompt
+    between = datetime.now(timezone.utc)
+    await asyncio.sleep(0.01)
+    fake_llm.script(answer("UPDATE", "Shanghai", "Shenzhen Nanshan"))
+    await write_turn(llm_deps, world.writer, "no, back to Shanghai")
+
+    current, _ = await MemoriesService(llm_deps).list(world.writer, MemoryFilter(entity="user", attribute="address"), 10, "")
+    assert [m.value for m in current] == ["Shanghai"]
+    history, _ = await MemoriesService(llm_deps).history(world.writer, memory_id=None, entity="user",
+                                                        attribute="address", page_size=50, page_token="")
+    created = [(e.snapshot.value, e.changed_at) for e in history if e.action == "created"]
+    assert [v for v, _ in created] == ["Shanghai", "Shenzhen Nanshan", "Beijing Chaoyang"]
+    then = await SearchService(llm_deps).search(
+        world.writer, SearchQuery("user address", filter=MemoryFilter(entity="user", attribute="address"), as_of=between))
+    assert [h.memory.value for h in then] == ["Shenzhen Nanshan"]
+    turns, _ = await MemoriesService(llm_deps).list(world.writer, MemoryFilter(kinds=(Kind.TURN,)), 10, "")
+    assert len(turns) == 3  # the raw turns are kept too
+    sent = fake_llm.requests[0]["body"]
+    assert sent["temperature"] == 0 and sent["top_p"] == 0.9
+
+
+async def test_small_talk_stores_no_fact(llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    fake_llm.script(Reply(json.dumps({"operations": [{"op": "NOOP"}]})))
+    records, extracted, op = await write_turn(llm_deps, world.writer, "haha nice weather today")
+    assert len(records) == 1 and extracted == [] and op is None
+    facts, _ = await MemoriesService(llm_deps).list(world.writer, MemoryFilter(kinds=(Kind.FACT,)), 10, "")
+    assert facts == []
+
+
+async def test_delete_operation_retires_the_fact(llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    fake_llm.script(answer("ADD", "Berlin"))
+    await write_turn(llm_deps, world.writer, "I live in Berlin")
+    fake_llm.script(answer("DELETE", "", "Berlin"))
+    await write_turn(llm_deps, world.writer, "forget where I live, I moved out")
+    current, _ = await MemoriesService(llm_deps).list(world.writer, MemoryFilter(entity="user"), 10, "")
+    assert current == []
+    deleted, _ = await MemoriesService(llm_deps).list(
+        world.writer, MemoryFilter(entity="user", statuses=(Status.DELETED,)), 10, "")
+    assert [m.value for m in deleted] == ["Berlin"]
+
+
+async def test_malformed_output_is_retried_once(llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    fake_llm.script(Reply('{"operations": [{"op": "ADD", "entity": "user"}]}'), answer("ADD", "Paris"))
+    _, extracted, _ = await write_turn(llm_deps, world.writer, "I live in Paris")
+    assert [m.value for m in extracted] == ["Paris"] and len(fake_llm.requests) == 2
+    assert "invalid" in fake_llm.requests[1]["body"]["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize("failure", [
+    [Reply("not json"), Reply("still not json")],
+    [Reply("provider error", status=500)],
+    [Reply("slow", delay=3.0)],
+], ids=["malformed twice", "provider error", "timeout"])
+async def test_a_failed_extraction_keeps_the_turn_and_leaves_a_job_that_retries(llm_deps, fake_llm, make_tenant, failure):
+    world = await make_tenant()
+    fake_llm.script(*failure)
+    records, extracted, op = await write_turn(llm_deps, world.writer, "I live in Rome")
+    assert len(records) == 1 and extracted == [] and op is not None and op.state == "pending"
+    assert (await MemoriesService(llm_deps).get(world.writer, str(records[0].id))).content == "I live in Rome"
+    fake_llm.replies.clear()
+    fake_llm.script(answer("ADD", "Rome"))
+    done = await run_jobs_until(JobRunner(llm_deps), llm_deps, world.writer, op.id, lambda v: v.state == "succeeded")
+    assert len(done.result_memory_ids) == 1
+
+
+async def test_async_infer_returns_at_once_with_an_operation(llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    records, extracted, op = await write_turn(llm_deps, world.writer, "I live in Oslo", mode="async")
+    assert len(records) == 1 and extracted == [] and op is not None
+    assert fake_llm.requests == []

@@ -1,0 +1,15 @@
+"""Driving the shared job queue from tests."""
+from __future__ import annotations
+
+from memplane_server.services.operations import OperationsService
+
+
+async def run_jobs_until(runner, deps, caller, op_id, done) -> object:
+    """Other tests leave jobs in the shared queue; run them until ours reaches the wanted state."""
+    for _ in range(50):
+        await deps.jobs.pool.execute("UPDATE jobs SET run_after = now() WHERE id = $1 AND state = 'pending'", op_id)
+        await runner.run_one()
+        view = await OperationsService(deps).get(caller, str(op_id))
+        if done(view):
+            return view
+    raise AssertionError(f"operation {op_id} never got there: {view}")
