@@ -133,3 +133,12 @@ async def test_concurrent_migrations_wait_for_the_lock(settings):
     finally:
         for c in conns:
             await c.close()
+
+
+async def test_search_settings_survive_connection_reuse(deps):
+    pool = deps.memories.pool
+    for _ in range(3):  # the pool resets a connection's session state each time it is released
+        async with pool.acquire() as conn:
+            assert await conn.fetchval("SHOW hnsw.ef_search") == str(deps.settings.hnsw_ef_search)
+            assert await conn.fetchval("SHOW hnsw.iterative_scan") == "relaxed_order"
+            assert await conn.fetchval("SHOW plan_cache_mode") == "force_custom_plan"
