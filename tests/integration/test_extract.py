@@ -53,8 +53,8 @@ def answer(op: str, value: str, old: str = "") -> Reply:
     return Reply(build)
 
 
-async def write_turn(deps, caller, text: str, mode: str = "sync"):
-    return await WriteService(deps).write_with_infer(caller, [turn(text)], mode, ExtractService(deps))
+async def write_turn(deps, caller, text: str, mode: str = "sync", time_zone: str | None = None):
+    return await WriteService(deps).write_with_infer(caller, [turn(text)], mode, ExtractService(deps), time_zone)
 
 
 async def test_the_address_scenario(llm_deps, fake_llm, make_tenant):
@@ -138,3 +138,14 @@ async def test_async_infer_returns_at_once_with_an_operation(llm_deps, fake_llm,
     records, extracted, op = await write_turn(llm_deps, world.writer, "I live in Oslo", mode="async")
     assert len(records) == 1 and extracted == [] and op is not None
     assert fake_llm.requests == []
+
+
+async def test_the_prompt_renders_times_in_the_callers_zone(llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    fake_llm.script(answer("ADD", "Hangzhou"))
+    await write_turn(llm_deps, world.writer, "I live in Hangzhou", time_zone="Asia/Shanghai")
+    fake_llm.script(Reply(json.dumps({"operations": [{"op": "NOOP"}]})))
+    await write_turn(llm_deps, world.writer, "still in Hangzhou", time_zone="Asia/Shanghai")
+    prompt = fake_llm.requests[-1]["body"]["messages"][1]["content"]
+    assert prompt.startswith("NOW: ") and " CST" in prompt.splitlines()[0]
+    assert re.search(r"address = Hangzhou \(updated \d{4}-\d\d-\d\d \d\d:\d\d CST\)", prompt)

@@ -41,7 +41,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
         drafts = [draft_in(m) for m in request.memories]
         infer = enum_in(_INFER, request.infer, "infer")
         records, extracted, operation = await self.writes.write_with_infer(
-            current_caller(), drafts, infer, self.extractions
+            current_caller(), drafts, infer, self.extractions, request.time_zone or None
         )
         response = spb.WriteResponse()
         for r in records:
@@ -64,7 +64,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
         query = SearchQuery(
             text=request.query, filter=filter_in(request.filter), top_k=request.top_k,
             token_budget=request.token_budget, as_of=ts_in(request, "as_of_time"), scope_weights=weights,
-            scope_order=tuple(order), explain=request.explain,
+            scope_order=tuple(order), explain=request.explain, time_zone=request.time_zone or None,
         )
         response = spb.SearchResponse()
         for hit in await self.searches.search(current_caller(), query):

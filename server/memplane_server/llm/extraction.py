@@ -24,7 +24,8 @@ Return ONLY a JSON object: {"operations": [{"op": "ADD|UPDATE|DELETE|NOOP", "kin
   earlier turns. Use short lowercase entity and attribute names, e.g. entity "user", attribute "address".
 - content is one self-contained sentence stating the fact with its value.
 - Do not store small talk, greetings, questions, or opinions about the conversation.
-- confidence between 0 and 1; source_turn is the id of the turn the operation comes from."""
+- confidence between 0 and 1; source_turn is the id of the turn the operation comes from.
+- Times are given in the user's time zone (NOW says which); resolve "today", "tomorrow" against NOW."""
 
 
 @dataclass(frozen=True)
@@ -54,11 +55,11 @@ class Operation:
     source_turn: str
 
 
-def render_input(known: list[KnownFact], context: list[Turn], new: list[Turn]) -> str:
+def render_input(known: list[KnownFact], context: list[Turn], new: list[Turn], now: str) -> str:
     grouped: dict[str, list[KnownFact]] = {}
     for fact in known:
         grouped.setdefault(fact.entity, []).append(fact)
-    lines = ["KNOWN FACTS:"]
+    lines = [f"NOW: {now}", "KNOWN FACTS:"]
     for entity, facts in sorted(grouped.items()):
         lines.append(f"- {entity}:")
         lines.extend(f"    {f.attribute} = {f.value} (updated {f.updated})" for f in facts)
@@ -115,6 +116,10 @@ def parse_operations(text: str, turn_ids: set[str]) -> list[Operation]:
     return out
 
 
-async def extract(model: ChatModel, known: list[KnownFact], context: list[Turn], new: list[Turn]) -> list[Operation]:
+async def extract(
+    model: ChatModel, known: list[KnownFact], context: list[Turn], new: list[Turn], now: str
+) -> list[Operation]:
     ids = {t.id for t in new}
-    return await model.ask_json(SYSTEM_PROMPT, render_input(known, context, new), lambda text: parse_operations(text, ids))
+    return await model.ask_json(
+        SYSTEM_PROMPT, render_input(known, context, new, now), lambda text: parse_operations(text, ids)
+    )

@@ -3,11 +3,13 @@ operations on structured facts, which are applied like any write (supersede, re-
 from __future__ import annotations
 
 import uuid
+from datetime import datetime, timezone
 from dataclasses import dataclass, field
 
 from ..core.caller import Caller, caller_to_json
 from ..core.errors import Code, MemplaneError
 from ..core.model import Kind, MemoryDraft, MemoryFilter, MemoryRecord
+from ..core.timezones import parse_time_zone, render
 from ..llm.extraction import KnownFact, Turn, extract
 from .deps import Deps
 from .operations import OperationView, operation_from_row
@@ -26,11 +28,12 @@ class ExtractService:
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
 
-    async def enqueue(self, caller: Caller, turn_ids: list[str]) -> OperationView:
-        row = await self.deps.jobs.enqueue(caller, "extract", {"turn_ids": turn_ids}, caller_to_json(caller))
+    async def enqueue(self, caller: Caller, turn_ids: list[str], time_zone: str | None = None) -> OperationView:
+        payload = {"turn_ids": turn_ids, "time_zone": time_zone}
+        row = await self.deps.jobs.enqueue(caller, "extract", payload, caller_to_json(caller))
         return operation_from_row(row)
 
-    async def run(self, caller: Caller, turn_ids: list[str]) -> ExtractOutcome:
+    async def run(self, caller: Caller, turn_ids: list[str], time_zone: str | None = None) -> ExtractOutcome:
         if self.deps.llm is None:
             raise MemplaneError(Code.FAILED_PRECONDITION, "LLM_NOT_CONFIGURED", "set MEMPLANE_LLM_MODEL to extract")
         turns = [t for t in [await self.deps.memories.get(caller, uuid.UUID(i)) for i in turn_ids] if t is not None]
@@ -49,13 +52,15 @@ class ExtractService:
         candidates = await self.deps.memories.vector_search(
             caller, MemoryFilter(kinds=(Kind.FACT, Kind.PREFERENCE)), query, limit=KNOWN_FACTS, as_of=None
         )
+        zone = parse_time_zone(time_zone)
         known = [
             KnownFact(c.record.entity, c.record.attribute, c.record.value or c.record.content,
-                      (c.record.updated_at or c.record.created_at).isoformat())
+                      render(c.record.updated_at or c.record.created_at, zone))
             for c in candidates if c.record.entity and c.record.attribute
         ]
         operations = await extract(
-            self.deps.llm, known, [Turn(str(t.id), t.content) for t in context], [Turn(str(t.id), t.content) for t in turns]
+            self.deps.llm, known, [Turn(str(t.id), t.content) for t in context],
+            [Turn(str(t.id), t.content) for t in turns], render(datetime.now(timezone.utc), zone),
         )
         return await self._apply(caller, first, operations)
 

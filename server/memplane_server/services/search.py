@@ -13,6 +13,7 @@ from ..core.caller import Caller
 from ..core.errors import invalid
 from ..core.fusion import reciprocal_rank_fusion
 from ..core.model import DEFAULT_SCOPE_ORDER, Layer, MemoryFilter, MemoryRecord, Scope, ScoreComponent, SearchHit
+from ..core.timezones import parse_time_zone
 from ..core.tokens import keyword_tokens, tsquery_from_tokens
 from ..stores.postgres.memories import Scored
 from .deps import Deps
@@ -31,6 +32,7 @@ class SearchQuery:
     scope_weights: dict[Scope, float] = field(default_factory=dict)
     scope_order: tuple[Scope, ...] = ()
     explain: bool = False
+    time_zone: str | None = None
 
 
 def approx_tokens(text: str) -> int:
@@ -51,6 +53,7 @@ class SearchService:
             raise invalid("QUERY_REQUIRED", "query must not be empty or blank")
         if len(q.text.encode()) > s.max_query_bytes:
             raise invalid("QUERY_TOO_LARGE", f"query is over {s.max_query_bytes} bytes", limit=str(s.max_query_bytes))
+        parse_time_zone(q.time_zone)
         if q.top_k < 0 or q.token_budget < 0:
             raise invalid("INVALID_LIMIT", "top_k and token_budget must not be negative")
         for weight in q.scope_weights.values():

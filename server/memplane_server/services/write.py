@@ -12,6 +12,7 @@ import numpy as np
 from ..core.caller import Caller, caller_to_json
 from ..core.errors import Code, MemplaneError, invalid
 from ..core.model import KIND_LAYER, Kind, Layer, MemoryDraft, MemoryRecord, Scope, Status
+from ..core.timezones import parse_time_zone
 from ..core.tokens import keyword_tokens
 from ..core.validation import check_confidence, check_content, check_free_id, check_identifier
 from ..stores.postgres.memory_writes import QuotaExceeded, StoredDraft
@@ -138,13 +139,15 @@ class WriteService:
 
 
     async def write_with_infer(
-        self, caller: Caller, drafts: list[MemoryDraft], infer: str | None, extractor: ExtractService
+        self, caller: Caller, drafts: list[MemoryDraft], infer: str | None, extractor: ExtractService,
+        time_zone: str | None = None,
     ) -> tuple[list[MemoryRecord], list[MemoryRecord], OperationView | None]:
         """Stores the raw input first; extraction (if asked) runs after, so an LLM failure loses nothing.
 
         Returns the stored input, the memories extraction produced (sync only) and, when extraction
         runs in the background or failed and will be retried, its operation.
         """
+        parse_time_zone(time_zone)  # refuse a bad zone before anything is stored
         if infer is None:
             return await self.write(caller, drafts), [], None
         if self.deps.llm is None:
@@ -157,7 +160,7 @@ class WriteService:
         turn_ids = [str(r.id) for r in records if r.kind is Kind.TURN]
         if infer == "sync":
             try:
-                return records, (await extractor.run(caller, turn_ids)).memories, None
+                return records, (await extractor.run(caller, turn_ids, time_zone)).memories, None
             except Exception as exc:  # the model failed: keep the write, leave a retriable job
                 log.warning("synchronous extraction failed, queued for retry: %s", exc)
-        return records, [], await extractor.enqueue(caller, turn_ids)
+        return records, [], await extractor.enqueue(caller, turn_ids, time_zone)

@@ -56,7 +56,7 @@ class JobRunner:
                 outcome = await self.reflect.run(caller, input_from_json(job["payload"]))
                 result = {"memory_ids": [str(m.id) for m in outcome.memories], "summary": outcome.summary}
             elif job["type"] == "extract":
-                extracted = await self.extract.run(caller, job["payload"]["turn_ids"])
+                extracted = await self.extract.run(caller, job["payload"]["turn_ids"], job["payload"].get("time_zone"))
                 result = {"memory_ids": [str(m.id) for m in extracted.memories],
                           "summary": f"{len(extracted.memories)} facts added or updated, {len(extracted.deleted)} deleted"}
             else:
