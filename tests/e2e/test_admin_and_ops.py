@@ -183,3 +183,15 @@ def test_admin_read_calls_and_grant_revocation(server, platform_key, new_tenant)
         assert client.search("domain note").hits == ()
         with pytest.raises(PermissionDeniedError):
             client.write([{"content": "again", "kind": "fact", "scope": "domain", "domain": domain}])
+
+
+async def test_fifty_concurrent_writes_with_one_request_id_get_one_identical_response(server, new_tenant):
+    import asyncio
+
+    tenant, key = new_tenant()
+    async with AsyncMemoryClient(server.target, key) as client:
+        results = await asyncio.gather(*(
+            client.write([{"content": "Release 2.4 shipped on Monday", "kind": "event"}], request_id="same-call")
+            for _ in range(50)))
+        assert all(r.memories == results[0].memories for r in results)
+        assert (await client.get_stats()).total == 1
