@@ -5,7 +5,6 @@ from datetime import datetime, timezone
 from typing import Any, TypeVar
 
 from google.protobuf import json_format
-from google.protobuf.struct_pb2 import Struct
 from google.protobuf.timestamp_pb2 import Timestamp
 from memplane.v1 import memory_pb2 as pb
 from memplane.v1 import memory_service_pb2 as spb
@@ -207,8 +206,3 @@ def counts_out(counts: dict[str, int], target, names: dict) -> None:
     for key, n in sorted(counts.items()):
         target.add(key=names.get(key, key), count=n)
 
-
-def struct_out(data: dict[str, Any]) -> Struct:
-    s = Struct()
-    s.update(data)
-    return s

@@ -181,8 +181,3 @@ class HistoryEntry:
     actor: str
     reason: str
 
-
-@dataclass(frozen=True)
-class Page:
-    items: list
-    next_page_token: str = ""

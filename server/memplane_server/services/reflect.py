@@ -23,9 +23,6 @@ from .write import WriteService
 
 log = logging.getLogger(__name__)
 
-OUTCOMES = ("unspecified", "success", "failure", "partial")
-
-
 @dataclass(frozen=True)
 class TaskStep:
     action: str

@@ -50,11 +50,9 @@ class MemoryStore:
                                   dedup_threshold=dedup_threshold, pending_threshold=pending_threshold)
             return await tx.run(items, self.default_max_memories)
 
-    async def get(self, caller: Caller, memory_id: uuid.UUID, *, any_status: bool = True) -> MemoryRecord | None:
+    async def get(self, caller: Caller, memory_id: uuid.UUID) -> MemoryRecord | None:
         p = Params(memory_id)
         where = ["m.id = $1", visibility(caller, p)]
-        if not any_status:
-            where.append("m.status IN ('active', 'pending')")
         async with self.session(caller) as conn:
             row = await conn.fetchrow(f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {' AND '.join(where)}", *p.values)
         return record_from_row(row) if row else None
