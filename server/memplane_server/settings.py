@@ -43,6 +43,9 @@ class Settings(BaseSettings):
     search_max_top_k: int = Field(100, ge=1)
     search_candidates: int = Field(50, ge=1, description="candidates per retrieval channel before fusion")
     hnsw_ef_search: int = Field(100, ge=1)
+    recency_lambdas: dict[str, float] = Field(
+        default_factory=dict, description='per-kind recency decay rate per day, JSON, e.g. {"summary": 0.05}'
+    )
 
     max_memories_per_tenant: int = Field(1_000_000, ge=0, description="stored-memory cap of a tenant without its own; 0 = none")
     rate_limit_per_second: float = Field(100.0, ge=0, description="requests per second per API key; 0 = unlimited")

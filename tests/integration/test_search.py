@@ -1,6 +1,8 @@
 """Search over real PostgreSQL (pgvector + full text) and Redis."""
 from __future__ import annotations
 
+import math
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -38,13 +40,16 @@ async def test_keyword_channel_finds_chinese_by_segmented_words(deps, make_tenan
     assert "keyword" in {c.name for c in hits[0].explanation}
 
 
-async def test_explanation_lists_channels_fusion_and_scope(deps, make_tenant):
+async def test_explanation_lists_channels_fusion_and_every_factor(deps, make_tenant):
     world = await make_tenant()
     await seed(deps, world.writer, draft("Kubernetes upgrades need a drain first"))
     [hit] = await SearchService(deps).search(world.writer, SearchQuery("kubernetes drain", top_k=1, explain=True))
     names = [c.name for c in hit.explanation]
-    assert names == ["vector", "keyword", "rrf", "scope_weight"]
+    assert names == ["vector", "keyword", "rrf", "scope_weight", "kind_intent", "recency", "confidence"]
     assert hit.explanation[0].rank == 1
+    factors = {c.name: c.value for c in hit.explanation}
+    assert hit.score == pytest.approx(factors["rrf"] * factors["scope_weight"] * factors["kind_intent"]
+                                      * factors["recency"] * factors["confidence"])
 
 
 async def test_filters_restrict_kinds_and_tags(deps, make_tenant):
@@ -136,3 +141,49 @@ async def test_search_counts_usage(deps, make_tenant):
             break
         await asyncio.sleep(0.05)
     assert used.use_count == 1 and used.last_used_at is not None
+
+
+async def test_how_to_questions_favour_procedures(deps, make_tenant):
+    world = await make_tenant()
+    await seed(deps, world.writer, draft("Deploying the API failed on Friday evening", Kind.EVENT),
+               draft("To deploy the API: run migrations, then helm upgrade", Kind.PROCEDURE))
+    hits = await SearchService(deps).search(world.writer, SearchQuery("how do I deploy the API?", explain=True))
+    assert hits[0].memory.kind is Kind.PROCEDURE
+    assert {c.name: c.value for c in hits[0].explanation}["kind_intent"] == pytest.approx(1.3)
+
+
+async def test_chinese_what_is_questions_favour_facts(deps, make_tenant):
+    world = await make_tenant()
+    await seed(deps, world.writer, draft("用户的公司地址是上海浦东", Kind.FACT), draft("昨天讨论了公司地址的问题", Kind.EVENT))
+    hits = await SearchService(deps).search(world.writer, SearchQuery("公司地址是什么", explain=True))
+    assert hits[0].memory.kind is Kind.FACT
+
+
+async def test_preferences_in_scope_are_always_included(deps, make_tenant):
+    world = await make_tenant()
+    await seed(deps, world.agent1, draft("Prefers answers in German", Kind.PREFERENCE),
+               *[draft(f"Sprint {i} retro: the build pipeline was slow", Kind.EVENT) for i in range(6)])
+    hits = await SearchService(deps).search(world.agent1, SearchQuery("build pipeline slow", top_k=3))
+    assert len(hits) == 3 and hits[-1].memory.kind is Kind.PREFERENCE
+
+
+async def test_recency_decay_prefers_newer_when_configured(deps, make_tenant):
+    from datetime import timedelta
+
+    world = await make_tenant()
+    now = datetime.now(timezone.utc)
+    await seed(deps, world.writer,
+               draft("Team lunch is on Wednesday at the Thai place", Kind.EVENT, occurred_at=now - timedelta(days=400)),
+               draft("Team lunch is on Wednesdays at the Thai restaurant", Kind.EVENT, occurred_at=now))
+    decaying = replace(deps, settings=deps.settings.model_copy(update={"recency_lambdas": {"event": 0.01}}))
+    hits = await SearchService(decaying).search(world.writer, SearchQuery("team lunch", explain=True))
+    assert hits[0].memory.occurred_at > now - timedelta(days=1)
+    old = {c.name: c.value for c in hits[1].explanation}
+    assert old["recency"] == pytest.approx(math.exp(-0.01 * 400), rel=1e-3)
+
+
+async def test_identical_texts_collapse_to_one_hit(deps, make_tenant):
+    world = await make_tenant()
+    await seed(deps, world.writer, draft("The printer is on floor 2", Kind.EVENT), draft("the printer is on floor 2.", Kind.EVENT))
+    hits = await SearchService(deps).search(world.writer, SearchQuery("printer floor"))
+    assert len(hits) == 1

@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
-from datetime import datetime
+import math
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
 
 import numpy as np
 
 from ..core.caller import Caller
 from ..core.errors import invalid
 from ..core.fusion import reciprocal_rank_fusion
-from ..core.model import DEFAULT_SCOPE_ORDER, Layer, MemoryFilter, MemoryRecord, Scope, ScoreComponent, SearchHit
+from ..core.adjust import confidence_weight, kind_bonus, recency
+from ..core.intent import detect_intent
+from ..core.model import (
+    DEFAULT_SCOPE_ORDER, Kind, Layer, MemoryFilter, MemoryRecord, Scope, ScoreComponent, SearchHit,
+)
+from ..core.observations import normalized
 from ..core.timezones import parse_time_zone
 from ..core.tokens import keyword_tokens, tsquery_from_tokens
 from ..stores.postgres.memories import Scored
@@ -33,6 +39,40 @@ class SearchQuery:
     scope_order: tuple[Scope, ...] = ()
     explain: bool = False
     time_zone: str | None = None
+
+
+ALWAYS_PREFERENCES = 3
+
+
+def collapse_duplicates(hits: list[SearchHit]) -> list[SearchHit]:
+    """Keeps the best of hits that say the same thing (same kind, same normalised text)."""
+    seen: set[tuple[str, str]] = set()
+    kept = []
+    for hit in hits:
+        key = (hit.memory.kind.value, normalized(hit.memory.content))
+        if key not in seen:
+            seen.add(key)
+            kept.append(hit)
+    return kept
+
+
+def include_preferences(
+    hits: list[SearchHit], preferences: list[MemoryRecord], top_k: int, *, explain: bool
+) -> list[SearchHit]:
+    """Preferences in scope are always in the answer (DESIGN §4): the closest few take the last
+    places if ranking left them out."""
+    present = {str(h.memory.id) for h in hits}
+    missing = [p for p in preferences if str(p.id) not in present][: min(ALWAYS_PREFERENCES, top_k)]
+    if not missing:
+        return hits
+    floor = min((h.score for h in hits), default=0.0)
+    kept = hits[: max(0, top_k - len(missing))]
+    extra = [
+        SearchHit(p, floor, [ScoreComponent("preference_floor", floor, 0, "preferences in scope are always included")]
+                  if explain else [])
+        for p in missing
+    ]
+    return kept + extra
 
 
 def approx_tokens(text: str) -> int:
@@ -81,7 +121,14 @@ class SearchService:
                 )
         if q.filter.session_id and q.filter.wants_layer(Layer.WORKING) and q.as_of is None:
             tasks["working"] = asyncio.ensure_future(self._working_channel(caller, q, query_vector, limit))
-        results: dict[str, list[Scored]] = dict(zip(tasks, await asyncio.gather(*tasks.values())))
+        wants_preferences = persistent and (not q.filter.kinds or Kind.PREFERENCE in q.filter.kinds)
+        if wants_preferences:
+            preferences = replace(q.filter, kinds=(Kind.PREFERENCE,))
+            tasks["preferences"] = asyncio.ensure_future(self.deps.memories.vector_search(
+                caller, preferences, query_vector, limit=ALWAYS_PREFERENCES, as_of=q.as_of))
+        gathered: dict[str, list[Scored]] = dict(zip(tasks, await asyncio.gather(*tasks.values())))
+        always = [s.record for s in gathered.pop("preferences", [])]
+        results = gathered
 
         records: dict[str, MemoryRecord] = {}
         signals: dict[str, dict[str, float]] = {}
@@ -93,21 +140,31 @@ class SearchService:
         fused = reciprocal_rank_fusion({ch: [str(s.record.id) for s in sc] for ch, sc in results.items()})
 
         order = q.scope_order or DEFAULT_SCOPE_ORDER
+        intent = detect_intent(q.text)
+        now = q.as_of or datetime.now(timezone.utc)
+        lambdas = self.deps.settings.recency_lambdas
         hits = []
         for key, (rrf, ranks) in fused.items():
             record = records[key]
-            weight = q.scope_weights.get(record.scope, 1.0)
+            factors = [
+                ("scope_weight", q.scope_weights.get(record.scope, 1.0), f"scope {record.scope.value}"),
+                ("kind_intent", kind_bonus(intent, record.kind), f"query intent {intent.value}, kind {record.kind.value}"),
+                ("recency", recency(record, now, lambdas), f"exp(-{lambdas.get(record.kind.value, 0.0)} * age_days)"),
+                ("confidence", confidence_weight(record), f"0.5 + 0.5 * confidence {record.confidence:.2f}"),
+            ]
+            score = rrf * math.prod(value for _, value, _ in factors)
             explanation = []
             if q.explain:
                 explanation = [
                     ScoreComponent(ch, signals[key][ch], ranks[ch], f"{ch} channel") for ch in results if ch in ranks
                 ]
                 explanation.append(ScoreComponent("rrf", rrf, 0, "reciprocal rank fusion, k=60"))
-                explanation.append(ScoreComponent("scope_weight", weight, 0, f"scope {record.scope.value}"))
-            hits.append(SearchHit(record, rrf * weight, explanation))
+                explanation.extend(ScoreComponent(name, value, 0, detail) for name, value, detail in factors)
+            hits.append(SearchHit(record, score, explanation))
         rank_of_scope = {scope: i for i, scope in enumerate(order)}
         hits.sort(key=lambda h: (-h.score, rank_of_scope.get(h.memory.scope, len(order))))
-        hits = [h for h in hits if h.score > 0][:top_k]
+        hits = collapse_duplicates([h for h in hits if h.score > 0])[:top_k]
+        hits = include_preferences(hits, always, top_k, explain=q.explain)
         hits = self._within_budget(hits, q.token_budget)
         self._mark_used(caller, [h.memory.id for h in hits if h.memory.layer is not Layer.WORKING])
         return hits

@@ -1,0 +1,30 @@
+"""Score adjustments after fusion: kind intent, recency, confidence. Each is one factor that the
+score explanation lists."""
+from __future__ import annotations
+
+import math
+from datetime import datetime
+
+from .intent import INTENT_KINDS, Intent
+from .model import Kind, MemoryRecord
+
+INTENT_BONUS = 1.3
+
+
+def kind_bonus(intent: Intent, kind: Kind) -> float:
+    return INTENT_BONUS if kind in INTENT_KINDS[intent] else 1.0
+
+
+def recency(memory: MemoryRecord, now: datetime, lambdas: dict[str, float]) -> float:
+    """exp(-lambda * age_days), age from when the memory happened (or was written)."""
+    rate = lambdas.get(memory.kind.value, 0.0)
+    moment = memory.occurred_at or memory.created_at
+    if not rate or moment is None:
+        return 1.0
+    age_days = max(0.0, (now - moment).total_seconds() / 86400)
+    return math.exp(-rate * age_days)
+
+
+def confidence_weight(memory: MemoryRecord) -> float:
+    # Halves the score of a memory nobody believes, leaves a certain one as it is.
+    return 0.5 + 0.5 * memory.confidence
