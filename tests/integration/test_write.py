@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 
@@ -157,3 +158,16 @@ async def test_an_expired_session_is_promoted_by_the_sweep(deps, make_tenant):
             break
     assert [m.content for m in listed] == ["temporary plan: migrate billing on Friday"]
     assert handled >= 1
+
+
+async def test_trimmed_working_items_take_their_vectors_with_them(deps, runtime, make_tenant):
+    from memplane_server.stores.redis.working import WorkingSession, WorkingStore
+
+    world = await make_tenant()
+    small = replace(deps, working=WorkingStore(runtime.redis_client, max_items=3))
+    await WriteService(small).write(world.agent1, [
+        draft(f"step {i}", Kind.TURN, layer=Layer.WORKING, session_id="s-trim") for i in range(5)])
+    session = WorkingSession(world.tenant_id, "a1", "s-trim")
+    contents = await small.working.read(session, with_vectors=True)
+    assert [i["content"] for i in contents.items] == ["step 4", "step 3", "step 2"]
+    assert set(contents.vectors) == {i["id"] for i in contents.items}

@@ -23,7 +23,7 @@ from ..core.timezones import parse_time_zone
 from ..core.tokens import keyword_tokens, tsquery_from_tokens
 from ..stores.postgres.memories import Scored
 from .deps import Deps
-from .working import WorkingService, item_to_record, item_vector
+from .working import WorkingService, item_to_record
 
 log = logging.getLogger(__name__)
 
@@ -183,8 +183,9 @@ class SearchService:
         return kept
 
     async def _working_channel(self, caller: Caller, q: SearchQuery, query_vector: np.ndarray, limit: int) -> list[Scored]:
-        _, items, _ = await WorkingService(self.deps).read(caller, q.filter.session_id or "")
+        contents = await WorkingService(self.deps).contents(caller, q.filter.session_id or "", with_vectors=True)
         f = q.filter
+        items = [i for i in contents.items if i["id"] in contents.vectors]
         items = [
             i for i in items
             if (not f.kinds or any(k.value == i["kind"] for k in f.kinds))
@@ -193,7 +194,8 @@ class SearchService:
         ]
         if not items:
             return []
-        similarities = np.stack([item_vector(i) for i in items]) @ query_vector
+        vectors = np.stack([np.frombuffer(contents.vectors[i["id"]], dtype=np.float32) for i in items])
+        similarities = vectors @ query_vector
         order = np.argsort(-similarities)[:limit]
         return [Scored(item_to_record(items[i]), float(similarities[i])) for i in order]
 

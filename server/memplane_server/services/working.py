@@ -2,7 +2,6 @@
 or expired session held into episodic (or its kind's) memory."""
 from __future__ import annotations
 
-import base64
 import logging
 import uuid
 from datetime import datetime, timezone
@@ -18,7 +17,7 @@ from .deps import Deps
 log = logging.getLogger(__name__)
 
 
-def new_item(caller: Caller, d: MemoryDraft, vector: np.ndarray, now: datetime, ttl_seconds: int) -> dict:
+def new_item(caller: Caller, d: MemoryDraft, now: datetime, ttl_seconds: int) -> dict:
     assert d.kind is not None
     return {
         "id": str(uuid.uuid4()),
@@ -38,13 +37,12 @@ def new_item(caller: Caller, d: MemoryDraft, vector: np.ndarray, now: datetime, 
         "occurred_at": (d.occurred_at or now).timestamp(),
         "created_at": now.timestamp(),
         "expire_at": now.timestamp() + ttl_seconds,
-        # The vector rides along so Search can rank working items without re-embedding them.
-        "embedding": base64.b64encode(np.asarray(vector, dtype=np.float32).tobytes()).decode(),
     }
 
 
-def item_vector(item: dict) -> np.ndarray:
-    return np.frombuffer(base64.b64decode(item["embedding"]), dtype=np.float32)
+def vector_bytes(vector: np.ndarray) -> bytes:
+    """Stored beside the item so Search can rank working items without re-embedding them."""
+    return np.asarray(vector, dtype=np.float32).tobytes()
 
 
 def _ts(v: float | None) -> datetime | None:
@@ -95,8 +93,11 @@ class WorkingService:
 
     async def read(self, caller: Caller, session_id: str) -> tuple[dict[str, str], list[dict], datetime | None]:
         """The caller's own working memory of a session: state, live items newest first, expiry."""
-        contents = await self.deps.working.read(self._session(caller, session_id))
+        contents = await self.contents(caller, session_id)
         return contents.state, contents.items, _ts(contents.expires_at)
+
+    async def contents(self, caller: Caller, session_id: str, *, with_vectors: bool = False) -> SessionContents:
+        return await self.deps.working.read(self._session(caller, session_id), with_vectors=with_vectors)
 
     async def close(self, caller: Caller, session_id: str, promote: bool | None) -> list[MemoryRecord]:
         """Ends a session now; promotes its contents unless told not to (default from settings)."""

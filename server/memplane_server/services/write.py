@@ -121,19 +121,19 @@ class WriteService:
     async def _write_working(
         self, caller: Caller, items: list[tuple[int, MemoryDraft]], vectors: np.ndarray, now: datetime
     ) -> list[MemoryRecord]:
-        from .working import item_to_record, new_item
+        from .working import item_to_record, new_item, vector_bytes
 
         by_session: dict[str, list[dict]] = {}
         records = []
         for i, d in items:
             ttl = d.ttl_seconds or self.deps.settings.working_ttl_seconds
-            item = new_item(caller, d, vectors[i], now, ttl)
-            by_session.setdefault(d.session_id or "", []).append(item)
+            item = new_item(caller, d, now, ttl)
+            by_session.setdefault(d.session_id or "", []).append((item, vector_bytes(vectors[i])))
             records.append(item_to_record(item))
         for session_id, session_items in by_session.items():
             await self.deps.working.append(
                 WorkingSession(caller.require_tenant(), caller.agent_id, session_id), session_items,
-                expire_at=max(it["expire_at"] for it in session_items), caller=caller_to_json(caller),
+                expire_at=max(it["expire_at"] for it, _ in session_items), caller=caller_to_json(caller),
             )
         return records
 

@@ -1,0 +1,247 @@
+"""Quality benchmark: retrieval recall of a real server on LoCoMo and MADial (zh) dev slices.
+
+One run starts embedded PostgreSQL and Redis and a real `memplane serve` subprocess (as
+foundation.py does), writes the data through the SDK and queries every question:
+
+- LoCoMo (../shared/bench/locomo-dev.json): every turn is one memory, kind "turn",
+  "<speaker>: <text>" plus " [image: <blip_caption>]" when the turn shares a photo;
+  session_id = the conversation id (one bank per conversation); occurred_at = the session's
+  date time (UTC) + 5 s per turn; metadata {"dia_id"}, source locomo/<dia_id>. Each question
+  is searched with top_k=10 in its conversation; recall@k = share of the normalised gold
+  evidence ids among the top k, averaged over questions of categories 1-4 that have evidence
+  (category 5, adversarial, reported apart).
+- MADial zh (madial-zh-memory.jsonl, madial-zh-dialogue-dev.jsonl): every memory is one
+  memory, kind "event", content = the event text (scene and emotion only in metadata),
+  session_id and user_id "madial-<user-id>", occurred_at = its date. The query is the
+  dialogue before the first test turn ("<BOD>" dropped), as the benchmark's own embedding
+  evaluation does, cut to its last lines if over the server's 8 KB query limit; searched in
+  the user's session with top_k=10; recall@k = |gold in top k| / |gold| (the benchmark's).
+
+Prints a table per data set next to published references and targets, and writes a JSON
+report with every question's hits for error analysis.
+
+Run:  .venv/bin/python bench/quality.py [--only locomo|madial] [--locomo PATH]
+          [--madial-dir PATH] [--json /tmp/memplane-quality.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from foundation import pct, start_server  # also sets the OMP environment as the server does
+from memplane import MemoryClient
+from memplane_server.embedded import EmbeddedPostgres, EmbeddedRedis
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "bench"
+BATCH, TOP_K, MAX_QUERY_BYTES = 64, 10, 8 * 1024
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+LOCOMO_KS, MADIAL_KS = (1, 5, 10), (1, 3, 5, 10)
+LOCOMO_REFS = "refs (all 10 conversations): BM25 @5 0.440 @10 0.520; DRAGON (paper, cat 1-5) @5 0.567 @10 0.662"
+MADIAL_REFS = "refs (full zh set, 160 dialogues): OpenAI emb. 0.363/0.584/0.694/0.824; BGE-M3 0.289/0.501/0.586/0.714"
+DIA_ID = re.compile(r"D(\d+):(\d+)")
+
+
+@contextmanager
+def running_server():
+    """Embedded PostgreSQL + Redis + `memplane serve` in a fresh /tmp folder; yields (address, key)."""
+    data_dir = Path(tempfile.mkdtemp(prefix="memplane-quality-", dir="/tmp"))
+    data_dir.chmod(0o755)  # the unprivileged postgres user must traverse it
+    postgres, redis, proc = EmbeddedPostgres(data_dir), EmbeddedRedis(data_dir), None
+    try:
+        dsn, redis_url = postgres.start(), redis.start()
+        proc, address, key, _ = start_server(data_dir, dsn, redis_url)
+        yield address, key
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for service in (redis, postgres):
+            try:
+                service.stop()
+            except Exception as exc:  # keep cleaning up
+                print(f"warning: stopping {type(service).__name__}: {exc}", file=sys.stderr)
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def write_all(client: MemoryClient, items: list[dict]) -> float:
+    t0 = time.perf_counter()
+    for i in range(0, len(items), BATCH):
+        result = client.write(items[i : i + BATCH], timeout=300)
+        assert len(result.memories) == len(items[i : i + BATCH]), "short write"
+    return time.perf_counter() - t0
+
+
+def search(client: MemoryClient, query: str, session: str, key: str) -> tuple[list[dict], float]:
+    t0 = time.perf_counter()
+    hits = client.search(query, top_k=TOP_K, session_id=session, timeout=120).hits
+    ms = (time.perf_counter() - t0) * 1000
+    return [{"id": str(h.memory.metadata.get(key)), "score": round(h.score, 5), "content": h.memory.content}
+            for h in hits], ms
+
+
+def recall(gold: list[str], hit_ids: list[str], k: int) -> float:
+    return len(set(gold) & set(hit_ids[:k])) / len(gold)
+
+
+def normalise_evidence(raw: list[str], turns: set[str]) -> tuple[list[str], list[str]]:
+    """'D30:05' -> 'D30:5'; 'D8:6; D9:17' and space-joined lists split; returns (kept, dropped)."""
+    ids = [f"D{int(s)}:{int(t)}" for r in raw for s, t in DIA_ID.findall(r)]
+    kept = list(dict.fromkeys(i for i in ids if i in turns))
+    return kept, [i for i in ids if i not in turns] + [r for r in raw if not DIA_ID.search(r)]
+
+
+def run_locomo(client: MemoryClient, path: Path) -> dict:
+    samples = json.loads(path.read_text())
+    items, texts, turns_of = [], {}, {}
+    for s in samples:
+        conv, cid = s["conversation"], s["sample_id"]
+        sessions = sorted((k for k in conv if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k.split("_")[1]))
+        turns_of[cid] = set()
+        for key in sessions:
+            when = datetime.strptime(conv[f"{key}_date_time"], "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+            for j, t in enumerate(conv[key]):
+                content = f"{t['speaker']}: {t['text']}" + (f" [image: {t['blip_caption']}]" if t.get("blip_caption") else "")
+                turns_of[cid].add(t["dia_id"])
+                texts[(cid, t["dia_id"])] = content
+                items.append({"content": content, "kind": "turn", "session_id": cid,
+                              "occurred_at": when + timedelta(seconds=5 * j), "metadata": {"dia_id": t["dia_id"]},
+                              "source_type": "locomo", "source_id": t["dia_id"]})
+    write_s = write_all(client, items)
+    questions, latencies = [], []
+    for s in samples:
+        cid = s["sample_id"]
+        for qa in s["qa"]:
+            gold, dropped = normalise_evidence(qa.get("evidence", []), turns_of[cid])
+            hits, ms = search(client, qa["question"], cid, "dia_id")
+            latencies.append(ms)
+            ids = [h["id"] for h in hits]
+            questions.append({"conversation": cid, "category": qa["category"], "question": qa["question"],
+                              "answer": qa.get("answer", qa.get("adversarial_answer")), "gold": gold,
+                              "dropped_evidence": dropped, "gold_text": [texts[(cid, g)] for g in gold], "hits": hits,
+                              **({f"r@{k}": recall(gold, ids, k) for k in LOCOMO_KS} if gold else {})})
+    table = {}
+    for cat in (1, 2, 3, 4, 5, "overall"):
+        rows = [q for q in questions if "r@1" in q and (q["category"] == cat or cat == "overall" and q["category"] != 5)]
+        table[str(cat)] = {"n": len(rows), **{f"r@{k}": statistics.fmean(q[f"r@{k}"] for q in rows) if rows else None
+                                              for k in LOCOMO_KS}}
+    return {"memories": len(items), "with_image_caption": sum("[image: " in i["content"] for i in items),
+            "write_s": write_s, "search_ms": {"p50": statistics.median(latencies), "p95": pct(latencies, 95)},
+            "questions_without_evidence": sum(1 for q in questions if not q["gold"]),
+            "dropped_evidence_ids": sorted({d for q in questions for d in q["dropped_evidence"]}),
+            "table": table, "questions": questions}
+
+
+def madial_query(lines: list[str]) -> str:
+    lines = [ln.strip() for ln in lines if ln.strip() and ln.strip() != "<BOD>"]
+    while len(lines) > 1 and len("\n".join(lines).encode()) > MAX_QUERY_BYTES:
+        lines = lines[1:]  # keep the last lines: the test turn follows them
+    return "\n".join(lines)
+
+
+def run_madial(client: MemoryClient, folder: Path) -> dict:
+    memories = {}
+    for line in (folder / "madial-zh-memory.jsonl").read_text().splitlines():
+        if line.strip():
+            memories.update(json.loads(line))
+    dialogues = [json.loads(ln) for ln in (folder / "madial-zh-dialogue-dev.jsonl").read_text().splitlines() if ln.strip()]
+    items = []
+    for mid, m in memories.items():
+        item = {"content": m["event"], "kind": "event", "session_id": f"madial-{m['user-id']}",
+                "user_id": f"madial-{m['user-id']}", "metadata": {"madial_id": str(mid), "scene": m["scene"],
+                                                                  "emotion": m["emotion"]}}
+        try:
+            item["occurred_at"] = datetime.strptime(m["time"], "%Y-%m-%d").replace(tzinfo=timezone.utc)
+        except (ValueError, KeyError, TypeError):
+            pass
+        items.append(item)
+    write_s = write_all(client, items)
+    rows, latencies = [], []
+    for d in dialogues:
+        turn = d["test-turn"][0]
+        query = madial_query(d["dialogue"][:turn])
+        gold = [str(g) for g in d["relevant-id"]]
+        hits, ms = search(client, query, f"madial-{d['user-id']}", "madial_id")
+        latencies.append(ms)
+        ids = [h["id"] for h in hits]
+        rows.append({"id": d["id"], "user": d["user-id"], "test_turn": turn, "query": query,
+                     "recall_line": d["dialogue"][turn].strip(), "gold": gold,
+                     "gold_text": [memories[g]["event"] if g in memories else None for g in gold], "hits": hits,
+                     **{f"r@{k}": recall(gold, ids, k) for k in MADIAL_KS}})
+    table = {"n": len(rows), **{f"r@{k}": statistics.fmean(r[f"r@{k}"] for r in rows) for k in MADIAL_KS}}
+    return {"memories": len(items), "write_s": write_s,
+            "search_ms": {"p50": statistics.median(latencies), "p95": pct(latencies, 95)},
+            "max_query_bytes": max(len(r["query"].encode()) for r in rows), "table": table, "dialogues": rows}
+
+
+def verdict(value: float, target: float) -> str:
+    return f"{value:.3f} (target >= {target:.2f}: {'OK' if value >= target else 'MISS'})"
+
+
+def print_locomo(r: dict) -> None:
+    print(f"LoCoMo dev: {r['memories']} turns ({r['with_image_caption']} with ' [image: <blip_caption>]'), "
+          f"written in {r['write_s']:.1f} s; search p50 {r['search_ms']['p50']:.0f} ms, p95 {r['search_ms']['p95']:.0f} ms")
+    print(f"  questions without evidence: {r['questions_without_evidence']}; "
+          f"evidence ids dropped (no such turn): {r['dropped_evidence_ids'] or 'none'}")
+    print(f"  {'category':18s} {'n':>4s} " + " ".join(f"{'R@' + str(k):>6s}" for k in LOCOMO_KS))
+    for cat, row in r["table"].items():
+        label = f"{cat} {CATEGORIES[int(cat)]}" if cat.isdigit() else "overall (1-4)"
+        values = " ".join(f"{row[f'r@{k}']:6.3f}" if row["n"] else f"{'-':>6s}" for k in LOCOMO_KS)
+        print(f"  {label:18s} {row['n']:4d} {values}" + ("   (reported apart)" if cat == "5" else ""))
+    o = r["table"]["overall"]
+    print(f"  {LOCOMO_REFS}")
+    print(f"  overall @5 {verdict(o['r@5'], 0.60)}; @10 {verdict(o['r@10'], 0.70)}")
+
+
+def print_madial(r: dict) -> None:
+    t = r["table"]
+    print(f"MADial zh dev: {r['memories']} memories, {t['n']} dialogues, written in {r['write_s']:.1f} s; "
+          f"search p50 {r['search_ms']['p50']:.0f} ms, p95 {r['search_ms']['p95']:.0f} ms; "
+          f"longest query {r['max_query_bytes']} bytes")
+    print(f"  {'':18s} {'n':>4s} " + " ".join(f"{'R@' + str(k):>6s}" for k in MADIAL_KS))
+    print(f"  {'all dialogues':18s} {t['n']:4d} " + " ".join(f"{t[f'r@{k}']:6.3f}" for k in MADIAL_KS))
+    print(f"  {MADIAL_REFS}")
+    print(f"  @5 {verdict(t['r@5'], 0.65)}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--locomo", type=Path, default=SHARED / "locomo-dev.json")
+    ap.add_argument("--madial-dir", type=Path, default=SHARED)
+    ap.add_argument("--only", choices=("locomo", "madial"))
+    ap.add_argument("--json", type=Path, default=Path("/tmp/memplane-quality.json"))
+    args = ap.parse_args()
+    started = time.perf_counter()
+    report: dict = {"top_k": TOP_K, "batch": BATCH}
+    with running_server() as (address, key), MemoryClient(address, key) as client:
+        print(f"server up after {time.perf_counter() - started:.1f} s\n")
+        if args.only != "madial":
+            report["locomo"] = run_locomo(client, args.locomo)
+            print_locomo(report["locomo"])
+        if args.only != "locomo":
+            report["madial"] = run_madial(client, args.madial_dir)
+            if args.only is None:
+                print()
+            print_madial(report["madial"])
+    report["total_s"] = time.perf_counter() - started
+    args.json.write_text(json.dumps(report, indent=1, ensure_ascii=False, default=str))
+    print(f"\ntotal {report['total_s']:.1f} s; report: {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
