@@ -14,7 +14,7 @@ _SAFE_TSQUERY = re.compile(r"^(?:'\w+'(?: \| '\w+')*)?$")
 
 
 def test_english_tokens_are_lowercased():
-    assert keyword_tokens("Shanghai PARIS") == ["shanghai", "paris"]
+    assert keyword_tokens("Shanghai PARIS") == keyword_tokens("shanghai paris")
 
 
 def test_english_stopwords_are_dropped():
@@ -22,7 +22,7 @@ def test_english_stopwords_are_dropped():
 
 
 def test_english_contraction_stopwords_are_dropped():
-    assert keyword_tokens("I'm sure it's fine, don't worry") == ["sure", "fine", "worry"]
+    assert keyword_tokens("I'm sure it's fine, don't worry") == ["sure", "fine", "worri"]
 
 
 def test_single_letters_are_dropped_but_single_digits_kept():
@@ -33,8 +33,14 @@ def test_multi_digit_numbers_are_kept():
     assert keyword_tokens("room 1204 in 2024") == ["room", "1204", "2024"]
 
 
-def test_apostrophe_is_removed_from_possessives():
-    assert keyword_tokens("the children's toys") == ["childrens", "toys"]
+def test_possessives_are_about_their_owner():
+    assert keyword_tokens("Gina's store") == keyword_tokens("Gina store") == ["gina", "store"]
+
+
+def test_inflections_share_a_stem():
+    assert keyword_tokens("camped") == keyword_tokens("camping") == ["camp"]
+    assert keyword_tokens("research") == keyword_tokens("researching")
+    assert keyword_tokens("paint") == keyword_tokens("painting")
 
 
 def test_punctuation_separates_words():
@@ -46,7 +52,7 @@ def test_accented_latin_letters_are_part_of_words():
 
 
 def test_duplicate_tokens_are_kept_in_order():
-    assert keyword_tokens("tea coffee tea") == ["tea", "coffee", "tea"]
+    assert keyword_tokens("tea coffee tea") == ["tea", "coffe", "tea"]
 
 
 def test_blank_text_has_no_tokens():

@@ -10,8 +10,10 @@ import re
 import threading
 
 import jieba
+import snowballstemmer
 
 jieba.setLogLevel(logging.WARNING)
+_STEMMER = snowballstemmer.stemmer("english")
 _jieba_ready = threading.Lock()
 
 _WORD = re.compile(r"[0-9a-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f]+(?:'[a-z]+)?|[\u4e00-\u9fff\u3400-\u4dbf]+")
@@ -36,6 +38,15 @@ def _segment(chunk: str) -> list[str]:
         return jieba.lcut_for_search(chunk)
 
 
+def _english(word: str) -> str | None:
+    if word.endswith("'s"):  # possessive: "Gina's store" is about Gina
+        word = word[:-2]
+    if word in ENGLISH_STOPWORDS or (len(word) < 2 and not word.isdigit()):
+        return None
+    # Stems, so "camped" finds "camping" and "paint" finds "painting".
+    return _STEMMER.stemWord(word.replace("'", ""))
+
+
 def keyword_tokens(text: str) -> list[str]:
     """Tokens for indexing and querying, in order, stopwords removed, duplicates kept."""
     out: list[str] = []
@@ -43,8 +54,8 @@ def keyword_tokens(text: str) -> list[str]:
         word = match.group(0)
         if _CJK.match(word):
             out.extend(t for t in _segment(word) if t.strip() and t not in CHINESE_STOPWORDS)
-        elif word not in ENGLISH_STOPWORDS and (len(word) > 1 or word.isdigit()):
-            out.append(word.replace("'", ""))
+        elif (token := _english(word)) is not None:
+            out.append(token)
     return out
 
 
