@@ -14,6 +14,7 @@ from ..core.caller import Caller
 from ..core.errors import invalid
 from ..core.fusion import reciprocal_rank_fusion
 from ..core.adjust import confidence_weight, kind_bonus, recency
+from ..core.bm25 import bm25_scores
 from ..core.intent import detect_intent
 from ..core.model import (
     DEFAULT_SCOPE_ORDER, Kind, Layer, MemoryFilter, MemoryRecord, Scope, ScoreComponent, SearchHit,
@@ -42,6 +43,15 @@ class SearchQuery:
 
 
 ALWAYS_PREFERENCES = 3
+# The keyword channel reads this many times its share of candidates, so that BM25's term
+# statistics see the common words for what they are before the list is cut.
+KEYWORD_POOL = 4
+
+
+def rescore_keyword(query_tokens: list[str], candidates: list[Scored]) -> list[Scored]:
+    scores = bm25_scores(query_tokens, [s.terms or {} for s in candidates])
+    ranked = sorted(zip(scores, range(len(candidates))), key=lambda pair: (-pair[0], pair[1]))
+    return [Scored(candidates[i].record, score) for score, i in ranked if score > 0]
 
 
 def collapse_duplicates(hits: list[SearchHit]) -> list[SearchHit]:
@@ -106,7 +116,8 @@ class SearchService:
         top_k = self._check(q)
         caller.require_tenant()
         limit = max(self.deps.settings.search_candidates, top_k)
-        tsquery = tsquery_from_tokens(keyword_tokens(q.text))
+        query_tokens = keyword_tokens(q.text)
+        tsquery = tsquery_from_tokens(query_tokens)
         query_vector = await self.deps.embedder.embed_query(q.text)
 
         persistent = any(layer is not Layer.WORKING for layer in q.filter.layers) or not q.filter.layers
@@ -116,9 +127,8 @@ class SearchService:
                 self.deps.memories.vector_search(caller, q.filter, query_vector, limit=limit, as_of=q.as_of)
             )
             if tsquery:
-                tasks["keyword"] = asyncio.ensure_future(
-                    self.deps.memories.keyword_search(caller, q.filter, tsquery, limit=limit, as_of=q.as_of)
-                )
+                tasks["keyword"] = asyncio.ensure_future(self.deps.memories.keyword_search(
+                    caller, q.filter, tsquery, limit=limit * KEYWORD_POOL, as_of=q.as_of))
         if q.filter.session_id and q.filter.wants_layer(Layer.WORKING) and q.as_of is None:
             tasks["working"] = asyncio.ensure_future(self._working_channel(caller, q, query_vector, limit))
         wants_preferences = persistent and (not q.filter.kinds or Kind.PREFERENCE in q.filter.kinds)
@@ -128,6 +138,8 @@ class SearchService:
                 caller, preferences, query_vector, limit=ALWAYS_PREFERENCES, as_of=q.as_of))
         gathered: dict[str, list[Scored]] = dict(zip(tasks, await asyncio.gather(*tasks.values())))
         always = [s.record for s in gathered.pop("preferences", [])]
+        if "keyword" in gathered:
+            gathered["keyword"] = rescore_keyword(query_tokens, gathered["keyword"])[:limit]
         results = gathered
 
         records: dict[str, MemoryRecord] = {}

@@ -1,6 +1,7 @@
 """SQL for the memories table and its append-only history."""
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -29,6 +30,16 @@ _MAX_LISTED_IDS = 1000
 class Scored:
     record: MemoryRecord
     score: float
+    # Keyword channel only: the row's indexed tokens and how often each occurs.
+    terms: dict[str, int] | None = None
+
+
+_TSVECTOR_ENTRY = re.compile(r"'((?:[^']|'')*)'(?::([\d,]+))?")
+
+
+def parse_tsvector(text: str) -> dict[str, int]:
+    """`'camp':3 'carolin':1,5` -> {"camp": 1, "carolin": 2}."""
+    return {m.group(1): len(m.group(2).split(",")) if m.group(2) else 1 for m in _TSVECTOR_ENTRY.finditer(text)}
 
 
 class MemoryStore:
@@ -92,12 +103,12 @@ class MemoryStore:
         where = [visibility(caller, p), *filter_clauses(f, p, as_of=as_of), "m.keywords @@ to_tsquery('simple', $1)"]
         async with self.session(caller) as conn:
             rows = await conn.fetch(
-                f"SELECT {MEMORY_COLUMNS}, ts_rank_cd(m.keywords, to_tsquery('simple', $1), 1) AS rank"
-                f" FROM memories m WHERE {' AND '.join(where)} ORDER BY rank DESC, m.created_at DESC"
-                f" LIMIT {p.add(limit)}",
+                f"SELECT {MEMORY_COLUMNS}, ts_rank(m.keywords, to_tsquery('simple', $1), 1) AS rank,"
+                f" m.keywords::text AS terms FROM memories m WHERE {' AND '.join(where)}"
+                f" ORDER BY rank DESC, m.created_at DESC LIMIT {p.add(limit)}",
                 *p.values,
             )
-        return [Scored(record_from_row(r), float(r["rank"])) for r in rows]
+        return [Scored(record_from_row(r), float(r["rank"]), parse_tsvector(r["terms"])) for r in rows]
 
     async def mark_used(self, caller: Caller, ids: Sequence[uuid.UUID]) -> None:
         """Usage counters; only rows the caller may change (a read-only domain member's hits stay as they are)."""

@@ -1,0 +1,29 @@
+"""BM25 over the keyword channel's candidates, with term statistics taken from the candidates
+themselves: a word every candidate shares (a speaker's name in every turn of a conversation)
+then counts for little, and the rare word the question is really about for much."""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping
+
+K1 = 1.2
+B = 0.75
+
+
+def bm25_scores(query: list[str], documents: list[list[str]] | list[Mapping[str, int]]) -> list[float]:
+    """Scores of documents given as token lists or as token -> count maps."""
+    terms = set(query)
+    if not documents or not terms:
+        return [0.0] * len(documents)
+    n = len(documents)
+    counts = [doc if isinstance(doc, Mapping) else Counter(doc) for doc in documents]
+    lengths = [sum(c.values()) for c in counts]
+    df = {t: sum(1 for c in counts if t in c) for t in terms}
+    idf = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
+    average = sum(lengths) / n or 1.0
+    scores = []
+    for length, c in zip(lengths, counts):
+        norm = K1 * (1 - B + B * length / average)
+        scores.append(sum(idf[t] * c[t] * (K1 + 1) / (c[t] + norm) for t in terms if t in c))
+    return scores

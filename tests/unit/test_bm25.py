@@ -1,0 +1,36 @@
+import pytest
+
+from memplane_server.core.bm25 import bm25_scores
+
+
+def test_a_word_every_candidate_shares_counts_for_little():
+    docs = [["caroline", "run"], ["caroline", "paint"], ["caroline", "research", "adopt"], ["caroline", "swim"]]
+    scores = bm25_scores(["caroline", "research"], docs)
+    assert scores.index(max(scores)) == 2
+    assert max(scores[0], scores[1], scores[3]) < scores[2] / 3
+
+
+def test_documents_without_query_terms_score_zero():
+    assert bm25_scores(["tea"], [["coffee"], ["tea"]])[0] == 0.0
+
+
+def test_repeated_terms_saturate():
+    once, thrice = bm25_scores(["tea"], [["tea", "x", "y"], ["tea", "tea", "tea"]])
+    assert once < thrice < 3 * once
+
+
+@pytest.mark.parametrize("query, docs", [([], [["a"]]), (["a"], [])])
+def test_empty_inputs_give_zeros(query, docs):
+    assert bm25_scores(query, docs) == [0.0] * len(docs)
+
+
+def test_count_maps_score_like_token_lists():
+    as_lists = bm25_scores(["tea"], [["tea", "tea", "x"], ["tea"]])
+    as_maps = bm25_scores(["tea"], [{"tea": 2, "x": 1}, {"tea": 1}])
+    assert as_lists == pytest.approx(as_maps)
+
+
+def test_tsvector_text_parses_to_counts():
+    from memplane_server.stores.postgres.memories import parse_tsvector
+
+    assert parse_tsvector("'camp':3 'carolin':1,5 '上海':2") == {"camp": 1, "carolin": 2, "上海": 1}
