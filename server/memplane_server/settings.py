@@ -43,6 +43,10 @@ class Settings(BaseSettings):
     search_max_top_k: int = Field(100, ge=1)
     search_candidates: int = Field(50, ge=1, description="candidates per retrieval channel before fusion")
     hnsw_ef_search: int = Field(100, ge=1)
+    channel_weights: dict[str, float] = Field(
+        default_factory=lambda: {"vector": 1.0, "keyword": 1.4, "working": 1.0},
+        description="weight of each retrieval channel in reciprocal rank fusion, JSON",
+    )
     recency_lambdas: dict[str, float] = Field(
         default_factory=dict, description='per-kind recency decay rate per day, JSON, e.g. {"summary": 0.05}'
     )

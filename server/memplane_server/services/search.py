@@ -149,7 +149,9 @@ class SearchService:
                 key = str(s.record.id)
                 records[key] = s.record
                 signals.setdefault(key, {})[channel] = s.score
-        fused = reciprocal_rank_fusion({ch: [str(s.record.id) for s in sc] for ch, sc in results.items()})
+        fused = reciprocal_rank_fusion(
+            {ch: [str(s.record.id) for s in sc] for ch, sc in results.items()}, self.deps.settings.channel_weights
+        )
 
         order = q.scope_order or DEFAULT_SCOPE_ORDER
         intent = detect_intent(q.text)
@@ -170,7 +172,7 @@ class SearchService:
                 explanation = [
                     ScoreComponent(ch, signals[key][ch], ranks[ch], f"{ch} channel") for ch in results if ch in ranks
                 ]
-                explanation.append(ScoreComponent("rrf", rrf, 0, "reciprocal rank fusion, k=60"))
+                explanation.append(ScoreComponent("rrf", rrf, 0, "weighted reciprocal rank fusion, k=60"))
                 explanation.extend(ScoreComponent(name, value, 0, detail) for name, value, detail in factors)
             hits.append(SearchHit(record, score, explanation))
         rank_of_scope = {scope: i for i, scope in enumerate(order)}
