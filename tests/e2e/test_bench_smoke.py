@@ -1,0 +1,18 @@
+"""The foundation benchmark still runs against the current code (at a toy size; figures are not checked)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def test_foundation_benchmark_runs_end_to_end():
+    out = subprocess.run([sys.executable, str(BENCH / "foundation.py"), "--memories", "100", "--queries", "5"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "ratio write/embedding" in out.stdout and "ratio p50 search" in out.stdout
