@@ -172,6 +172,7 @@ class ReflectService:
         return stats["total"]
 
     async def run(self, caller: Caller, r: ReflectInput) -> ReflectOutcome:
+        caller.require_writer()  # merging changes memories: refuse before anything is touched
         outcome = ReflectOutcome()
         if r.session_id:
             outcome.merged_count = await self._merge_session(caller, r)

@@ -9,7 +9,7 @@ from typing import Any
 
 import asyncpg
 
-from ...core.caller import Caller, Role
+from ...core.caller import WRITING_ROLES, Caller, Role
 from ...core.model import Kind, Layer, MemoryFilter, MemoryRecord, Scope, Status
 
 MEMORY_COLUMNS = (
@@ -45,6 +45,8 @@ def visibility(caller: Caller, p: Params) -> str:
 def writable(caller: Caller, p: Params) -> str:
     """What the caller may change: its tenant's global (not as an agent key), domains granted
     read-write, its agent's private. Mirrors Caller.can_write."""
+    if caller.role not in WRITING_ROLES:
+        return "FALSE"  # a read-only key changes nothing, whichever use case asks
     tenant = p.add(caller.tenant_id)
     parts = ["FALSE"] if caller.role is Role.AGENT else [f"(m.scope = 'global' AND m.tenant_id = {tenant})"]
     write_domains = sorted(d for d, can_write in caller.domains.items() if can_write)
