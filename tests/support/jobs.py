@@ -5,7 +5,11 @@ from memplane_server.services.operations import OperationsService
 
 
 async def run_jobs_until(runner, deps, caller, op_id, done) -> object:
-    """Other tests leave jobs in the shared queue; run them until ours reaches the wanted state."""
+    """Runs our job until it reaches the wanted state. Other tests leave jobs in the shared queue
+    (the isolation property test leaves dozens); they are cancelled so the runner reaches ours."""
+    await deps.jobs.pool.execute(
+        "UPDATE jobs SET state = 'cancelled' WHERE state IN ('pending', 'running') AND id <> $1", op_id
+    )
     for _ in range(50):
         await deps.jobs.pool.execute("UPDATE jobs SET run_after = now() WHERE id = $1 AND state = 'pending'", op_id)
         await runner.run_one()
