@@ -38,6 +38,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from memplane import MemoryClient
@@ -117,6 +120,42 @@ def start_server(data_dir: Path, dsn: str, redis_url: str) -> tuple[subprocess.P
             break
         time.sleep(0.2)
     raise RuntimeError(f"server did not come up (exit {proc.poll()}):\n{log_path.read_text()[-3000:]}")
+
+
+@dataclass(frozen=True)
+class Running:
+    proc: subprocess.Popen
+    address: str
+    key: str
+    platform_key: str
+    dsn: str
+    redis_url: str
+
+
+@contextmanager
+def running_server(prefix: str = "memplane-bench-") -> Iterator[Running]:
+    """Embedded PostgreSQL + Redis + `memplane serve` in a fresh /tmp folder, all stopped and removed after."""
+    data_dir = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    data_dir.chmod(0o755)  # the unprivileged postgres user must traverse it
+    postgres, redis, proc = EmbeddedPostgres(data_dir), EmbeddedRedis(data_dir), None
+    try:
+        dsn, redis_url = postgres.start(), redis.start()
+        proc, address, key, platform_key = start_server(data_dir, dsn, redis_url)
+        yield Running(proc, address, key, platform_key, dsn, redis_url)
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for service in (redis, postgres):
+            try:
+                service.stop()
+            except Exception as exc:  # keep cleaning up
+                print(f"warning: stopping {type(service).__name__}: {exc}", file=sys.stderr)
+        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def bench_write(client: MemoryClient, e5: E5, texts: list[str]) -> dict:
@@ -235,39 +274,18 @@ def main() -> int:
     turns, questions = load_locomo()
     texts = memory_texts(turns, args.memories)
 
-    data_dir = Path(tempfile.mkdtemp(prefix="memplane-bench-", dir="/tmp"))
-    data_dir.chmod(0o755)  # the unprivileged postgres user must traverse it
-    postgres, redis, proc = EmbeddedPostgres(data_dir), EmbeddedRedis(data_dir), None
-    try:
-        dsn = postgres.start()
-        redis_url = redis.start()
-        proc, address, key, _ = start_server(data_dir, dsn, redis_url)
+    with running_server() as server:
         e5 = E5()
-        with MemoryClient(address, key) as client:
+        with MemoryClient(server.address, server.key) as client:
             w = bench_write(client, e5, texts)
-            server_rss = rss_mb(proc.pid)
-            s = bench_search(client, e5, dsn, questions, args.queries)
-        total_s = time.perf_counter() - started
-        report(env, args.memories, w, s, server_rss, total_s)
-        if args.json:
-            args.json.write_text(json.dumps({"environment": env, "memories": args.memories, "write": w,
-                                             "search": s, "server_rss_mb": server_rss, "total_s": total_s},
-                                            indent=2))
-        return 0
-    finally:
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        for service in (redis, postgres):
-            try:
-                service.stop()
-            except Exception as exc:  # keep cleaning up
-                print(f"warning: stopping {type(service).__name__}: {exc}", file=sys.stderr)
-        shutil.rmtree(data_dir, ignore_errors=True)
+            server_rss = rss_mb(server.proc.pid)
+            s = bench_search(client, e5, server.dsn, questions, args.queries)
+    total_s = time.perf_counter() - started
+    report(env, args.memories, w, s, server_rss, total_s)
+    if args.json:
+        args.json.write_text(json.dumps({"environment": env, "memories": args.memories, "write": w,
+                                         "search": s, "server_rss_mb": server_rss, "total_s": total_s}, indent=2))
+    return 0
 
 
 if __name__ == "__main__":

@@ -11,20 +11,15 @@ from __future__ import annotations
 
 import argparse
 import random
-import shutil
-import signal
 import statistics
 import sys
-import tempfile
 import time
 import uuid
-from pathlib import Path
 
-from foundation import pct, start_server
+from foundation import pct, running_server
 from memplane import AdminClient, MemoryClient
 from memplane.errors import NotFoundError
 
-from memplane_server.embedded import EmbeddedPostgres, EmbeddedRedis
 
 
 def timed_get(client: MemoryClient, memory_id: str) -> float:
@@ -40,14 +35,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--probes", type=int, default=300)
     args = ap.parse_args()
-    data_dir = Path(tempfile.mkdtemp(prefix="memplane-probe-", dir="/tmp"))
-    data_dir.chmod(0o755)
-    postgres, redis, proc = EmbeddedPostgres(data_dir), EmbeddedRedis(data_dir), None
-    try:
-        proc, address, key_a, platform = start_server(data_dir, postgres.start(), redis.start())
-        with AdminClient(address, platform) as admin:
+    with running_server("memplane-probe-") as server:
+        with AdminClient(server.address, server.platform_key) as admin:
             key_b = admin.create_tenant("prober", create_admin_key=True).admin_key.secret
-        with MemoryClient(address, key_a) as a, MemoryClient(address, key_b) as b:
+        with MemoryClient(server.address, server.key) as a, MemoryClient(server.address, key_b) as b:
             foreign = [m.id for m in a.write([{"content": f"A's memory {i}", "kind": "fact"}
                                               for i in range(64)]).memories]
             own = [m.id for m in b.write([{"content": f"B's memory {i}", "kind": "fact"}
@@ -62,20 +53,13 @@ def main() -> int:
                 rng.shuffle(probes)
                 for kind, memory_id in probes:
                     kinds[kind].append(timed_get(b, memory_id))
-        print(f"GetMemory by tenant B, {args.probes} probes each, ms")
-        print(f"  {'':12} {'p50':>7} {'p95':>7} {'mean':>7}")
-        for kind, values in kinds.items():
-            print(f"  {kind:12} {pct(values, 50):7.2f} {pct(values, 95):7.2f} {statistics.mean(values):7.2f}")
-        ratio = pct(kinds["foreign id"], 50) / pct(kinds["unknown id"], 50)
-        print(f"  p50 foreign/unknown: {ratio:.2f} (same timing class when close to 1)")
-        return 0
-    finally:
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=30)
-        redis.stop()
-        postgres.stop()
-        shutil.rmtree(data_dir, ignore_errors=True)
+    print(f"GetMemory by tenant B, {args.probes} probes each, ms")
+    print(f"  {'':12} {'p50':>7} {'p95':>7} {'mean':>7}")
+    for kind, values in kinds.items():
+        print(f"  {kind:12} {pct(values, 50):7.2f} {pct(values, 95):7.2f} {statistics.mean(values):7.2f}")
+    ratio = pct(kinds["foreign id"], 50) / pct(kinds["unknown id"], 50)
+    print(f"  p50 foreign/unknown: {ratio:.2f} (same timing class when close to 1)")
+    return 0
 
 
 if __name__ == "__main__":

