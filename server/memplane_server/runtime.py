@@ -17,9 +17,11 @@ from .embedded._process import write_private_file
 from .llm.embedders import create_embedder
 from .llm.chat import ChatModel
 from .services.admin import AdminService
+from .services.context import ContextService
 from .services.deps import Deps
 from .services.working import WorkingService
 from .settings import Settings
+from .stores.postgres.contexts import ContextStore
 from .stores.postgres.jobs import JobStore
 from .stores.postgres.memories import MemoryStore
 from .stores.postgres.migrations import migrate
@@ -29,7 +31,7 @@ from .stores.redis.idempotency import IdempotencyStore
 from .stores.redis.rate_limit import RateLimiter
 from .stores.redis.working import WorkingStore
 from .telemetry import setup_telemetry
-from .worker.runner import JobRunner
+from .worker.runner import IDLE_POLL_SECONDS, JobRunner
 
 log = logging.getLogger(__name__)
 SCHEMA_DIM = 384
@@ -130,6 +132,7 @@ class Runtime:
         tenancy = TenancyStore(self.pool)
         self.deps = Deps(
             settings=s, memories=MemoryStore(self.pool, default_max_memories=s.max_memories_per_tenant), tenancy=tenancy, jobs=JobStore(self.pool),
+            contexts=ContextStore(self.pool),
             working=WorkingStore(self.redis_client, s.working_max_items), embedder=embedder, llm=model,
         )
         if s.bootstrap_tenant:
@@ -156,6 +159,19 @@ async def sweep_working_memory(deps: Deps, runner: JobRunner) -> None:
         await runner.wait(deps.settings.working_sweep_seconds)
 
 
+async def build_turn_windows(deps: Deps, runner: JobRunner) -> None:
+    """Builds windows of marked sessions until the runner is told to stop."""
+    windows = ContextService(deps)
+    while not runner.stopping:
+        try:
+            built = await windows.refresh_next()
+        except Exception:  # a lost connection or a failed embedding: the lease runs out, the session comes back
+            log.exception("building turn windows failed")
+            built = False
+        if not built:
+            await runner.wait(IDLE_POLL_SECONDS)
+
+
 async def serve(settings: Settings, database_url: str, redis_url: str, *, ready: asyncio.Event | None = None) -> None:
     """Serves until SIGTERM/SIGINT, then drains: NOT_SERVING, finish in-flight calls, close pools."""
     from grpc_health.v1 import health_pb2
@@ -175,6 +191,8 @@ async def serve(settings: Settings, database_url: str, redis_url: str, *, ready:
     tasks = [asyncio.create_task(r.run_forever()) for r in runners]
     if settings.workers and settings.working_promote:
         tasks.append(asyncio.create_task(sweep_working_memory(deps, runners[0])))
+    if settings.workers and settings.context_window:
+        tasks.append(asyncio.create_task(build_turn_windows(deps, runners[0])))
     await server.start()
     for name in ("", *SERVICE_NAMES):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)

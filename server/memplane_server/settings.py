@@ -42,9 +42,12 @@ class Settings(BaseSettings):
     search_default_top_k: int = Field(10, ge=1)
     search_max_top_k: int = Field(100, ge=1)
     search_candidates: int = Field(50, ge=1, description="candidates per retrieval channel before fusion")
+    context_window: int = Field(
+        1, ge=0, le=5, description="neighbouring turns each side that a session turn is also indexed with; 0 = off"
+    )
     hnsw_ef_search: int = Field(100, ge=1)
     channel_weights: dict[str, float] = Field(
-        default_factory=lambda: {"vector": 1.0, "keyword": 1.4, "working": 1.0},
+        default_factory=lambda: {"vector": 1.0, "keyword": 1.4, "vector_context": 1.0, "keyword_context": 1.0, "working": 1.0},
         description="weight of each retrieval channel in reciprocal rank fusion, JSON",
     )
     recency_lambdas: dict[str, float] = Field(

@@ -189,6 +189,7 @@ def stats(response: svc_pb.GetStatsResponse) -> types.Stats:
         by_kind={c.key: c.count for c in response.by_kind},
         by_status={c.key: c.count for c in response.by_status},
         newest_time=time_field(response, "newest_time"),
+        sessions_awaiting_context=response.sessions_awaiting_context,
     )
 
 

@@ -182,6 +182,8 @@ class Stats:
     by_kind: dict[str, int]
     by_status: dict[str, int]
     newest_time: datetime | None
+    # Sessions whose neighbouring-turn windows are still being built; search is complete at 0.
+    sessions_awaiting_context: int = 0
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from ..llm.embedders import Embedder
 from ..llm.chat import ChatModel
 from ..settings import Settings
+from ..stores.postgres.contexts import ContextStore
 from ..stores.postgres.jobs import JobStore
 from ..stores.postgres.memories import MemoryStore
 from ..stores.postgres.tenancy import TenancyStore
@@ -18,6 +19,7 @@ class Deps:
     memories: MemoryStore
     tenancy: TenancyStore
     jobs: JobStore
+    contexts: ContextStore
     working: WorkingStore
     embedder: Embedder
     llm: ChatModel | None

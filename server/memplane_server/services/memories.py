@@ -156,4 +156,6 @@ class MemoriesService:
 
     async def stats(self, caller: Caller, f: MemoryFilter) -> dict[str, Any]:
         caller.require_tenant()
-        return await self.deps.memories.stats(caller, f if f.statuses else replace(f, statuses=tuple(Status)))
+        stats = await self.deps.memories.stats(caller, f if f.statuses else replace(f, statuses=tuple(Status)))
+        stats["awaiting_context"] = await self.deps.contexts.backlog(caller)
+        return stats

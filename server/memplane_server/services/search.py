@@ -123,12 +123,15 @@ class SearchService:
         persistent = any(layer is not Layer.WORKING for layer in q.filter.layers) or not q.filter.layers
         tasks: dict[str, asyncio.Future] = {}
         if persistent:
-            tasks["vector"] = asyncio.ensure_future(
-                self.deps.memories.vector_search(caller, q.filter, query_vector, limit=limit, as_of=q.as_of)
-            )
-            if tsquery:
-                tasks["keyword"] = asyncio.ensure_future(self.deps.memories.keyword_search(
-                    caller, q.filter, tsquery, limit=limit * KEYWORD_POOL, as_of=q.as_of))
+            store = self.deps.memories
+            for suffix, windows in (("", False), ("_context", True)):
+                if windows and not self.deps.settings.context_window:
+                    continue
+                tasks[f"vector{suffix}"] = asyncio.ensure_future(store.vector_search(
+                    caller, q.filter, query_vector, limit=limit, as_of=q.as_of, windows=windows))
+                if tsquery:
+                    tasks[f"keyword{suffix}"] = asyncio.ensure_future(store.keyword_search(
+                        caller, q.filter, tsquery, limit=limit * KEYWORD_POOL, as_of=q.as_of, windows=windows))
         if q.filter.session_id and q.filter.wants_layer(Layer.WORKING) and q.as_of is None:
             tasks["working"] = asyncio.ensure_future(self._working_channel(caller, q, query_vector, limit))
         wants_preferences = persistent and (not q.filter.kinds or Kind.PREFERENCE in q.filter.kinds)
@@ -138,8 +141,9 @@ class SearchService:
                 caller, preferences, query_vector, limit=ALWAYS_PREFERENCES, as_of=q.as_of))
         gathered: dict[str, list[Scored]] = dict(zip(tasks, await asyncio.gather(*tasks.values())))
         always = [s.record for s in gathered.pop("preferences", [])]
-        if "keyword" in gathered:
-            gathered["keyword"] = rescore_keyword(query_tokens, gathered["keyword"])[:limit]
+        for channel in ("keyword", "keyword_context"):
+            if channel in gathered:
+                gathered[channel] = rescore_keyword(query_tokens, gathered[channel])[:limit]
         results = gathered
 
         records: dict[str, MemoryRecord] = {}

@@ -462,17 +462,19 @@ class StatCount(_message.Message):
     def __init__(self, key: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
 
 class GetStatsResponse(_message.Message):
-    __slots__ = ("total", "by_scope", "by_layer", "by_kind", "by_status", "newest_time")
+    __slots__ = ("total", "by_scope", "by_layer", "by_kind", "by_status", "newest_time", "sessions_awaiting_context")
     TOTAL_FIELD_NUMBER: _ClassVar[int]
     BY_SCOPE_FIELD_NUMBER: _ClassVar[int]
     BY_LAYER_FIELD_NUMBER: _ClassVar[int]
     BY_KIND_FIELD_NUMBER: _ClassVar[int]
     BY_STATUS_FIELD_NUMBER: _ClassVar[int]
     NEWEST_TIME_FIELD_NUMBER: _ClassVar[int]
+    SESSIONS_AWAITING_CONTEXT_FIELD_NUMBER: _ClassVar[int]
     total: int
     by_scope: _containers.RepeatedCompositeFieldContainer[StatCount]
     by_layer: _containers.RepeatedCompositeFieldContainer[StatCount]
     by_kind: _containers.RepeatedCompositeFieldContainer[StatCount]
     by_status: _containers.RepeatedCompositeFieldContainer[StatCount]
     newest_time: _timestamp_pb2.Timestamp
-    def __init__(self, total: _Optional[int] = ..., by_scope: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_layer: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_kind: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_status: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., newest_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    sessions_awaiting_context: int
+    def __init__(self, total: _Optional[int] = ..., by_scope: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_layer: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_kind: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_status: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., newest_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., sessions_awaiting_context: _Optional[int] = ...) -> None: ...

@@ -13,6 +13,7 @@ import numpy as np
 
 from ...core.caller import Caller
 from ...core.model import HistoryEntry, MemoryFilter, MemoryRecord, Status
+from .contexts import WINDOW_KINDS, mark_sessions
 from .memory_writes import StoredDraft, WriteTransaction, append_history
 from .session import caller_session
 from .sql import (
@@ -40,6 +41,11 @@ _TSVECTOR_ENTRY = re.compile(r"'((?:[^']|'')*)'(?::([\d,]+))?")
 def parse_tsvector(text: str) -> dict[str, int]:
     """`'camp':3 'carolin':1,5` -> {"camp": 1, "carolin": 2}."""
     return {m.group(1): len(m.group(2).split(",")) if m.group(2) else 1 for m in _TSVECTOR_ENTRY.finditer(text)}
+
+
+async def _unwindow(conn: asyncpg.Connection, changed: Sequence[MemoryRecord]) -> None:
+    """Windows holding a changed or forgotten turn's text are emptied and queued for rebuilding."""
+    await mark_sessions(conn, [(r.tenant_id, r.session_id) for r in changed if r.kind.value in WINDOW_KINDS], clear=True)
 
 
 class MemoryStore:
@@ -84,27 +90,33 @@ class MemoryStore:
         return [record_from_row(r) for r in rows]
 
     async def vector_search(
-        self, caller: Caller, f: MemoryFilter, query: np.ndarray, *, limit: int, as_of: datetime | None
+        self, caller: Caller, f: MemoryFilter, query: np.ndarray, *, limit: int, as_of: datetime | None,
+        windows: bool = False,
     ) -> list[Scored]:
+        """Nearest memories by their own vector, or (windows) by their turn window's."""
+        column = "m.context_embedding" if windows else "m.embedding"
         p = Params(query)
-        where = [visibility(caller, p), *filter_clauses(f, p, as_of=as_of), "m.embedding IS NOT NULL"]
+        where = [visibility(caller, p), *filter_clauses(f, p, as_of=as_of), f"{column} IS NOT NULL"]
         async with self.session(caller) as conn:
             rows = await conn.fetch(
-                f"SELECT {MEMORY_COLUMNS}, 1 - (m.embedding <=> $1) AS similarity FROM memories m"
-                f" WHERE {' AND '.join(where)} ORDER BY m.embedding <=> $1 LIMIT {p.add(limit)}",
+                f"SELECT {MEMORY_COLUMNS}, 1 - ({column} <=> $1) AS similarity FROM memories m"
+                f" WHERE {' AND '.join(where)} ORDER BY {column} <=> $1 LIMIT {p.add(limit)}",
                 *p.values,
             )
         return [Scored(record_from_row(r), float(r["similarity"])) for r in rows]
 
     async def keyword_search(
-        self, caller: Caller, f: MemoryFilter, tsquery: str, *, limit: int, as_of: datetime | None
+        self, caller: Caller, f: MemoryFilter, tsquery: str, *, limit: int, as_of: datetime | None,
+        windows: bool = False,
     ) -> list[Scored]:
+        """Memories whose tokens (or turn window's tokens) match, with the matched tokens' counts."""
+        column = "m.context_keywords" if windows else "m.keywords"
         p = Params(tsquery)
-        where = [visibility(caller, p), *filter_clauses(f, p, as_of=as_of), "m.keywords @@ to_tsquery('simple', $1)"]
+        where = [visibility(caller, p), *filter_clauses(f, p, as_of=as_of), f"{column} @@ to_tsquery('simple', $1)"]
         async with self.session(caller) as conn:
             rows = await conn.fetch(
-                f"SELECT {MEMORY_COLUMNS}, ts_rank(m.keywords, to_tsquery('simple', $1), 1) AS rank,"
-                f" m.keywords::text AS terms FROM memories m WHERE {' AND '.join(where)}"
+                f"SELECT {MEMORY_COLUMNS}, ts_rank({column}, to_tsquery('simple', $1), 1) AS rank,"
+                f" {column}::text AS terms FROM memories m WHERE {' AND '.join(where)}"
                 f" ORDER BY rank DESC, m.created_at DESC LIMIT {p.add(limit)}",
                 *p.values,
             )
@@ -154,6 +166,7 @@ class MemoryStore:
                 return None
             record = record_from_row(row)
             await append_history(conn, [record], action, actor, reason)
+            await _unwindow(conn, [record])
         return record
 
     async def supersede(
@@ -170,6 +183,7 @@ class MemoryStore:
             )
             records = [record_from_row(r) for r in rows]
             await append_history(conn, records, action, actor, reason)
+            await _unwindow(conn, records)
         return records
 
     async def forget(
@@ -199,7 +213,9 @@ class MemoryStore:
                 rows = await conn.fetch(f"SELECT m.id FROM memories m WHERE {cond} ORDER BY m.created_at", *p.values)
                 return len(rows), [r["id"] for r in rows][:_MAX_LISTED_IDS]
             if hard:
-                rows = await conn.fetch(f"SELECT m.tenant_id, m.id FROM memories m WHERE {cond} FOR UPDATE", *p.values)
+                rows = await conn.fetch(
+                    f"SELECT m.tenant_id, m.id, m.session_id, m.kind FROM memories m WHERE {cond} FOR UPDATE", *p.values
+                )
                 tenants, ids_ = [r["tenant_id"] for r in rows], [r["id"] for r in rows]
                 # Hard delete is erasure: the history of the content goes too, one marker stays.
                 # History is changed while its memory still exists, which row-level security checks.
@@ -220,6 +236,9 @@ class MemoryStore:
                     tenants,
                     ids_,
                 )
+                await mark_sessions(
+                    conn, [(r["tenant_id"], r["session_id"]) for r in rows if r["kind"] in WINDOW_KINDS], clear=True
+                )
                 return len(rows), ids_[:_MAX_LISTED_IDS]
             rows = await conn.fetch(
                 f"UPDATE memories m SET status = 'deleted', updated_at = clock_timestamp() WHERE {cond}"
@@ -228,6 +247,7 @@ class MemoryStore:
             )
             records = [record_from_row(r) for r in rows]
             await append_history(conn, records, "deleted", actor, reason)
+            await _unwindow(conn, records)
             return len(records), [r.id for r in records][:_MAX_LISTED_IDS]
 
     async def history(

@@ -14,6 +14,7 @@ import numpy as np
 from ...core.caller import Caller
 from ...core.model import MemoryDraft, MemoryRecord, Scope, Status
 from ...core.observations import DEDUP_KINDS, normalized, reobserved_confidence, write_lock
+from .contexts import WINDOW_KINDS, mark_sessions
 from .sql import MEMORY_COLUMNS, Params, record_from_row, record_to_json, writable
 
 
@@ -83,6 +84,9 @@ class WriteTransaction:
         records = [await self._one(s) for s in items]
         if cap and count + self.inserted > cap:
             raise QuotaExceeded(count, cap)
+        await mark_sessions(
+            self.conn, [(r.tenant_id, r.session_id) for r in records if r.kind.value in WINDOW_KINDS], clear=False
+        )
         return records
 
     async def _one(self, s: StoredDraft) -> MemoryRecord:

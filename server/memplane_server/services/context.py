@@ -1,0 +1,40 @@
+"""Builds the windows of neighbouring turns in the background, session by session.
+
+A write only marks its sessions (one row upsert in its transaction), so windows cost the
+write path nothing; the worker embeds each changed window once, shortly after.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from ..core.tokens import keyword_tokens
+from ..core.windows import windows_to_build
+from .deps import Deps
+
+log = logging.getLogger(__name__)
+
+LEASE_SECONDS = 300.0
+
+
+class ContextService:
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+        self.store = deps.contexts
+
+    async def refresh_next(self) -> bool:
+        """Rebuilds the changed windows of one marked session; False when none is waiting."""
+        leased = await self.store.lease_next(LEASE_SECONDS)
+        if leased is None:
+            return False
+        tenant_id, session_id = leased["tenant_id"], leased["session_id"]
+        turns = await self.store.session_turns(tenant_id, session_id)
+        built = windows_to_build(turns, self.deps.settings.context_window, self.deps.embedder.model_id)
+        keywords = await asyncio.to_thread(lambda: [" ".join(keyword_tokens(w.text)) for w in built])
+        shared = [w for w in built if not w.alone]
+        vectors = await self.deps.embedder.embed_passages([w.text for w in shared]) if shared else []
+        vector_of = {w.id: v for w, v in zip(shared, vectors)}
+        await self.store.save(tenant_id, [(w, k, vector_of.get(w.id)) for w, k in zip(built, keywords)])
+        await self.store.finish(tenant_id, session_id, leased["marked_at"])
+        return True
+
