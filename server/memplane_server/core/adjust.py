@@ -7,6 +7,7 @@ from datetime import datetime
 
 from .intent import INTENT_KINDS, Intent
 from .model import Kind, MemoryRecord
+from .time_expressions import TimeRange
 
 INTENT_BONUS = 1.3
 
@@ -28,3 +29,16 @@ def recency(memory: MemoryRecord, now: datetime, lambdas: dict[str, float]) -> f
 def confidence_weight(memory: MemoryRecord) -> float:
     # Halves the score of a memory nobody believes, leaves a certain one as it is.
     return 0.5 + 0.5 * memory.confidence
+
+
+OUT_OF_TIME = 0.5
+
+
+def valid_time_weight(memory: MemoryRecord, span: TimeRange | None) -> float:
+    """A structured fact that did not hold during the time the query asks about is a weaker answer
+    to it ("what was my city in 2022?" is not answered by the city since 2023)."""
+    if span is None or memory.entity is None:
+        return 1.0
+    start = memory.valid_from or memory.occurred_at
+    held = (start is None or start < span.end) and (memory.valid_to is None or memory.valid_to > span.start)
+    return 1.0 if held else OUT_OF_TIME

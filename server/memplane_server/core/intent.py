@@ -26,7 +26,7 @@ _PATTERNS: list[tuple[Intent, re.Pattern[str]]] = [
         r"\b(where are we|what('s| is) the (status|state)|current (status|state|progress)|what are we (doing|working on)|"
         r"progress)\b|进展|进度|现在在|目前", re.I)),
     (Intent.FACT, re.compile(
-        r"\b(what('s| is| are)|who('s| is)|which|when('s| is)|where('s| is| does| do)|what does)\b|"
+        r"\b(what('s| is| are| was| were)|who('s| is| was)|which|when('s| is| was)|where('s| is| was| does| do)|what does)\b|"
         r"是什么|是谁|在哪|哪里|什么时候|多少", re.I)),
 ]
 
@@ -45,3 +45,18 @@ def detect_intent(query: str) -> Intent:
         if pattern.search(query):
             return intent
     return Intent.NONE
+
+# Which channel answers which intent; Search multiplies that channel's fusion weight.
+INTENT_CHANNELS: dict[Intent, dict[str, float]] = {
+    Intent.FACT: {"exact": 2.0},
+    Intent.HISTORY: {"exact": 2.0, "time": 1.5},
+    Intent.STATE: {"working": 1.5},
+    Intent.HOW_TO: {},
+    Intent.NONE: {},
+}
+
+
+def routed_weights(intent: Intent, weights: dict[str, float]) -> dict[str, float]:
+    """Fusion weights with the intent's channels raised."""
+    boost = INTENT_CHANNELS[intent]
+    return {**weights, **{ch: weights.get(ch, 1.0) * factor for ch, factor in boost.items()}}

@@ -29,7 +29,7 @@ ENGLISH_STOPWORDS = frozenset(
     why will with would you your yours yourself yourselves i'm it's don't""".split()
 )
 CHINESE_STOPWORDS = frozenset(
-    "的 了 和 是 在 我 有 就 不 人 都 一 一个 也 很 到 说 要 去 你 会 着 没有 看 好 自己 这 那 吗 呢 吧 啊 呀 与 及 而 之 其 或 被 把 给 让 他 她 它 们 我们 你们 他们".split()
+    "什么 哪些 哪里 谁 的 了 和 是 在 我 有 就 不 人 都 一 一个 也 很 到 说 要 去 你 会 着 没有 看 好 自己 这 那 吗 呢 吧 啊 呀 与 及 而 之 其 或 被 把 给 让 他 她 它 们 我们 你们 他们".split()
 )
 
 
@@ -57,6 +57,30 @@ def keyword_tokens(text: str) -> list[str]:
         elif (token := _english(word)) is not None:
             out.append(token)
     return out
+
+
+# Structured facts about the person an agent serves use the entity "user" (llm/extraction.py).
+_FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "我", "我的", "自己"})
+MAX_LOOKUP_NAMES = 64
+
+
+def lookup_names(text: str) -> list[str]:
+    """Lowercase names a query may use for a fact's entity or attribute: its words (not stemmed),
+    adjacent pairs joined by a space, "_" or "-", Chinese words, and "user" for first person."""
+    words: list[str] = []
+    for match in _WORD.finditer(text.lower()):
+        word = match.group(0)
+        if _CJK.match(word):
+            words.extend(t for t in _segment(word) if t.strip())
+        else:
+            words.append(word.removesuffix("'s"))
+    names = ["user"] if _FIRST_PERSON & set(words) else []
+    content = [w for w in words if w not in ENGLISH_STOPWORDS and w not in CHINESE_STOPWORDS]
+    names.extend(content)
+    for left, right in zip(content, content[1:]):
+        joints = ("",) if _CJK.match(left) else (" ", "_", "-")
+        names.extend(f"{left}{joint}{right}" for joint in joints)
+    return list(dict.fromkeys(names))[:MAX_LOOKUP_NAMES]
 
 
 def tsquery_from_tokens(tokens: list[str]) -> str:

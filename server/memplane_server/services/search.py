@@ -1,5 +1,7 @@
-"""Search: vector and keyword channels (and the session's working memory) run concurrently,
-fused by reciprocal rank fusion, weighted by scope, cut to top_k and a token budget."""
+"""Search: the retrieval channels (services/search_channels.py) and the session's working memory
+run concurrently, are fused by weighted reciprocal rank fusion routed by the query's intent,
+adjusted (scope, kind intent, recency, confidence), optionally reranked by an LLM, and cut to
+top_k and a token budget."""
 from __future__ import annotations
 
 import asyncio
@@ -10,20 +12,24 @@ from datetime import datetime, timezone
 
 import numpy as np
 
+from ..core.adjust import confidence_weight, kind_bonus, recency, valid_time_weight
+from ..core.bm25 import bm25_scores
 from ..core.caller import Caller
 from ..core.errors import invalid
-from ..core.fusion import reciprocal_rank_fusion
-from ..core.adjust import confidence_weight, kind_bonus, recency
-from ..core.bm25 import bm25_scores
-from ..core.intent import detect_intent
+from ..core.fusion import RRF_K, reciprocal_rank_fusion
+from ..core.intent import detect_intent, routed_weights
 from ..core.model import (
     DEFAULT_SCOPE_ORDER, Kind, Layer, MemoryFilter, MemoryRecord, Scope, ScoreComponent, SearchHit,
 )
-from ..core.observations import normalized
+from ..core.ranking import ALWAYS_PREFERENCES, collapse_duplicates, include_preferences, within_budget
+from ..core.time_expressions import parse_time_range
 from ..core.timezones import parse_time_zone
-from ..core.tokens import keyword_tokens, tsquery_from_tokens
+from ..core.tokens import keyword_tokens, lookup_names, tsquery_from_tokens
+from ..llm.query_rewrite import QueryRewriter
+from ..llm.rerank import MAX_CANDIDATES, Reranker
 from ..stores.postgres.memories import Scored
 from .deps import Deps
+from .search_channels import QueryParts, plan_channels
 from .working import WorkingService, item_to_record
 
 log = logging.getLogger(__name__)
@@ -42,54 +48,10 @@ class SearchQuery:
     time_zone: str | None = None
 
 
-ALWAYS_PREFERENCES = 3
-# The keyword channel reads this many times its share of candidates, so that BM25's term
-# statistics see the common words for what they are before the list is cut.
-KEYWORD_POOL = 4
-
-
 def rescore_keyword(query_tokens: list[str], candidates: list[Scored]) -> list[Scored]:
     scores = bm25_scores(query_tokens, [s.terms or {} for s in candidates])
     ranked = sorted(zip(scores, range(len(candidates))), key=lambda pair: (-pair[0], pair[1]))
     return [Scored(candidates[i].record, score) for score, i in ranked if score > 0]
-
-
-def collapse_duplicates(hits: list[SearchHit]) -> list[SearchHit]:
-    """Keeps the best of hits that say the same thing (same kind, same normalised text)."""
-    seen: set[tuple[str, str]] = set()
-    kept = []
-    for hit in hits:
-        key = (hit.memory.kind.value, normalized(hit.memory.content))
-        if key not in seen:
-            seen.add(key)
-            kept.append(hit)
-    return kept
-
-
-def include_preferences(
-    hits: list[SearchHit], preferences: list[MemoryRecord], top_k: int, *, explain: bool
-) -> list[SearchHit]:
-    """Preferences in scope are always in the answer (DESIGN §4): the closest few take the last
-    places if ranking left them out."""
-    present = {str(h.memory.id) for h in hits}
-    missing = [p for p in preferences if str(p.id) not in present][: min(ALWAYS_PREFERENCES, top_k)]
-    if not missing:
-        return hits
-    floor = min((h.score for h in hits), default=0.0)
-    kept = hits[: max(0, top_k - len(missing))]
-    extra = [
-        SearchHit(p, floor, [ScoreComponent("preference_floor", floor, 0, "preferences in scope are always included")]
-                  if explain else [])
-        for p in missing
-    ]
-    return kept + extra
-
-
-def approx_tokens(text: str) -> int:
-    # About four characters a token for English; CJK runs closer to one a character, so
-    # take the larger estimate to stay inside the caller's budget.
-    cjk = sum(1 for ch in text if "\u3400" <= ch <= "\u9fff")
-    return max(len(text) // 4, cjk) + 1
 
 
 class SearchService:
@@ -103,7 +65,6 @@ class SearchService:
             raise invalid("QUERY_REQUIRED", "query must not be empty or blank")
         if len(q.text.encode()) > s.max_query_bytes:
             raise invalid("QUERY_TOO_LARGE", f"query is over {s.max_query_bytes} bytes", limit=str(s.max_query_bytes))
-        parse_time_zone(q.time_zone)
         if q.top_k < 0 or q.token_budget < 0:
             raise invalid("INVALID_LIMIT", "top_k and token_budget must not be negative")
         for weight in q.scope_weights.values():
@@ -114,53 +75,58 @@ class SearchService:
 
     async def search(self, caller: Caller, q: SearchQuery) -> list[SearchHit]:
         top_k = self._check(q)
+        zone = parse_time_zone(q.time_zone)
         caller.require_tenant()
-        limit = max(self.deps.settings.search_candidates, top_k)
-        query_tokens = keyword_tokens(q.text)
-        tsquery = tsquery_from_tokens(query_tokens)
-        query_vector = await self.deps.embedder.embed_query(q.text)
+        settings = self.deps.settings
+        limit = max(settings.search_candidates, top_k)
+        now = q.as_of or datetime.now(timezone.utc)
 
-        persistent = any(layer is not Layer.WORKING for layer in q.filter.layers) or not q.filter.layers
-        tasks: dict[str, asyncio.Future] = {}
-        if persistent:
-            store = self.deps.memories
-            for suffix, windows in (("", False), ("_context", True)):
-                if windows and not self.deps.settings.context_window:
-                    continue
-                tasks[f"vector{suffix}"] = asyncio.ensure_future(store.vector_search(
-                    caller, q.filter, query_vector, limit=limit, as_of=q.as_of, windows=windows))
-                if tsquery:
-                    tasks[f"keyword{suffix}"] = asyncio.ensure_future(store.keyword_search(
-                        caller, q.filter, tsquery, limit=limit * KEYWORD_POOL, as_of=q.as_of, windows=windows))
+        def read_text():  # segmentation and pattern matching: CPU work, off the event loop
+            tokens = keyword_tokens(q.text)
+            return tokens, lookup_names(q.text), detect_intent(q.text), parse_time_range(q.text, now, zone)
+
+        (tokens, names, intent, span), vector = await asyncio.gather(
+            asyncio.to_thread(read_text), self.deps.embedder.embed_query(q.text))
+        parts = QueryParts(vector, tsquery_from_tokens(tokens), names, intent, span)
+        plan = plan_channels(self.deps.memories, settings, caller, q.filter, parts, limit=limit, as_of=q.as_of)
+        runs = {name: asyncio.ensure_future(run()) for name, run in plan.items()}
         if q.filter.session_id and q.filter.wants_layer(Layer.WORKING) and q.as_of is None:
-            tasks["working"] = asyncio.ensure_future(self._working_channel(caller, q, query_vector, limit))
-        wants_preferences = persistent and (not q.filter.kinds or Kind.PREFERENCE in q.filter.kinds)
-        if wants_preferences:
-            preferences = replace(q.filter, kinds=(Kind.PREFERENCE,))
-            tasks["preferences"] = asyncio.ensure_future(self.deps.memories.vector_search(
-                caller, preferences, query_vector, limit=ALWAYS_PREFERENCES, as_of=q.as_of))
-        gathered: dict[str, list[Scored]] = dict(zip(tasks, await asyncio.gather(*tasks.values())))
-        always = [s.record for s in gathered.pop("preferences", [])]
+            runs["working"] = asyncio.ensure_future(self._working_channel(caller, q, vector, limit))
+        if plan and (not q.filter.kinds or Kind.PREFERENCE in q.filter.kinds):
+            runs["preferences"] = asyncio.ensure_future(self.deps.memories.vector_search(
+                caller, replace(q.filter, kinds=(Kind.PREFERENCE,)), vector, limit=ALWAYS_PREFERENCES, as_of=q.as_of))
+        if plan and settings.search_rewrite:
+            runs["rewrites"] = asyncio.ensure_future(self._rewrite_channels(caller, q, limit))
+        results: dict[str, list[Scored]] = dict(zip(runs, await asyncio.gather(*runs.values())))
+        always = [s.record for s in results.pop("preferences", [])]
+        results.update(results.pop("rewrites", {}))
         for channel in ("keyword", "keyword_context"):
-            if channel in gathered:
-                gathered[channel] = rescore_keyword(query_tokens, gathered[channel])[:limit]
-        results = gathered
+            if channel in results:
+                results[channel] = rescore_keyword(tokens, results[channel])[:limit]
+        weights = routed_weights(intent, settings.channel_weights)
+        weights.update({ch: weights.get("rewrite", 1.0) for ch in results if ch.startswith("rewrite")})
+        hits = self._adjusted(q, results, weights, parts, now)
+        hits = collapse_duplicates(hits)
+        if settings.search_rerank:
+            hits = await self._reranked(q.text, hits, top_k, explain=q.explain)
+        hits = include_preferences(hits[:top_k], always, top_k, explain=q.explain)
+        hits = within_budget(hits, q.token_budget)
+        self._mark_used(caller, [h.memory.id for h in hits if h.memory.layer is not Layer.WORKING])
+        return hits
 
+    def _adjusted(self, q: SearchQuery, results: dict[str, list[Scored]], weights: dict[str, float],
+                  parts: QueryParts, now: datetime) -> list[SearchHit]:
         records: dict[str, MemoryRecord] = {}
         signals: dict[str, dict[str, float]] = {}
         for channel, scored in results.items():
             for s in scored:
                 key = str(s.record.id)
-                records[key] = s.record
+                records.setdefault(key, s.record)
                 signals.setdefault(key, {})[channel] = s.score
-        fused = reciprocal_rank_fusion(
-            {ch: [str(s.record.id) for s in sc] for ch, sc in results.items()}, self.deps.settings.channel_weights
-        )
-
-        order = q.scope_order or DEFAULT_SCOPE_ORDER
-        intent = detect_intent(q.text)
-        now = q.as_of or datetime.now(timezone.utc)
+        fused = reciprocal_rank_fusion({ch: [str(s.record.id) for s in sc] for ch, sc in results.items()}, weights)
         lambdas = self.deps.settings.recency_lambdas
+        intent, span = parts.intent, parts.time_range
+        asked = f"query asks about {span.matched!r}" if span else "query names no time"
         hits = []
         for key, (rrf, ranks) in fused.items():
             record = records[key]
@@ -169,36 +135,54 @@ class SearchService:
                 ("kind_intent", kind_bonus(intent, record.kind), f"query intent {intent.value}, kind {record.kind.value}"),
                 ("recency", recency(record, now, lambdas), f"exp(-{lambdas.get(record.kind.value, 0.0)} * age_days)"),
                 ("confidence", confidence_weight(record), f"0.5 + 0.5 * confidence {record.confidence:.2f}"),
+                ("valid_time", valid_time_weight(record, span), asked),
             ]
             score = rrf * math.prod(value for _, value, _ in factors)
             explanation = []
             if q.explain:
                 explanation = [
-                    ScoreComponent(ch, signals[key][ch], ranks[ch], f"{ch} channel") for ch in results if ch in ranks
+                    ScoreComponent(ch, signals[key][ch], ranks[ch], f"{ch} channel, weight {weights.get(ch, 1.0):g}")
+                    for ch in results if ch in ranks
                 ]
-                explanation.append(ScoreComponent("rrf", rrf, 0, "weighted reciprocal rank fusion, k=60"))
+                explanation.append(ScoreComponent("rrf", rrf, 0, f"weighted reciprocal rank fusion, k={RRF_K}"))
                 explanation.extend(ScoreComponent(name, value, 0, detail) for name, value, detail in factors)
             hits.append(SearchHit(record, score, explanation))
+        order = q.scope_order or DEFAULT_SCOPE_ORDER
         rank_of_scope = {scope: i for i, scope in enumerate(order)}
         hits.sort(key=lambda h: (-h.score, rank_of_scope.get(h.memory.scope, len(order))))
-        hits = collapse_duplicates([h for h in hits if h.score > 0])[:top_k]
-        hits = include_preferences(hits, always, top_k, explain=q.explain)
-        hits = self._within_budget(hits, q.token_budget)
-        self._mark_used(caller, [h.memory.id for h in hits if h.memory.layer is not Layer.WORKING])
-        return hits
+        return [h for h in hits if h.score > 0]
 
-    @staticmethod
-    def _within_budget(hits: list[SearchHit], budget: int) -> list[SearchHit]:
-        if not budget:
+    async def _rewrite_channels(self, caller: Caller, q: SearchQuery, limit: int) -> dict[str, list[Scored]]:
+        """Nearest memories to each LLM rephrasing of the query; nothing when the model fails."""
+        try:
+            rewrites = await asyncio.wait_for(
+                QueryRewriter(self.deps.llm).rewrite(q.text), self.deps.settings.search_llm_timeout_seconds)
+            vectors = [await self.deps.embedder.embed_query(text) for text in rewrites]
+        except Exception as exc:  # an optional stage: the search goes on without it
+            log.warning("query rewrite failed, searching without it: %s", exc)
+            return {}
+        found = await asyncio.gather(*(
+            self.deps.memories.vector_search(caller, q.filter, v, limit=limit, as_of=q.as_of) for v in vectors))
+        return {f"rewrite{i}": scored for i, scored in enumerate(found, 1)}
+
+    async def _reranked(self, text: str, hits: list[SearchHit], top_k: int, *, explain: bool) -> list[SearchHit]:
+        """The LLM orders the leading candidates; hits keep the scores of the places they take, so
+        scores still fall down the list. On failure the fused order stands."""
+        pool = hits[:MAX_CANDIDATES]
+        try:
+            order = await asyncio.wait_for(
+                Reranker(self.deps.llm).rerank(text, [(str(h.memory.id), h.memory.content) for h in pool], len(pool)),
+                self.deps.settings.search_llm_timeout_seconds)
+        except Exception as exc:  # an optional stage: the fused order is a fine answer
+            log.warning("rerank failed, keeping the fused order: %s", exc)
             return hits
-        kept, used = [], 0
-        for hit in hits:
-            cost = approx_tokens(hit.memory.content)
-            if kept and used + cost > budget:
-                break
-            kept.append(hit)
-            used += cost
-        return kept
+        by_id = {str(h.memory.id): h for h in pool}
+        reranked = []
+        for place, memory_id in enumerate(order):
+            hit = by_id[memory_id]
+            note = [ScoreComponent("rerank", pool[place].score, place + 1, f"LLM rerank, was #{pool.index(hit) + 1}")]
+            reranked.append(SearchHit(hit.memory, pool[place].score, hit.explanation + note if explain else []))
+        return reranked + hits[MAX_CANDIDATES:]
 
     async def _working_channel(self, caller: Caller, q: SearchQuery, query_vector: np.ndarray, limit: int) -> list[Scored]:
         contents = await WorkingService(self.deps).contents(caller, q.filter.session_id or "", with_vectors=True)

@@ -11,7 +11,7 @@ from ...core.caller import Caller
 from ...core.windows import SessionTurn, Window
 from .session import caller_session
 
-WINDOW_KINDS = ("turn", "event")
+WINDOW_KINDS = ("turn",)
 
 
 async def mark_sessions(conn: asyncpg.Connection, pairs: Sequence[tuple[str, str | None]], *, clear: bool) -> None:

@@ -13,6 +13,7 @@ import numpy as np
 
 from ...core.caller import Caller
 from ...core.model import HistoryEntry, MemoryFilter, MemoryRecord, Status
+from ...core.time_expressions import TimeRange
 from .contexts import WINDOW_KINDS, mark_sessions
 from .memory_writes import StoredDraft, WriteTransaction, append_history
 from .session import caller_session
@@ -121,6 +122,29 @@ class MemoryStore:
                 *p.values,
             )
         return [Scored(record_from_row(r), float(r["rank"]), parse_tsvector(r["terms"])) for r in rows]
+
+    async def fact_lookup(
+        self, caller: Caller, f: MemoryFilter, names: Sequence[str], *, limit: int, as_of: datetime | None,
+        valid: TimeRange | None = None,
+    ) -> list[Scored]:
+        """Structured facts whose entity or attribute is one of the names (lowercase), and (valid)
+        that held at some time in the range; facts naming both first, then the newest. The score
+        is how many of the two matched."""
+        p = Params(list(names))
+        where = [visibility(caller, p), *filter_clauses(f, p, as_of=as_of), "m.entity IS NOT NULL",
+                 "(lower(m.entity) = ANY($1::text[]) OR lower(m.attribute) = ANY($1::text[]))"]
+        if valid is not None:
+            where.append(f"coalesce(m.valid_from, m.occurred_at) < {p.add(valid.end)}")
+            where.append(f"(m.valid_to IS NULL OR m.valid_to > {p.add(valid.start)})")
+        async with self.session(caller) as conn:
+            rows = await conn.fetch(
+                f"SELECT {MEMORY_COLUMNS}, (lower(m.entity) = ANY($1::text[]))::int"
+                f" + (coalesce(lower(m.attribute) = ANY($1::text[]), false))::int AS matched"
+                f" FROM memories m WHERE {' AND '.join(where)}"
+                f" ORDER BY matched DESC, m.valid_from DESC NULLS LAST, m.created_at DESC LIMIT {p.add(limit)}",
+                *p.values,
+            )
+        return [Scored(record_from_row(r), float(r["matched"])) for r in rows]
 
     async def mark_used(self, caller: Caller, ids: Sequence[uuid.UUID]) -> None:
         """Usage counters; only rows the caller may change (a read-only domain member's hits stay as they are)."""

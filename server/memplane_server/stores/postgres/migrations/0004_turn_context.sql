@@ -1,4 +1,4 @@
--- Context for short turns: a turn or event of a session is also indexed as a window of its
+-- Context for short turns: a turn of a session is also indexed as a window of its
 -- neighbouring turns, because the answer to a question is often in the reply, not in the
 -- turn that names the topic. Windows are built in the background (services/context.py);
 -- context_of is a fingerprint of the window text and model they were built from.
@@ -37,7 +37,7 @@ BEGIN
         UPDATE memories m SET context_embedding = NULL, context_keywords = ''::tsvector, context_of = ''
             FROM unnest(tenant_ids, session_ids) AS s(tenant_id, session_id)
             WHERE m.tenant_id = s.tenant_id AND m.session_id = s.session_id
-              AND m.kind IN ('turn', 'event') AND m.context_of IS DISTINCT FROM '';
+              AND m.kind = 'turn' AND m.context_of IS DISTINCT FROM '';
     END IF;
     INSERT INTO context_queue AS q (tenant_id, session_id)
         SELECT DISTINCT s.tenant_id, s.session_id FROM unnest(tenant_ids, session_ids) AS s(tenant_id, session_id)
@@ -52,4 +52,4 @@ GRANT EXECUTE ON FUNCTION mp_mark_context(text[], text[], boolean) TO memplane_a
 -- Existing sessions get their windows once the worker runs.
 INSERT INTO context_queue (tenant_id, session_id)
     SELECT DISTINCT tenant_id, session_id FROM memories
-    WHERE session_id IS NOT NULL AND kind IN ('turn', 'event');
+    WHERE session_id IS NOT NULL AND kind = 'turn';
