@@ -11,7 +11,9 @@ foundation.py does), writes the data through the SDK and queries every question:
   evidence ids among the top k, averaged over questions of categories 1-4 that have evidence
   (category 5, adversarial, reported apart).
 - MADial zh (madial-zh-memory.jsonl, madial-zh-dialogue-dev.jsonl): every memory is one
-  memory, kind "event", content = the event text (scene and emotion only in metadata),
+  memory, kind "event", content = the event text, context = "<scene>，<emotion>" (the
+  benchmark's authors embed scene, emotion and event together; context is embedded with the
+  content), scene and emotion also in metadata,
   session_id and user_id "madial-<user-id>", occurred_at = its date. The query is the
   dialogue before the first test turn ("<BOD>" dropped), as the benchmark's own embedding
   evaluation does, cut to its last lines if over the server's 8 KB query limit; searched in
@@ -133,9 +135,9 @@ def run_madial(client: MemoryClient, folder: Path) -> dict:
     dialogues = [json.loads(ln) for ln in (folder / "madial-zh-dialogue-dev.jsonl").read_text().splitlines() if ln.strip()]
     items = []
     for mid, m in memories.items():
-        item = {"content": m["event"], "kind": "event", "session_id": f"madial-{m['user-id']}",
-                "user_id": f"madial-{m['user-id']}", "metadata": {"madial_id": str(mid), "scene": m["scene"],
-                                                                  "emotion": m["emotion"]}}
+        item = {"content": m["event"], "context": f"{m['scene']}，{m['emotion']}", "kind": "event",
+                "session_id": f"madial-{m['user-id']}", "user_id": f"madial-{m['user-id']}",
+                "metadata": {"madial_id": str(mid), "scene": m["scene"], "emotion": m["emotion"]}}
         try:
             item["occurred_at"] = datetime.strptime(m["time"], "%Y-%m-%d").replace(tzinfo=timezone.utc)
         except (ValueError, KeyError, TypeError):

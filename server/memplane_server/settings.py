@@ -49,7 +49,7 @@ class Settings(BaseSettings):
     channel_weights: dict[str, float] = Field(
         default_factory=lambda: {
             "vector": 1.0, "keyword": 1.4, "vector_context": 1.0, "keyword_context": 1.0, "exact": 1.0, "time": 1.0,
-            "working": 1.0, "rewrite": 0.7,
+            "last_turn": 1.0, "working": 1.0, "rewrite": 0.7,
         },
         description="weight of each retrieval channel in reciprocal rank fusion, JSON",
     )

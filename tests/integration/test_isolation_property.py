@@ -54,6 +54,7 @@ from memplane_server.services.forget import ForgetService
 from memplane_server.services.memories import MemoriesService
 from memplane_server.services.operations import OperationsService
 from memplane_server.services.reflect import ReflectInput, ReflectService, Task
+from memplane_server.services.context import ContextService
 from memplane_server.services.search import SearchQuery, SearchService
 from memplane_server.services.working import WorkingService
 from memplane_server.services.write import WriteService
@@ -747,6 +748,27 @@ class IsolationMachine(RuleBasedStateMachine):
             m = self.check_visible("Search", c, r.id, r)
             if not matches(m, f, wanted):
                 raise Violation(f"Search: a {self.describe(m)} outside the filter {f}")
+
+    @action()
+    def build_windows(self) -> None:
+        self.run(self._build_windows())
+
+    async def _build_windows(self) -> None:
+        """The background builder runs; no window may then hold a word that no active turn of its
+        own session and visibility (tenant, scope, domain, agent) says."""
+        windows = ContextService(self.deps)
+        for _ in range(100):
+            if not await windows.refresh_next():
+                break
+        leaks = await self.deps.memories.pool.fetch(
+            "SELECT m.id, tok FROM memories m, unnest(tsvector_to_array(m.context_keywords)) AS tok"
+            " WHERE m.context_of <> '' AND NOT EXISTS (SELECT 1 FROM memories n"
+            "  WHERE n.tenant_id = m.tenant_id AND n.session_id = m.session_id AND n.scope = m.scope"
+            "  AND n.domain IS NOT DISTINCT FROM m.domain AND n.agent_id IS NOT DISTINCT FROM m.agent_id"
+            "  AND n.status = 'active' AND n.kind = 'turn' AND tok = ANY(tsvector_to_array(n.keywords)))"
+        )
+        if leaks:
+            raise Violation(f"turn windows hold words from outside their session and visibility: {leaks[:5]}")
 
     @action(who=callers, pick=targets)
     def get(self, who, pick) -> None:

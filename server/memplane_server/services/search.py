@@ -25,6 +25,7 @@ from ..core.ranking import ALWAYS_PREFERENCES, collapse_duplicates, include_pref
 from ..core.time_expressions import parse_time_range
 from ..core.timezones import parse_time_zone
 from ..core.tokens import keyword_tokens, lookup_names, tsquery_from_tokens
+from ..core.transcript import read_transcript
 from ..llm.query_rewrite import QueryRewriter
 from ..llm.rerank import MAX_CANDIDATES, Reranker
 from ..stores.postgres.memories import Scored
@@ -81,13 +82,20 @@ class SearchService:
         limit = max(settings.search_candidates, top_k)
         now = q.as_of or datetime.now(timezone.utc)
 
-        def read_text():  # segmentation and pattern matching: CPU work, off the event loop
-            tokens = keyword_tokens(q.text)
-            return tokens, lookup_names(q.text), detect_intent(q.text), parse_time_range(q.text, now, zone)
+        transcript = read_transcript(q.text)
+        text = transcript.text if transcript else q.text
 
-        (tokens, names, intent, span), vector = await asyncio.gather(
-            asyncio.to_thread(read_text), self.deps.embedder.embed_query(q.text))
-        parts = QueryParts(vector, tsquery_from_tokens(tokens), names, intent, span)
+        def read_text():  # segmentation and pattern matching: CPU work, off the event loop
+            tokens = keyword_tokens(text)
+            return tokens, lookup_names(text), detect_intent(text), parse_time_range(text, now, zone)
+
+        embeddings = [self.deps.embedder.embed_query(text)]
+        if transcript:
+            embeddings.append(self.deps.embedder.embed_query(transcript.last_turn))
+        (tokens, names, intent, span), *vectors = await asyncio.gather(asyncio.to_thread(read_text), *embeddings)
+        vector = vectors[0]
+        parts = QueryParts(vector, tsquery_from_tokens(tokens), names, intent, span,
+                           last_turn_vector=vectors[1] if transcript else None)
         plan = plan_channels(self.deps.memories, settings, caller, q.filter, parts, limit=limit, as_of=q.as_of)
         runs = {name: asyncio.ensure_future(run()) for name, run in plan.items()}
         if q.filter.session_id and q.filter.wants_layer(Layer.WORKING) and q.as_of is None:

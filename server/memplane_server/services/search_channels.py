@@ -30,6 +30,7 @@ class QueryParts:
     names: list[str]  # for the exact channel
     intent: Intent
     time_range: TimeRange | None
+    last_turn_vector: np.ndarray | None = None  # when the query is a transcript (core/transcript.py)
 
 
 Plan = dict[str, Callable[[], Awaitable[list[Scored]]]]
@@ -58,6 +59,8 @@ def plan_channels(
         if parts.tsquery:
             plan[f"keyword{suffix}"] = lambda w=windows: store.keyword_search(
                 caller, f, parts.tsquery, limit=limit * KEYWORD_POOL, as_of=as_of, windows=w)
+    if parts.last_turn_vector is not None:
+        plan["last_turn"] = lambda: store.vector_search(caller, f, parts.last_turn_vector, limit=limit, as_of=as_of)
     if parts.names:
         facts, valid = f, None
         if (parts.intent is Intent.HISTORY or parts.time_range is not None) and not f.statuses:
