@@ -138,3 +138,22 @@ async def test_a_time_range_outside_the_filter_runs_no_time_channel(deps, make_t
     hits = await search(deps, world.writer, "what shipped in May 2023",
                         filter=MemoryFilter(occurred_after=datetime(2024, 1, 1, tzinfo=timezone.utc)))
     assert hits == []
+
+
+async def test_a_transcript_query_also_searches_its_last_turn(deps, make_tenant):
+    world = await make_tenant()
+    stored = await WriteService(deps).write(world.writer, [
+        event("Bart won the 100 metres at the school sports day", datetime(2023, 3, 7, tzinfo=timezone.utc)),
+        event("Bart tried mango ice cream at the new shop", datetime(2023, 5, 15, tzinfo=timezone.utc)),
+    ])
+    transcript = ('<Bart>:"I am doing a magic show at the new year party!"\n<Assistant>:"Wonderful!"\n'
+                  '<Bart>:"I am nervous, like before my race at sports day"\n')
+    hits = await search(deps, world.writer, transcript)
+    assert hits[0].memory.id == stored[0].id
+    assert "last_turn" in channels(hits[0])
+
+
+async def test_a_single_question_runs_no_last_turn_channel(deps, make_tenant):
+    world = await make_tenant()
+    await WriteService(deps).write(world.writer, [event("Bart won the race", datetime(2023, 3, 7, tzinfo=timezone.utc))])
+    assert all("last_turn" not in channels(h) for h in await search(deps, world.writer, "Bart: did he win?"))
