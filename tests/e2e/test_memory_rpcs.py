@@ -1,6 +1,8 @@
 """Each MemoryService RPC over a real socket through the SDK: success and bad input."""
 from __future__ import annotations
 
+import time
+
 import grpc
 import pytest
 from memplane import MemoryClient, MemoryInput
@@ -206,3 +208,17 @@ def test_server_keeps_serving_after_bad_input(client):
         client.search("")
     client.write([{"content": "still alive", "kind": "fact"}])
     assert client.search("alive").hits
+
+
+def test_the_server_builds_turn_windows_in_the_background_and_search_uses_them(client):
+    client.write([
+        {"content": "Ana: where did you go last weekend?", "kind": "turn", "session_id": "trip"},
+        {"content": "Ben: we camped by Lake Tahoe", "kind": "turn", "session_id": "trip"},
+    ])
+    deadline = time.monotonic() + 60
+    while client.get_stats().sessions_awaiting_context:
+        assert time.monotonic() < deadline, "the server never built the windows"
+        time.sleep(0.2)
+    hits = client.search("Tahoe", session_id="trip", explain=True).hits
+    question = next(h for h in hits if h.memory.content.startswith("Ana"))
+    assert "keyword_context" in {c.name for c in question.explanation}
