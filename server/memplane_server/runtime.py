@@ -161,7 +161,7 @@ async def sweep_working_memory(deps: Deps, runner: JobRunner) -> None:
 
 async def build_turn_windows(deps: Deps, runner: JobRunner) -> None:
     """Builds windows of marked sessions until the runner is told to stop."""
-    windows = ContextService(deps)
+    windows = ContextService(deps, quiet_seconds=deps.settings.context_quiet_seconds)
     while not runner.stopping:
         try:
             built = await windows.refresh_next()

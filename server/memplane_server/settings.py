@@ -45,6 +45,9 @@ class Settings(BaseSettings):
     context_window: int = Field(
         1, ge=0, le=5, description="neighbouring turns each side that a session turn is also indexed with; 0 = off"
     )
+    context_quiet_seconds: float = Field(
+        2.0, ge=0, description="a session's windows are built once it has had no write for this long"
+    )
     hnsw_ef_search: int = Field(100, ge=1)
     channel_weights: dict[str, float] = Field(
         default_factory=lambda: {

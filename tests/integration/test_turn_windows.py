@@ -36,6 +36,15 @@ async def build_windows(deps, caller) -> None:
     raise AssertionError("windows were never built")
 
 
+async def drain_windows(deps) -> None:
+    """Builds every waiting session of every test, so the queue holds only what comes next."""
+    service = ContextService(deps)
+    for _ in range(5000):
+        if not await service.refresh_next():
+            return
+    raise AssertionError("the window queue never emptied")
+
+
 async def search(deps, caller, text: str, **kw):
     return await SearchService(deps).search(caller, SearchQuery(text, top_k=10, explain=True, **kw))
 
@@ -109,7 +118,7 @@ async def test_stats_count_sessions_until_their_windows_are_built(deps, make_ten
 
 async def test_a_builder_that_read_before_a_forget_cannot_save_the_old_window(deps, make_tenant):
     world = await make_tenant()
-    await build_windows(deps, world.writer)  # nothing of ours yet; drains the shared queue
+    await drain_windows(deps)
     kept, gone = await WriteService(deps).write(world.writer, turns("Hal: the password?", "Ivy: thistle"))
     leased = await deps.contexts.lease_next(60)
     assert leased["tenant_id"] == world.tenant_id
@@ -120,3 +129,11 @@ async def test_a_builder_that_read_before_a_forget_cannot_save_the_old_window(de
     assert by_words(await search(deps, world.writer, "thistle")) == []
     await build_windows(deps, world.writer)
     assert by_words(await search(deps, world.writer, "thistle")) == []
+
+
+async def test_a_session_still_being_written_waits_for_a_quiet_moment(deps, make_tenant):
+    world = await make_tenant()
+    await drain_windows(deps)
+    await WriteService(deps).write(world.writer, turns("Jo: hi", "Kim: hello"))
+    assert not await ContextService(deps, quiet_seconds=60).refresh_next()
+    assert await ContextService(deps, quiet_seconds=0).refresh_next()

@@ -1,7 +1,9 @@
 """Builds the windows of neighbouring turns in the background, session by session.
 
 A write only marks its sessions (one row upsert in its transaction), so windows cost the
-write path nothing; the worker embeds each changed window once, shortly after.
+write path nothing. The server's worker takes a session once it has been quiet for a moment
+(MEMPLANE_CONTEXT_QUIET_SECONDS): a session being written in bursts is built once after the
+burst, not once a batch, and bulk loads keep the CPU for their own embeddings.
 """
 from __future__ import annotations
 
@@ -18,13 +20,14 @@ LEASE_SECONDS = 300.0
 
 
 class ContextService:
-    def __init__(self, deps: Deps) -> None:
+    def __init__(self, deps: Deps, *, quiet_seconds: float = 0.0) -> None:
         self.deps = deps
         self.store = deps.contexts
+        self.quiet_seconds = quiet_seconds
 
     async def refresh_next(self) -> bool:
         """Rebuilds the changed windows of one marked session; False when none is waiting."""
-        leased = await self.store.lease_next(LEASE_SECONDS)
+        leased = await self.store.lease_next(LEASE_SECONDS, self.quiet_seconds)
         if leased is None:
             return False
         tenant_id, session_id = leased["tenant_id"], leased["session_id"]

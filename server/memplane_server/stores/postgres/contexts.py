@@ -30,17 +30,19 @@ class ContextStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
 
-    async def lease_next(self, lease_seconds: float) -> asyncpg.Record | None:
-        """The session marked longest ago that no worker holds; a crashed worker's lease runs out."""
+    async def lease_next(self, lease_seconds: float, quiet_seconds: float = 0.0) -> asyncpg.Record | None:
+        """The session marked longest ago, and not for quiet_seconds, that no worker holds; a
+        crashed worker's lease runs out."""
         return await self.pool.fetchrow(
             """
             UPDATE context_queue SET leased_until = clock_timestamp() + make_interval(secs => $1)
             WHERE (tenant_id, session_id) = (
                 SELECT tenant_id, session_id FROM context_queue WHERE leased_until <= clock_timestamp()
+                AND marked_at <= clock_timestamp() - make_interval(secs => $2)
                 ORDER BY marked_at LIMIT 1 FOR UPDATE SKIP LOCKED)
             RETURNING tenant_id, session_id, marked_at
             """,
-            lease_seconds,
+            lease_seconds, quiet_seconds,
         )
 
     async def session_turns(self, tenant_id: str, session_id: str) -> list[SessionTurn]:
