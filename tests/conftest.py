@@ -38,3 +38,13 @@ def services_urls():
         redis.stop()
         postgres.stop()
         shutil.rmtree(data, ignore_errors=True)
+
+
+@pytest.fixture
+def fake_llm():
+    """A local OpenAI-compatible server standing in for an LLM provider (tests/support/fake_llm.py)."""
+    from tests.support.fake_llm import FakeLLM
+
+    fake = FakeLLM().start()
+    yield fake
+    fake.stop()

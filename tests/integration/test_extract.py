@@ -17,17 +17,10 @@ from memplane_server.services.memories import MemoriesService
 from memplane_server.services.search import SearchQuery, SearchService
 from memplane_server.services.write import WriteService
 from memplane_server.worker.runner import JobRunner
-from tests.support.fake_llm import FakeLLM, Reply
+from tests.support.fake_llm import Reply
 from tests.support.jobs import run_jobs_until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-
-
-@pytest.fixture
-def fake_llm():
-    fake = FakeLLM().start()
-    yield fake
-    fake.stop()
 
 
 @pytest.fixture

@@ -19,13 +19,6 @@ CANDIDATES = [
 
 
 @pytest.fixture
-def fake_llm():
-    fake = FakeLLM().start()
-    yield fake
-    fake.stop()
-
-
-@pytest.fixture
 def chat(fake_llm):
     return ChatModel("openai/test-model", api_base=fake_llm.api_base, api_key="k", timeout=2)
 

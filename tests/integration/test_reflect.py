@@ -14,7 +14,7 @@ from memplane_server.services.operations import OperationsService, OperationView
 from memplane_server.services.reflect import ReflectInput, ReflectService, Task, TaskStep
 from memplane_server.services.write import WriteService
 from memplane_server.worker.runner import JobRunner
-from tests.support.fake_llm import FakeLLM, Reply
+from tests.support.fake_llm import Reply
 from tests.support.jobs import run_jobs_until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -31,13 +31,6 @@ GOOD = json.dumps({
 def draft(content: str, **kw) -> MemoryDraft:
     return MemoryDraft(**{**dict(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.FACT,
                                  content=content, session_id="s1"), **kw})
-
-
-@pytest.fixture
-def fake_llm():
-    fake = FakeLLM().start()
-    yield fake
-    fake.stop()
 
 
 @pytest.fixture

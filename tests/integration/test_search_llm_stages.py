@@ -11,17 +11,10 @@ from memplane_server.core.model import Kind, MemoryDraft
 from memplane_server.llm.chat import ChatModel
 from memplane_server.services.search import SearchQuery, SearchService
 from memplane_server.services.write import WriteService
-from tests.support.fake_llm import FakeLLM, Reply
+from tests.support.fake_llm import Reply
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 TEXTS = ["The build cache lives in S3", "Deploys need two approvals", "Rollbacks use the previous image tag"]
-
-
-@pytest.fixture
-def fake_llm():
-    fake = FakeLLM().start()
-    yield fake
-    fake.stop()
 
 
 def with_stages(deps, fake_llm, **stages):

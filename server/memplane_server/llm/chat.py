@@ -2,6 +2,7 @@
 top_p 0.9, the answer parsed by the caller's schema and asked for once more when malformed."""
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from typing import TypeVar
@@ -21,6 +22,18 @@ def strip_fences(text: str) -> str:
     if cleaned.startswith("```"):
         cleaned = cleaned.strip("`").removeprefix("json").strip()
     return cleaned
+
+
+def json_answer(text: str, list_key: str) -> dict:
+    """The model's answer as a JSON object holding a list under list_key; raises MalformedOutput
+    otherwise (so the caller's parse fails and ChatModel asks once more)."""
+    try:
+        data = json.loads(strip_fences(text))
+    except json.JSONDecodeError as exc:
+        raise MalformedOutput(f"not JSON: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get(list_key), list):
+        raise MalformedOutput(f"expected an object with a {list_key!r} list")
+    return data
 
 
 class ChatModel:

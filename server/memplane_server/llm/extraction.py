@@ -2,11 +2,10 @@
 the model proposes operations (ADD / UPDATE / DELETE / NOOP) on structured facts."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from ..core.model import Kind
-from .chat import ChatModel, MalformedOutput, strip_fences
+from .chat import ChatModel, MalformedOutput, json_answer
 
 OPERATIONS = ("ADD", "UPDATE", "DELETE", "NOOP")
 MAX_OPERATIONS = 30
@@ -75,14 +74,10 @@ def render_input(known: list[KnownFact], context: list[Turn], new: list[Turn], n
 
 def parse_operations(text: str, turn_ids: set[str]) -> list[Operation]:
     """Validates the model's answer against the schema; raises MalformedOutput."""
-    try:
-        data = json.loads(strip_fences(text))
-    except json.JSONDecodeError as exc:
-        raise MalformedOutput(f"not JSON: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("operations"), list):
-        raise MalformedOutput("expected an object with an 'operations' list")
+    data = json_answer(text, "operations")
+    operations = data["operations"]
     out = []
-    for item in data["operations"][:MAX_OPERATIONS]:
+    for item in operations[:MAX_OPERATIONS]:
         if not isinstance(item, dict):
             raise MalformedOutput("each operation must be an object")
         op = str(item.get("op", "")).upper()

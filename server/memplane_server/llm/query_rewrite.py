@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from ..core.observations import normalized
-from .chat import ChatModel, MalformedOutput, strip_fences
+from .chat import ChatModel, MalformedOutput, json_answer
 
 MAX_ALTERNATIVES = 3
 MAX_QUERY_CHARS = 500
@@ -21,17 +21,13 @@ Return ONLY a JSON object: {"queries": ["...", "..."]}"""
 def parse_rewrites(text: str, query: str) -> list[str]:
     """The model's alternatives, without the original, duplicates, blanks or overlong ones, at most
     MAX_ALTERNATIVES; raises MalformedOutput when the answer is not {"queries": [strings]}."""
-    try:
-        data = json.loads(strip_fences(text))
-    except json.JSONDecodeError as exc:
-        raise MalformedOutput(f"not JSON: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("queries"), list):
-        raise MalformedOutput("expected an object with a 'queries' list")
-    if not all(isinstance(q, str) for q in data["queries"]):
+    data = json_answer(text, "queries")
+    queries = data["queries"]
+    if not all(isinstance(q, str) for q in queries):
         raise MalformedOutput("each query must be a string")
     seen = {normalized(query)}
     out = []
-    for candidate in (q.strip() for q in data["queries"]):
+    for candidate in (q.strip() for q in queries):
         key = normalized(candidate)
         # An overlong "phrasing" is the model rambling, not a query; cutting it would search half a sentence.
         if not key or key in seen or len(candidate) > MAX_QUERY_CHARS:

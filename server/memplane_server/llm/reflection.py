@@ -1,11 +1,10 @@
 """The reflection prompt: asks a model for typed memories, validates them."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from ..core.model import Kind
-from .chat import ChatModel, MalformedOutput, strip_fences
+from .chat import ChatModel, MalformedOutput, json_answer
 
 ALLOWED_KINDS = {Kind.PREFERENCE, Kind.FACT, Kind.PROCEDURE, Kind.LESSON}
 MAX_ITEMS = 20
@@ -38,14 +37,10 @@ class Reflection:
 
 def parse_reflection(text: str) -> Reflection:
     """Validates the model's JSON answer against the schema; raises MalformedOutput."""
-    try:
-        data = json.loads(strip_fences(text))
-    except json.JSONDecodeError as exc:
-        raise MalformedOutput(f"not JSON: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("memories"), list):
-        raise MalformedOutput("expected an object with a 'memories' list")
+    data = json_answer(text, "memories")
+    memories = data["memories"]
     out = []
-    for item in data["memories"][:MAX_ITEMS]:
+    for item in memories[:MAX_ITEMS]:
         if not isinstance(item, dict):
             raise MalformedOutput("each memory must be an object")
         try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from .chat import ChatModel, MalformedOutput, strip_fences
+from .chat import ChatModel, MalformedOutput, json_answer
 
 MAX_CANDIDATES = 30
 MAX_TEXT_CHARS = 500
@@ -28,16 +28,12 @@ def parse_ranking(text: str, count: int) -> list[int]:
     """All indices 0..count-1: the model's picks first in its order, then the rest in their
     original order, so a short or sloppy ranking never drops a candidate. Out-of-range and
     repeated numbers are ignored; raises MalformedOutput unless the answer is {"ranking": [ints]}."""
-    try:
-        data = json.loads(strip_fences(text))
-    except json.JSONDecodeError as exc:
-        raise MalformedOutput(f"not JSON: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("ranking"), list):
-        raise MalformedOutput("expected an object with a 'ranking' list")
+    data = json_answer(text, "ranking")
+    ranking = data["ranking"]
     # bool is an int subclass; true/false are not text numbers.
-    if not all(isinstance(n, int) and not isinstance(n, bool) for n in data["ranking"]):
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in ranking):
         raise MalformedOutput("the ranking must list integers")
-    picked = dict.fromkeys(n - 1 for n in data["ranking"] if 1 <= n <= count)
+    picked = dict.fromkeys(n - 1 for n in ranking if 1 <= n <= count)
     return [*picked, *(i for i in range(count) if i not in picked)]
 
 
