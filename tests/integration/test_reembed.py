@@ -12,6 +12,7 @@ import pytest
 from memplane_server.core.errors import MemplaneError
 from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter
 from memplane_server.llm.embedders import LitellmEmbedder
+from memplane_server.services.context import ContextService
 from memplane_server.services.reembed import reembed
 from memplane_server.services.search import SearchQuery, SearchService
 from memplane_server.services.write import WriteService
@@ -54,6 +55,22 @@ async def test_reembed_moves_one_tenant_and_can_resume(deps, make_tenant, provid
     models = await deps.memories.pool.fetch("SELECT DISTINCT embedding_model FROM memories WHERE tenant_id = $1",
                                             world.tenant_id)
     assert [r["embedding_model"] for r in models] == ["openai/fake-embed"]
+
+
+async def test_reembedding_empties_the_turn_windows_of_the_old_model_and_queues_them(deps, make_tenant, provider):
+    world = await make_tenant()
+    await WriteService(deps).write(world.writer, [
+        MemoryDraft(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.TURN, content=text, session_id="chat")
+        for text in ("Ana: hi", "Ben: hello")
+    ])
+    service = ContextService(deps)
+    while await deps.contexts.backlog(world.writer):
+        await service.refresh_next()
+    await reembed(EmbeddingStore(deps.memories.pool), remote(provider), tenant_id=world.tenant_id, batch_size=10)
+    marks = await deps.memories.pool.fetch("SELECT context_of, context_embedding FROM memories WHERE tenant_id = $1",
+                                           world.tenant_id)
+    assert [(m["context_of"], m["context_embedding"]) for m in marks] == [("", None), ("", None)]
+    assert await deps.contexts.backlog(world.writer) == 1
 
 
 async def test_a_litellm_embedding_model_serves_writes_and_search(deps, make_tenant, provider):
