@@ -43,7 +43,7 @@ class Settings(BaseSettings):
     search_max_top_k: int = Field(100, ge=1)
     search_candidates: int = Field(50, ge=1, description="candidates per retrieval channel before fusion")
     context_window: int = Field(
-        1, ge=0, le=5, description="neighbouring turns each side that a session turn is also indexed with; 0 = off"
+        2, ge=0, le=5, description="neighbouring turns each side that a session turn is also indexed with; 0 = off"
     )
     context_quiet_seconds: float = Field(
         2.0, ge=0, description="a session's windows are built once it has had no write for this long"
@@ -51,7 +51,7 @@ class Settings(BaseSettings):
     hnsw_ef_search: int = Field(100, ge=1)
     channel_weights: dict[str, float] = Field(
         default_factory=lambda: {
-            "vector": 1.0, "keyword": 1.4, "vector_context": 1.0, "keyword_context": 1.0, "exact": 1.0, "time": 1.0,
+            "vector": 1.0, "keyword": 1.4, "vector_context": 1.0, "keyword_context": 1.4, "exact": 1.0, "time": 1.0,
             "last_turn": 1.0, "working": 1.0, "rewrite": 0.7,
         },
         description="weight of each retrieval channel in reciprocal rank fusion, JSON",
