@@ -7,7 +7,7 @@ import numpy as np
 
 from memplane_server.core.caller import Caller, Role
 from memplane_server.core.intent import Intent
-from memplane_server.core.model import Layer, MemoryFilter
+from memplane_server.core.model import Kind, Layer, MemoryFilter
 from memplane_server.core.time_expressions import TimeRange
 from memplane_server.services.search_channels import QueryParts, plan_channels, within
 from memplane_server.settings import Settings
@@ -25,15 +25,15 @@ def plan(p: QueryParts, f: MemoryFilter = MemoryFilter(), **settings) -> set[str
 
 
 def test_a_plain_query_runs_vector_keyword_their_window_twins_and_exact():
-    assert plan(parts()) == {"vector", "keyword", "vector_context", "keyword_context", "exact"}
+    assert plan(parts()) == {"vector", "keyword", "vector_context", "keyword_context", "exact", "preferences"}
 
 
 def test_window_channels_are_off_with_a_zero_window():
-    assert plan(parts(), context_window=0) == {"vector", "keyword", "exact"}
+    assert plan(parts(), context_window=0) == {"vector", "keyword", "exact", "preferences"}
 
 
 def test_a_query_of_stopwords_only_runs_no_keyword_or_exact_channel():
-    assert plan(parts(tsquery="", names=())) == {"vector", "vector_context"}
+    assert plan(parts(tsquery="", names=())) == {"vector", "vector_context", "preferences"}
 
 
 def test_a_named_time_adds_the_time_channel():
@@ -51,3 +51,7 @@ def test_within_narrows_the_filter_to_the_span():
 
 def test_within_gives_nothing_when_filter_and_span_do_not_meet():
     assert within(MemoryFilter(occurred_before=datetime(2023, 1, 1, tzinfo=timezone.utc)), MAY) is None
+
+
+def test_a_filter_on_other_kinds_fetches_no_preferences():
+    assert "preferences" not in plan(parts(), MemoryFilter(kinds=(Kind.FACT,)))

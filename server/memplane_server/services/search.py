@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 import numpy as np
@@ -19,9 +19,9 @@ from ..core.errors import invalid
 from ..core.fusion import RRF_K, reciprocal_rank_fusion
 from ..core.intent import detect_intent, routed_weights
 from ..core.model import (
-    DEFAULT_SCOPE_ORDER, Kind, Layer, MemoryFilter, MemoryRecord, Scope, ScoreComponent, SearchHit,
+    DEFAULT_SCOPE_ORDER, Layer, MemoryFilter, MemoryRecord, Scope, ScoreComponent, SearchHit,
 )
-from ..core.ranking import ALWAYS_PREFERENCES, collapse_duplicates, include_preferences, within_budget
+from ..core.ranking import collapse_duplicates, include_preferences, within_budget
 from ..core.time_expressions import parse_time_range
 from ..core.timezones import parse_time_zone
 from ..core.tokens import keyword_tokens, lookup_names, tsquery_from_tokens
@@ -30,7 +30,7 @@ from ..llm.query_rewrite import QueryRewriter
 from ..llm.rerank import MAX_CANDIDATES, Reranker
 from ..stores.postgres.memories import Scored
 from .deps import Deps
-from .search_channels import QueryParts, plan_channels
+from .search_channels import PREFERENCES, QueryParts, plan_channels
 from .working import WorkingService, item_to_record
 
 log = logging.getLogger(__name__)
@@ -100,13 +100,10 @@ class SearchService:
         runs = {name: asyncio.ensure_future(run()) for name, run in plan.items()}
         if q.filter.session_id and q.filter.wants_layer(Layer.WORKING) and q.as_of is None:
             runs["working"] = asyncio.ensure_future(self._working_channel(caller, q, vector, limit))
-        if plan and (not q.filter.kinds or Kind.PREFERENCE in q.filter.kinds):
-            runs["preferences"] = asyncio.ensure_future(self.deps.memories.vector_search(
-                caller, replace(q.filter, kinds=(Kind.PREFERENCE,)), vector, limit=ALWAYS_PREFERENCES, as_of=q.as_of))
         if plan and settings.search_rewrite:
             runs["rewrites"] = asyncio.ensure_future(self._rewrite_channels(caller, q, limit))
         results: dict[str, list[Scored]] = dict(zip(runs, await asyncio.gather(*runs.values())))
-        always = [s.record for s in results.pop("preferences", [])]
+        always = [s.record for s in results.pop(PREFERENCES, [])]
         results.update(results.pop("rewrites", {}))
         for channel in ("keyword", "keyword_context"):
             if channel in results:

@@ -11,7 +11,8 @@ import numpy as np
 
 from ..core.caller import Caller
 from ..core.intent import Intent
-from ..core.model import Layer, MemoryFilter, Status
+from ..core.model import Kind, Layer, MemoryFilter, Status
+from ..core.ranking import ALWAYS_PREFERENCES
 from ..core.time_expressions import TimeRange
 from ..settings import Settings
 from ..stores.postgres.memories import MemoryStore, Scored
@@ -19,6 +20,7 @@ from ..stores.postgres.memories import MemoryStore, Scored
 # The keyword channels read this many times their share of candidates, so that BM25's term
 # statistics see the common words for what they are before the list is cut.
 KEYWORD_POOL = 4
+PREFERENCES = "preferences"
 
 
 @dataclass(frozen=True)
@@ -71,4 +73,8 @@ def plan_channels(
         plan["exact"] = lambda: store.fact_lookup(caller, facts, parts.names, limit=limit, as_of=as_of, valid=valid)
     if parts.time_range is not None and (spanned := within(f, parts.time_range)) is not None:
         plan["time"] = lambda: store.vector_search(caller, spanned, parts.vector, limit=limit, as_of=as_of)
+    if not f.kinds or Kind.PREFERENCE in f.kinds:
+        # Not a ranking: the closest preferences are always in the answer (core/ranking.py).
+        plan[PREFERENCES] = lambda: store.vector_search(
+            caller, replace(f, kinds=(Kind.PREFERENCE,)), parts.vector, limit=ALWAYS_PREFERENCES, as_of=as_of)
     return plan
