@@ -45,6 +45,10 @@ class Settings(BaseSettings):
     context_window: int = Field(
         2, ge=0, le=5, description="neighbouring turns each side that a session turn is also indexed with; 0 = off"
     )
+    context_vectors: str = Field(
+        "embed", pattern="^(embed|average)$",
+        description="window vectors: embed the window's text, or average its turns' vectors (no embedding work)",
+    )
     context_quiet_seconds: float = Field(
         2.0, ge=0, description="a session's windows are built once it has had no write for this long"
     )

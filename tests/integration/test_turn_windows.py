@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+import numpy as np
 import pytest
 
 from memplane_server.core.windows import windows_to_build
@@ -122,7 +123,7 @@ async def test_a_builder_that_read_before_a_forget_cannot_save_the_old_window(de
     kept, gone = await WriteService(deps).write(world.writer, turns("Hal: the password?", "Ivy: thistle"))
     leased = await deps.contexts.lease_next(60)
     assert leased["tenant_id"] == world.tenant_id
-    stale = windows_to_build(await deps.contexts.session_turns(world.tenant_id, "s1"), 1, deps.embedder.model_id)
+    stale = windows_to_build(await deps.contexts.session_turns(world.tenant_id, "s1", with_vectors=False), 1, deps.embedder.model_id)
     await ForgetService(deps).forget(world.writer, ids=[str(gone.id)], f=None, hard=True, dry_run=False, reason="")
     await deps.contexts.save(world.tenant_id, [(w, "thistl", None) for w in stale])
     await deps.contexts.finish(world.tenant_id, "s1", leased["marked_at"])
@@ -137,3 +138,18 @@ async def test_a_session_still_being_written_waits_for_a_quiet_moment(deps, make
     await WriteService(deps).write(world.writer, turns("Jo: hi", "Kim: hello"))
     assert not await ContextService(deps, quiet_seconds=60).refresh_next()
     assert await ContextService(deps, quiet_seconds=0).refresh_next()
+
+
+async def test_averaged_windows_need_no_embedding_and_still_find_the_reply(deps, make_tenant):
+    from dataclasses import replace
+    averaging = replace(deps, settings=deps.settings.model_copy(update={"context_vectors": "average"}))
+    world = await make_tenant()
+    question, reply = await WriteService(deps).write(world.writer, turns(
+        "Lena: what is your dog called?", "Max: his name is Biscuit"))
+    await drain_windows(averaging)
+    rows = {r["id"]: r for r in await deps.memories.pool.fetch(
+        "SELECT id, context_embedding, embedding FROM memories WHERE id = ANY($1::uuid[])", [question.id, reply.id])}
+    mean = (rows[question.id]["embedding"].to_numpy() + rows[reply.id]["embedding"].to_numpy()) / 2
+    assert np.allclose(rows[question.id]["context_embedding"].to_numpy(), mean, atol=1e-6)
+    hits = {h.memory.id: h for h in await search(deps, world.writer, "Biscuit")}
+    assert "keyword_context" in channels(hits[question.id])

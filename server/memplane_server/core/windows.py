@@ -11,6 +11,8 @@ import hashlib
 from dataclasses import dataclass
 from itertools import groupby
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class SessionTurn:
@@ -18,6 +20,7 @@ class SessionTurn:
     group: tuple  # (scope, domain, agent_id): turns of one visibility share windows
     content: str
     fingerprint: str | None  # of the window it was last indexed with
+    vector: np.ndarray | None = None  # the turn's own, for windows averaged rather than embedded
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,7 @@ class Window:
     text: str
     fingerprint: str
     alone: bool  # no neighbours: the turn's own vector serves
+    members: tuple[SessionTurn, ...]
     replaces: str | None  # the fingerprint read with the turn; saving checks it is still there
 
 
@@ -33,8 +37,15 @@ def fingerprint(text: str, model: str) -> str:
     return hashlib.sha256(f"{model}\n{text}".encode()).hexdigest()[:32]
 
 
+def averaged(window: Window) -> np.ndarray:
+    """The mean of the members' own vectors: a window vector for no embedding work, a little less
+    precise than embedding the window's text (MEMPLANE_CONTEXT_VECTORS)."""
+    return np.mean(np.stack([t.vector for t in window.members]), axis=0).astype(np.float32)
+
+
 def windows_to_build(turns: list[SessionTurn], width: int, model: str) -> list[Window]:
-    """Windows whose text or model changed since they were indexed; `turns` in session order."""
+    """Windows whose text or model changed since they were indexed; `turns` in session order.
+    `model` names how window vectors are made (the embedding model, and averaging if so)."""
     out = []
     for _, members in groupby(turns, key=lambda t: t.group):
         run = list(members)
@@ -43,5 +54,6 @@ def windows_to_build(turns: list[SessionTurn], width: int, model: str) -> list[W
             text = "\n".join(t.content for t in around)
             mark = fingerprint(text, model)
             if mark != turn.fingerprint:
-                out.append(Window(turn.id, text, mark, alone=len(around) == 1, replaces=turn.fingerprint))
+                out.append(Window(turn.id, text, mark, alone=len(around) == 1, members=tuple(around),
+                                  replaces=turn.fingerprint))
     return out

@@ -11,7 +11,7 @@ import asyncio
 import logging
 
 from ..core.tokens import keyword_tokens
-from ..core.windows import windows_to_build
+from ..core.windows import averaged, windows_to_build
 from .deps import Deps
 
 log = logging.getLogger(__name__)
@@ -31,11 +31,17 @@ class ContextService:
         if leased is None:
             return False
         tenant_id, session_id = leased["tenant_id"], leased["session_id"]
-        turns = await self.store.session_turns(tenant_id, session_id)
-        built = windows_to_build(turns, self.deps.settings.context_window, self.deps.embedder.model_id)
+        average = self.deps.settings.context_vectors == "average"
+        turns = await self.store.session_turns(tenant_id, session_id, with_vectors=average)
+        # The way vectors are made is part of the fingerprint: changing it rebuilds every window.
+        how = f"{self.deps.embedder.model_id}+average" if average else self.deps.embedder.model_id
+        built = windows_to_build(turns, self.deps.settings.context_window, how)
         keywords = await asyncio.to_thread(lambda: [" ".join(keyword_tokens(w.text)) for w in built])
-        shared = [w for w in built if not w.alone]
-        vectors = await self.deps.embedder.embed_passages([w.text for w in shared]) if shared else []
+        shared = [w for w in built if not w.alone and (not average or all(t.vector is not None for t in w.members))]
+        if average:
+            vectors = [averaged(w) for w in shared]
+        else:
+            vectors = await self.deps.embedder.embed_passages([w.text for w in shared]) if shared else []
         vector_of = {w.id: v for w, v in zip(shared, vectors)}
         await self.store.save(tenant_id, [(w, k, vector_of.get(w.id)) for w, k in zip(built, keywords)])
         await self.store.finish(tenant_id, session_id, leased["marked_at"])

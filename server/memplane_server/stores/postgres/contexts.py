@@ -45,15 +45,18 @@ class ContextStore:
             lease_seconds, quiet_seconds,
         )
 
-    async def session_turns(self, tenant_id: str, session_id: str) -> list[SessionTurn]:
+    async def session_turns(self, tenant_id: str, session_id: str, *, with_vectors: bool) -> list[SessionTurn]:
         rows = await self.pool.fetch(
-            "SELECT id, scope, domain, agent_id, content, context_of FROM memories"
+            "SELECT id, scope, domain, agent_id, content, context_of,"
+            " CASE WHEN $4 THEN embedding END AS embedding FROM memories"
             " WHERE tenant_id = $1 AND session_id = $2 AND kind = ANY($3::text[]) AND status = 'active'"
             " ORDER BY scope, domain NULLS FIRST, agent_id NULLS FIRST, occurred_at, id",
-            tenant_id, session_id, list(WINDOW_KINDS),
+            tenant_id, session_id, list(WINDOW_KINDS), with_vectors,
         )
         return [
-            SessionTurn(r["id"], (r["scope"], r["domain"], r["agent_id"]), r["content"], r["context_of"]) for r in rows
+            SessionTurn(r["id"], (r["scope"], r["domain"], r["agent_id"]), r["content"], r["context_of"],
+                        r["embedding"].to_numpy() if r["embedding"] is not None else None)
+            for r in rows
         ]
 
     async def save(self, tenant_id: str, built: Sequence[tuple[Window, str, np.ndarray | None]]) -> None:
