@@ -27,7 +27,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
+import signal
 import statistics
 import sys
 import time
@@ -365,8 +367,14 @@ def main() -> int:
                                              "search": s, "server_rss_mb": rss, "total_s": total_s,
                                              "target_ratio": TARGET}, indent=2, ensure_ascii=False, default=str))
         if args.hold:
-            print(f"\nholding the database for {args.hold:.0f} s for inspection: {server.dsn}", flush=True)
-            time.sleep(args.hold)
+            print(f"\nholding the database for {args.hold:.0f} s for inspection (kill -TERM {os.getpid()} ends it"
+                  f" early; everything is still stopped and removed): {server.dsn}", flush=True)
+            # A background job ignores SIGINT, so SIGTERM ends the hold; short sleeps let the main
+            # thread see it whichever thread the signal lands on.
+            signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+            end = time.monotonic() + args.hold
+            while time.monotonic() < end:
+                time.sleep(1.0)
     return 0
 
 
