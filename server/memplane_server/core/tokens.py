@@ -13,8 +13,9 @@ import jieba
 import snowballstemmer
 
 jieba.setLogLevel(logging.WARNING)
-_STEMMER = snowballstemmer.stemmer("english")
-_jieba_ready = threading.Lock()
+# A snowball stemmer keeps the word being stemmed in the object, so threads sharing one corrupt
+# each other's words (seen as IndexError inside stemWord): each thread gets its own.
+_per_thread = threading.local()
 
 _WORD = re.compile(r"[0-9a-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f]+(?:'[a-z]+)?|[\u4e00-\u9fff\u3400-\u4dbf]+")
 _CJK = re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf]")
@@ -33,9 +34,16 @@ CHINESE_STOPWORDS = frozenset(
 )
 
 
+def _stemmer() -> snowballstemmer.stemmer:
+    stemmer = getattr(_per_thread, "stemmer", None)
+    if stemmer is None:
+        stemmer = _per_thread.stemmer = snowballstemmer.stemmer("english")
+    return stemmer
+
+
 def _segment(chunk: str) -> list[str]:
-    with _jieba_ready:  # jieba builds its dictionary lazily and not thread-safely
-        return jieba.lcut_for_search(chunk)
+    # jieba loads its dictionary once under its own lock; after that cutting only reads it.
+    return jieba.lcut_for_search(chunk)
 
 
 def _english(word: str) -> str | None:
@@ -44,7 +52,7 @@ def _english(word: str) -> str | None:
     if word in ENGLISH_STOPWORDS or (len(word) < 2 and not word.isdigit()):
         return None
     # Stems, so "camped" finds "camping" and "paint" finds "painting".
-    return _STEMMER.stemWord(word.replace("'", ""))
+    return _stemmer().stemWord(word.replace("'", ""))
 
 
 def keyword_tokens(text: str) -> list[str]:
