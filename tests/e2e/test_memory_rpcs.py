@@ -198,7 +198,9 @@ def test_another_tenants_memory_id_is_not_found_and_reveals_nothing(server, new_
         assert (err.value.reason, err.value.message) == (unknown.value.reason, unknown.value.message)
         with pytest.raises(NotFoundError):
             b.update_memory(secret.id, content="mine now")
-        assert b.forget(ids=[secret.id], hard=True).forgotten_count == 0
+        with pytest.raises(NotFoundError) as forget_err:
+            b.forget(ids=[secret.id], hard=True)
+        assert forget_err.value.reason == unknown.value.reason
         assert b.search("secret roadmap").hits == ()
         assert a.get_memory(secret.id).content == "A's secret roadmap"
 

@@ -990,17 +990,24 @@ class IsolationMachine(RuleBasedStateMachine):
         if c is None:
             return
         chosen = [self.target(c, t) for t in picks]
-        expected = {
-            k.id for _, k in chosen
-            if isinstance(k, Mem) and k.exists and can_change(c, k) and (hard or k.status is not Status.DELETED)
-        }
+        # Decided before the call, which may erase what the oracle knows of the targets.
+        blocked = next((k for _, k in chosen if not (self.readable(c, k) and can_change(c, k))), False)
+        readable = blocked is not False and self.readable(c, blocked)
+        expected = {k.id for _, k in chosen if isinstance(k, Mem) and (hard or k.status is not Status.DELETED)}
+        forget = ForgetService(self.deps)
         result, err = await self.mutate(
             "Forget(ids)", c,
-            ForgetService(self.deps).forget(
-                c, ids=[i for i, _ in chosen], f=None, hard=hard, dry_run=dry_run, reason="p"
-            ),
+            forget.forget(c, ids=[i for i, _ in chosen], f=None, hard=hard, dry_run=dry_run, reason="p"),
             dry_run=dry_run,
         )
+        if c.role in WRITING_ROLES and blocked is not False:
+            # As for feedback: the first id the caller may not change decides, before anything changes.
+            self.check_error("Forget(ids)", c, err, {Code.PERMISSION_DENIED} if readable else {Code.NOT_FOUND})
+            if len(chosen) == 1 and blocked is not None and not readable:
+                await self.check_like_unknown(
+                    "Forget(ids)", c, err,
+                    lambda i: forget.forget(c, ids=[i], f=None, hard=hard, dry_run=dry_run, reason="twin"))
+            return
         self.check_forgotten("Forget(ids)", c, result, err, expected)
 
     @action(who=callers, spec=forget_filter_specs, hard=st.booleans(), dry_run=st.booleans())

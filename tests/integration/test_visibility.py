@@ -80,9 +80,12 @@ async def test_update_of_an_invisible_memory_changes_nothing(deps, worlds):
 async def test_forget_by_id_or_filter_cannot_reach_other_tenants(deps, worlds):
     a, b, c, m = worlds
     forget = ForgetService(deps)
-    by_ids = await forget.forget(c.writer, ids=[str(x.id) for x in m.values()], f=None, hard=True, dry_run=False, reason="")
+    for x in m.values():
+        with pytest.raises(MemplaneError) as err:
+            await forget.forget(c.writer, ids=[str(x.id)], f=None, hard=True, dry_run=False, reason="")
+        assert err.value.code is Code.NOT_FOUND and err.value.reason == "MEMORY_NOT_FOUND"
     by_filter = await forget.forget(c.writer, ids=None, f=MemoryFilter(entity="secret"), hard=True, dry_run=False, reason="")
-    assert by_ids.count == 0 and by_filter.count == 0
+    assert by_filter.count == 0
     by_filter = await forget.forget(a.agent2, ids=None, f=MemoryFilter(session_id="shared-session"), hard=False,
                                     dry_run=True, reason="")
     assert m["private"].id not in by_filter.ids
@@ -129,8 +132,9 @@ async def test_read_only_member_sees_but_cannot_change_a_domain_memory(deps, wor
     assert err.value.code is Code.PERMISSION_DENIED and err.value.reason == "MEMORY_READ_ONLY"
     with pytest.raises(MemplaneError):
         await memories.feedback(b.writer, [str(m["domain"].id)], False, "")
-    result = await ForgetService(deps).forget(b.writer, ids=[str(m["domain"].id)], f=None, hard=True, dry_run=False, reason="")
-    assert result.count == 0
+    with pytest.raises(MemplaneError) as err:
+        await ForgetService(deps).forget(b.writer, ids=[str(m["domain"].id)], f=None, hard=True, dry_run=False, reason="")
+    assert err.value.code is Code.PERMISSION_DENIED and err.value.reason == "MEMORY_READ_ONLY"
 
 
 async def test_agent_key_cannot_change_its_tenants_global_memory(deps, worlds):
@@ -142,6 +146,7 @@ async def test_agent_key_cannot_change_its_tenants_global_memory(deps, worlds):
 
 async def test_agent_key_cannot_forget_its_tenants_global_memory(deps, worlds):
     a, b, c, m = worlds
-    result = await ForgetService(deps).forget(a.agent1, ids=[str(m["global"].id)], f=None, hard=True, dry_run=False,
-                                              reason="")
-    assert result.count == 0
+    with pytest.raises(MemplaneError) as err:
+        await ForgetService(deps).forget(a.agent1, ids=[str(m["global"].id)], f=None, hard=True, dry_run=False,
+                                         reason="")
+    assert err.value.code is Code.PERMISSION_DENIED and err.value.reason == "MEMORY_READ_ONLY"

@@ -8,7 +8,7 @@ from ..core.caller import Caller
 from ..core.errors import invalid
 from ..core.model import MemoryFilter
 from .deps import Deps
-from .memories import parse_memory_id
+from .memories import changeable
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class ForgetService:
         if f is not None and f.is_empty():
             # An empty filter would forget everything visible: too easy to send by mistake.
             raise invalid("FILTER_REQUIRED", "a forget filter needs at least one condition")
-        parsed = [u for u in (parse_memory_id(i, strict=False) for i in ids or []) if u is not None] if ids is not None else None
+        parsed = [r.id for r in await changeable(self.deps.memories, caller, ids)] if ids is not None else None
         count, forgotten = await self.deps.memories.forget(
             caller, ids=parsed, f=f, hard=hard, dry_run=dry_run, actor=caller.key_id, reason=reason
         )

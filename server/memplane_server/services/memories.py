@@ -12,20 +12,42 @@ from ..core.model import HistoryEntry, MemoryFilter, MemoryRecord, Status
 from ..core.paging import decode_token, encode_token
 from ..core.tokens import keyword_tokens
 from ..core.validation import check_confidence, check_content, check_free_id, clamp_page_size
-from ..stores.postgres.memories import UPDATABLE
+from ..stores.postgres.memories import UPDATABLE, MemoryStore
 from .deps import Deps
 
 FEEDBACK_STEP = 0.1
 
 
-def parse_memory_id(value: str, *, strict: bool = True) -> uuid.UUID | None:
+def parse_memory_id(value: str) -> uuid.UUID:
     """A malformed id is as unknown as another tenant's id: NOT_FOUND, not a hint."""
     try:
         return uuid.UUID(value)
     except (ValueError, AttributeError, TypeError):
-        if strict:
-            raise not_found("memory") from None
-        return None
+        raise not_found("memory") from None
+
+
+async def changeable(store: MemoryStore, caller: Caller, memory_ids: list[str]) -> list[MemoryRecord]:
+    """The memories the ids name, in order, when the caller may change every one of them.
+
+    Checked before anything changes, in the order given: the first id the caller cannot read is
+    NOT_FOUND (like an id that exists nowhere), the first it can read but not change is read-only.
+    """
+    well_formed = []
+    for raw in memory_ids:
+        try:
+            well_formed.append(uuid.UUID(raw))
+        except (ValueError, AttributeError, TypeError):
+            pass  # reported in its turn below, after the ids before it
+    found = {r.id: r for r in await store.get_many(caller, well_formed)}
+    out = []
+    for raw in memory_ids:
+        record = found.get(parse_memory_id(raw))
+        if record is None:
+            raise not_found("memory")
+        if not caller.can_write(record):
+            raise denied("MEMORY_READ_ONLY", "this caller may read but not change that memory")
+        out.append(record)
+    return out
 
 
 class MemoriesService:
@@ -131,17 +153,8 @@ class MemoriesService:
             raise invalid("IDS_REQUIRED", "memory_ids must not be empty")
         if len(memory_ids) > self.deps.settings.max_batch:
             raise invalid("BATCH_TOO_LARGE", f"at most {self.deps.settings.max_batch} ids per call")
-        # Every id is checked before any changes, so an unknown id changes nothing.
-        found = []
-        for raw in memory_ids:
-            current = await self.deps.memories.get(caller, parse_memory_id(raw))
-            if current is None:
-                raise not_found("memory")
-            if not caller.can_write(current):
-                raise denied("MEMORY_READ_ONLY", "this caller may read but not change that memory")
-            found.append(current)
         out = []
-        for current in found:
+        for current in await changeable(self.deps.memories, caller, memory_ids):
             mid = current.id
             step = FEEDBACK_STEP if useful else -FEEDBACK_STEP
             confidence = round(min(1.0, max(0.0, current.confidence + step)), 4)

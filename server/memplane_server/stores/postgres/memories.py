@@ -75,6 +75,14 @@ class MemoryStore:
             row = await conn.fetchrow(f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {' AND '.join(where)}", *p.values)
         return record_from_row(row) if row else None
 
+    async def get_many(self, caller: Caller, memory_ids: Sequence[uuid.UUID]) -> list[MemoryRecord]:
+        """The visible memories among the ids, in no particular order."""
+        p = Params(list(memory_ids))
+        where = ["m.id = ANY($1::uuid[])", visibility(caller, p)]
+        async with self.session(caller) as conn:
+            rows = await conn.fetch(f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {' AND '.join(where)}", *p.values)
+        return [record_from_row(r) for r in rows]
+
     async def list(
         self, caller: Caller, f: MemoryFilter, *, limit: int, after: tuple[datetime, uuid.UUID] | None
     ) -> list[MemoryRecord]:
