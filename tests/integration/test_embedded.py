@@ -148,6 +148,37 @@ def test_postgres_starts_after_the_postmaster_was_killed(data_dir: Path) -> None
         assert _sql(postgres.dsn, "SELECT body FROM notes")[0]["body"] == "kept"
 
 
+def test_postgres_restarts_on_its_port_after_the_postmaster_was_killed(data_dir: Path) -> None:
+    with EmbeddedPostgres(data_dir) as postgres:
+        assert postgres.dsn is not None
+        _sql(postgres.dsn, "CREATE TABLE notes (body text)")
+        _sql(postgres.dsn, "INSERT INTO notes VALUES ('kept')")
+        postmaster = _postmaster_pid(data_dir)
+        os.kill(postmaster, signal.SIGKILL)
+        _wait_for(lambda: not postgres.running())
+
+        dsn = postgres.dsn
+        postgres.restart()
+        assert postgres.dsn == dsn
+        assert postgres.running() and _postmaster_pid(data_dir) != postmaster
+        assert _sql(dsn, "SELECT body FROM notes")[0]["body"] == "kept"
+
+
+def test_redis_restarts_on_its_port_after_it_was_killed(data_dir: Path) -> None:
+    with EmbeddedRedis(data_dir) as embedded:
+        assert embedded.url is not None
+        with redis.Redis.from_url(embedded.url) as client:
+            client.set("note", "kept")
+        os.kill(int((data_dir / "redis" / "redis.pid").read_text()), signal.SIGKILL)
+        _wait_for(lambda: not embedded.running())
+
+        url = embedded.url
+        embedded.restart()
+        assert embedded.url == url and embedded.running()
+        with redis.Redis.from_url(url) as client:
+            assert client.get("note") == b"kept"
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root hands PostgreSQL to the service account")
 def test_postgres_explains_a_data_dir_the_service_account_cannot_reach(data_dir: Path) -> None:
     private = data_dir / "private"
