@@ -56,12 +56,12 @@ class Supervisor:
             self._thread.join()
 
     def _run(self) -> None:
-        states = {id(service): _State(up_since=time.monotonic()) for service in self._services}
+        states = [_State(up_since=time.monotonic()) for _ in self._services]
         while not self._stopping.wait(_CHECK_INTERVAL):
-            for service in self._services:
+            for service, state in zip(self._services, states):
                 if self._stopping.is_set():
                     return
-                self._check(service, states[id(service)])
+                self._check(service, state)
 
     def _check(self, service: Service, state: _State) -> None:
         now = time.monotonic()
