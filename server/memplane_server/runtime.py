@@ -10,24 +10,31 @@ from dataclasses import dataclass
 
 import asyncpg
 import redis.asyncio as redis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+from grpc_health.v1 import health
 
-from .api.server import SERVICE_NAMES, build_server
+from .api.drain import Drain
+from .api.server import build_server, set_serving
 from .embedded import EmbeddedError, EmbeddedPostgres, EmbeddedRedis
 from .embedded._process import write_private_file
 from .embedded.guardian import Guardian
 from .embedded.supervisor import Supervisor
 from .llm.embedders import create_embedder
 from .llm.chat import ChatModel
+from .logs import OncePerCause, cause_of
 from .services.admin import AdminService
+from .services.availability import Availability
 from .services.context import ContextService
 from .services.deps import Deps
+from .services.rate_limits import RateLimits
 from .services.working import WorkingService
 from .settings import Settings
 from .stores.postgres.contexts import ContextStore
 from .stores.postgres.jobs import JobStore
 from .stores.postgres.memories import MemoryStore
 from .stores.postgres.migrations import migrate
-from .stores.postgres.pool import create_pool
+from .stores.postgres.pool import create_pool, database_ping
 from .stores.postgres.tenancy import TenancyStore
 from .stores.redis.idempotency import IdempotencyStore
 from .stores.redis.rate_limit import RateLimiter
@@ -37,6 +44,11 @@ from .worker.runner import IDLE_POLL_SECONDS, JobRunner
 
 log = logging.getLogger(__name__)
 SCHEMA_DIM = 384
+REDIS_TIMEOUT_SECONDS = 2.0
+POOL_CLOSE_SECONDS = 1.0
+HEALTH_PROBE_SECONDS = 1.0
+# After the grace time, how long gRPC gets to cancel the calls still running.
+SERVER_STOP_SECONDS = 0.5
 
 
 # Where a serving process leaves its embedded database's address for `memplane` tools (0600).
@@ -137,7 +149,13 @@ class Runtime:
         finally:
             await conn.close()
         self.pool = await create_pool(self.database_url, size=s.db_pool_size, ef_search=s.hnsw_ef_search)
-        self.redis_client = redis.Redis.from_url(self.redis_url)
+        # Bounded waits: a Redis that hangs must turn into UNAVAILABLE, not a call that never ends.
+        # One quick retry replaces a pooled connection that a Redis restart broke; redis-py's
+        # default (three with backoff) made every call wait 3 s while Redis was down.
+        self.redis_client = redis.Redis.from_url(
+            self.redis_url, socket_timeout=REDIS_TIMEOUT_SECONDS, socket_connect_timeout=REDIS_TIMEOUT_SECONDS,
+            retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), 1),
+        )
         await self.redis_client.ping()
         embedder = create_embedder(
             s.embedding_model, dim=s.embedding_dim, threads=s.embed_threads, batch_size=s.embed_batch_size,
@@ -165,44 +183,67 @@ class Runtime:
         if self.redis_client is not None:
             await self.redis_client.aclose()
         if self.pool is not None:
-            await self.pool.close()
+            try:
+                await asyncio.wait_for(self.pool.close(), POOL_CLOSE_SECONDS)
+            except asyncio.TimeoutError:  # a connection stuck on a dead server: do not wait for it
+                self.pool.terminate()
 
 
 async def sweep_working_memory(deps: Deps, runner: JobRunner) -> None:
     """Promotes expired working-memory sessions until the runner is told to stop."""
     working = WorkingService(deps)
+    failures = OncePerCause(log)
     while not runner.stopping:
         try:
             await working.promote_expired()
-        except Exception:  # Redis or PostgreSQL hiccups: try again next round
-            log.exception("working-memory sweep failed")
+        except Exception as exc:  # Redis or PostgreSQL hiccups: try again next round
+            failures.log(cause_of(exc), "working-memory sweep failed")
         await runner.wait(deps.settings.working_sweep_seconds)
 
 
 async def build_turn_windows(deps: Deps, runner: JobRunner) -> None:
     """Builds windows of marked sessions until the runner is told to stop."""
     windows = ContextService(deps, quiet_seconds=deps.settings.context_quiet_seconds)
+    failures = OncePerCause(log)
     while not runner.stopping:
         try:
             built = await windows.refresh_next()
-        except Exception:  # a lost connection or a failed embedding: the lease runs out, the session comes back
-            log.exception("building turn windows failed")
+        except Exception as exc:  # a lost connection or a failed embedding: the lease runs out, the session comes back
+            failures.log(cause_of(exc), "building turn windows failed")
             built = False
         if not built:
             await runner.wait(IDLE_POLL_SECONDS)
 
 
-async def serve(settings: Settings, database_url: str, redis_url: str, *, ready: asyncio.Event | None = None) -> None:
-    """Serves until SIGTERM/SIGINT, then drains: NOT_SERVING, finish in-flight calls, close pools."""
-    from grpc_health.v1 import health_pb2
+async def watch_database(availability: Availability, health: health.aio.HealthServicer, drain: Drain) -> None:
+    """Health follows the database: NOT_SERVING while it does not answer, SERVING once it does."""
+    serving = True
+    while not drain.draining:
+        answers = await availability.database_answers()
+        if answers != serving and not drain.draining:
+            serving = answers
+            log.warning("database %s: health %s", "back" if serving else "unreachable",
+                        "SERVING" if serving else "NOT_SERVING")
+            await set_serving(health, serving)
+        await asyncio.sleep(HEALTH_PROBE_SECONDS)
 
+
+async def serve(settings: Settings, database_url: str, redis_url: str, *, ready: asyncio.Event | None = None) -> None:
+    """Serves until SIGTERM/SIGINT, then drains within the grace time: NOT_SERVING at once, new
+    calls UNAVAILABLE, in-flight calls finish (or are cancelled at the deadline), background loops
+    stop at a safe point, pools close."""
     setup_telemetry(settings.telemetry_exporter)
     runtime = Runtime(settings, database_url, redis_url)
     deps = await runtime.open()
+    drain = Drain()
+    availability = Availability(database_ping(runtime.pool))
     server, health_servicer = build_server(
         deps,
         IdempotencyStore(runtime.redis_client, settings.idempotency_ttl_seconds),
-        RateLimiter(runtime.redis_client, per_second=settings.rate_limit_per_second, burst=settings.rate_limit_burst),
+        RateLimits(RateLimiter(runtime.redis_client, per_second=settings.rate_limit_per_second,
+                               burst=settings.rate_limit_burst)),
+        availability,
+        drain,
     )
     port = server.add_insecure_port(settings.listen)
     if port == 0:
@@ -214,8 +255,8 @@ async def serve(settings: Settings, database_url: str, redis_url: str, *, ready:
     if settings.workers and settings.context_window:
         tasks.append(asyncio.create_task(build_turn_windows(deps, runners[0])))
     await server.start()
-    for name in ("", *SERVICE_NAMES):
-        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    await set_serving(health_servicer, True)
+    tasks.append(asyncio.create_task(watch_database(availability, health_servicer, drain)))
     host = settings.listen.rsplit(":", 1)[0]
     print(f"memplane listening on {host}:{port}", flush=True)
     if runtime.bootstrap_secrets:
@@ -232,11 +273,17 @@ async def serve(settings: Settings, database_url: str, redis_url: str, *, ready:
     if ready is not None:
         ready.set()
     await stop.wait()
-    log.info("shutting down: draining for up to %.0fs", settings.shutdown_grace_seconds)
-    for name in ("", *SERVICE_NAMES):
-        await health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
-    await server.stop(settings.shutdown_grace_seconds)
+    grace = settings.shutdown_grace_seconds
+    deadline = loop.time() + grace
+    log.info("shutting down: draining for up to %.0fs", grace)
+    # Load balancers see NOT_SERVING while the calls in flight finish; the server still answers.
+    await set_serving(health_servicer, False)
     for r in runners:
         r.stop()
+    idle = await drain.wait_idle(grace)
+    await server.stop(0 if idle else SERVER_STOP_SECONDS)
+    _, late = await asyncio.wait(tasks, timeout=max(0.0, deadline - loop.time()))
+    for task in late:  # a job or a window build still running: its lease brings it back later
+        task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     await runtime.close()

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import asyncio
+import time
+import uuid
 
 import asyncpg
 import pytest
@@ -11,7 +13,9 @@ from memplane_server.core.errors import Code, MemplaneError
 from memplane_server.services.admin import AdminService
 from memplane_server.services.auth import Authenticator
 from memplane_server.stores.postgres.migrations import migrate
-from memplane_server.stores.redis.idempotency import IdempotencyConflict, IdempotencyStore
+from memplane_server.stores.redis.idempotency import (
+    LEASE_SECONDS, RENEW_EVERY_SECONDS, Claim, IdempotencyConflict, IdempotencyStore,
+)
 from tests.integration.conftest import PLATFORM
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -23,12 +27,12 @@ async def test_concurrent_calls_with_one_request_id_run_once(runtime):
 
     async def call(n: int) -> bytes:
         nonlocal runs
-        stored = await store.begin("t1", "Write", "req-1", b"same request")
-        if stored is not None:
-            return stored
+        claim = await store.begin("t1/k/a", "Write", "req-1", b"same request")
+        if isinstance(claim, bytes):
+            return claim
         runs += 1
         await asyncio.sleep(0.05)
-        await store.complete("t1", "Write", "req-1", b"same request", b"response-of-first")
+        await store.complete(claim, b"response-of-first")
         return b"response-of-first"
 
     results = await asyncio.gather(*(call(n) for n in range(50)))
@@ -37,23 +41,54 @@ async def test_concurrent_calls_with_one_request_id_run_once(runtime):
 
 async def test_request_id_reused_with_another_request_conflicts(runtime):
     store = IdempotencyStore(runtime.redis_client, 60)
-    assert await store.begin("t1", "Forget", "req-2", b"a") is None
-    await store.complete("t1", "Forget", "req-2", b"a", b"done")
+    await store.complete(await store.begin("t1/k/a", "Forget", "req-2", b"a"), b"done")
     with pytest.raises(IdempotencyConflict):
-        await store.begin("t1", "Forget", "req-2", b"b")
+        await store.begin("t1/k/a", "Forget", "req-2", b"b")
 
 
-async def test_request_ids_are_per_tenant(runtime):
+@pytest.mark.parametrize("other", ["t2/k/a", "t1/k2/a", "t1/k/a2"])
+async def test_request_ids_are_per_caller(runtime, other):
     store = IdempotencyStore(runtime.redis_client, 60)
-    assert await store.begin("ta", "Write", "req-3", b"x") is None
-    assert await store.begin("tb", "Write", "req-3", b"x") is None
+    request_id = f"req-{uuid.uuid4()}"
+    await store.complete(await store.begin("t1/k/a", "Write", request_id, b"x"), b"first caller's response")
+    assert isinstance(await store.begin(other, "Write", request_id, b"x"), Claim)
+    assert isinstance(await store.begin(other, "Write", f"{request_id}-b", b"y"), Claim)
 
 
 async def test_abandoned_claim_lets_a_retry_run(runtime):
     store = IdempotencyStore(runtime.redis_client, 60)
-    assert await store.begin("t1", "Write", "req-4", b"x") is None
-    await store.abandon("t1", "Write", "req-4")
-    assert await store.begin("t1", "Write", "req-4", b"x") is None
+    await store.abandon(await store.begin("t1/k/a", "Write", "req-4", b"x"))
+    assert isinstance(await store.begin("t1/k/a", "Write", "req-4", b"x"), Claim)
+
+
+async def test_a_claim_nobody_renews_lapses_within_the_lease(runtime):
+    store = IdempotencyStore(runtime.redis_client, 60)
+    request_id = f"req-{uuid.uuid4()}"
+    await store.begin("t1/k/a", "Write", request_id, b"x")  # its server dies: no renewal, no abandon
+    started = time.monotonic()
+    retried = await store.begin("t1/k/a", "Write", request_id, b"x")
+    assert isinstance(retried, Claim) and time.monotonic() - started <= LEASE_SECONDS + 0.5
+
+
+async def test_a_renewed_claim_outlives_its_lease(runtime):
+    store = IdempotencyStore(runtime.redis_client, 60)
+    request_id = f"req-{uuid.uuid4()}"
+    claim = await store.begin("t1/k/a", "Write", request_id, b"x")
+    for _ in range(4):
+        await asyncio.sleep(RENEW_EVERY_SECONDS)
+        assert await store.renew(claim)
+    assert await store.client.pttl(claim.key) > (LEASE_SECONDS - RENEW_EVERY_SECONDS) * 1000
+
+
+async def test_an_old_claim_cannot_release_or_renew_a_newer_one(runtime):
+    store = IdempotencyStore(runtime.redis_client, 60)
+    request_id = f"req-{uuid.uuid4()}"
+    old = await store.begin("t1/k/a", "Write", request_id, b"x")
+    await store.client.delete(old.key)  # as if its lease ran out
+    new = await store.begin("t1/k/a", "Write", request_id, b"x")
+    await store.abandon(old)
+    assert not await store.renew(old)
+    assert await store.client.get(new.key) == new.value
 
 
 async def test_key_resolves_to_its_tenant_and_agent(deps, make_tenant):

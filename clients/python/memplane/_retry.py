@@ -26,24 +26,30 @@ _REQUEST_ID = "request_id"
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How failed calls are retried: exponential backoff with full jitter.
+    """How failed calls are retried: exponential backoff with full jitter, within a time budget.
 
     The n-th retry waits a uniformly random time in [0, min(max_backoff,
     initial_backoff * multiplier ** (n - 1))], or exactly the server's retry_after when the
-    error carries one. max_attempts counts the first try, so 1 disables retries.
+    error carries one. Retries go on while the call's deadline (its timeout) and the budget,
+    counted from the first try, both leave time for the wait: the default 20 s outlasts a
+    server restart and an idempotency claim left by a crashed server (5 s). max_attempts, when
+    set, also caps the tries (it counts the first, so 1 disables retries).
     """
 
-    max_attempts: int = 4
+    max_attempts: int | None = None
+    budget: float = 20.0
     initial_backoff: float = 0.1
-    max_backoff: float = 5.0
+    max_backoff: float = 2.0
     multiplier: float = 2.0
     retryable_codes: frozenset[grpc.StatusCode] = field(
         default=frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED})
     )
 
     def __post_init__(self) -> None:
-        if self.max_attempts < 1:
+        if self.max_attempts is not None and self.max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
+        if self.budget < 0:
+            raise ValueError("budget must not be negative")
         if self.initial_backoff < 0 or self.max_backoff < 0:
             raise ValueError("backoff times must not be negative")
         if self.multiplier < 1:
@@ -96,6 +102,7 @@ class RetryState:
         self._clock = clock
         self._rng = rng
         self._deadline = None if timeout is None else clock() + timeout
+        self._budget_end = clock() + policy.budget
         self.attempts = 0
 
     def next_attempt_timeout(self) -> float | None:
@@ -109,10 +116,11 @@ class RetryState:
         """Seconds to wait before retrying after error, or None when the call must fail now."""
         if not self._retryable or error.code not in self._policy.retryable_codes:
             return None
-        if self.attempts >= self._policy.max_attempts:
+        if self._policy.max_attempts is not None and self.attempts >= self._policy.max_attempts:
             return None
         delay = error.retry_after if error.retry_after is not None else self._policy.backoff(self.attempts, self._rng)
         # Waiting past the deadline would only end in DEADLINE_EXCEEDED; the real error is more useful.
-        if self._deadline is not None and self._clock() + delay >= self._deadline:
+        ends = self._budget_end if self._deadline is None else min(self._deadline, self._budget_end)
+        if self._clock() + delay >= ends:
             return None
         return delay

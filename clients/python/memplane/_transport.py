@@ -28,7 +28,14 @@ _SelfSync = TypeVar("_SelfSync", bound="SyncClientBase")
 _SelfAsync = TypeVar("_SelfAsync", bound="AsyncClientBase")
 
 _STUBS = (MemoryServiceStub, OperationsServiceStub, AdminServiceStub)
-_CHANNEL_OPTIONS = (("grpc.primary_user_agent", f"memplane-python/{__version__}"),)
+_CHANNEL_OPTIONS = (
+    ("grpc.primary_user_agent", f"memplane-python/{__version__}"),
+    # gRPC's own reconnect backoff grows to two minutes; capped, a restarted server is reached
+    # again within the retry budget instead of after it.
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Interceptors: error mapping, API-key authentication, idempotency and per-RPC metrics."""
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -14,10 +15,13 @@ from grpc_status import rpc_status
 from opentelemetry import metrics
 
 from ..core.errors import Code, MemplaneError
+from ..logs import OncePerCause, cause_of
 from ..services.auth import Authenticator
-from ..stores.redis.idempotency import IdempotencyConflict, IdempotencyStore
-from ..stores.redis.rate_limit import RateLimiter
+from ..services.availability import Availability
+from ..services.rate_limits import RateLimits
+from ..stores.redis.idempotency import RENEW_EVERY_SECONDS, Claim, IdempotencyConflict, IdempotencyStore
 from .context import current_caller, reset_caller, set_caller
+from .drain import Drain
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +36,6 @@ IDEMPOTENT_METHODS = frozenset(
         "/memplane.v1.MemoryService/CloseSession",
     }
 )
-_GRPC_CODES = {c.value: grpc.StatusCode[c.value] for c in Code}
 
 Behavior = Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]
 
@@ -70,8 +73,13 @@ class _Malformed:
 
 
 class ErrorInterceptor(grpc.aio.ServerInterceptor):
-    """Maps MemplaneError to google.rpc.Status with ErrorInfo; anything else becomes INTERNAL.
-    A request that does not parse is INVALID_ARGUMENT, not gRPC's default INTERNAL."""
+    """Maps MemplaneError to google.rpc.Status with ErrorInfo; a dependency outage becomes
+    UNAVAILABLE (retryable), anything else INTERNAL, logged once per cause. A request that does
+    not parse is INVALID_ARGUMENT, not gRPC's default INTERNAL."""
+
+    def __init__(self, availability: Availability) -> None:
+        self.availability = availability
+        self._log = OncePerCause(log)
 
     async def intercept_service(self, continuation, details):
         handler = await continuation(details)
@@ -98,11 +106,12 @@ class ErrorInterceptor(grpc.aio.ServerInterceptor):
                     await context.abort_with_status(to_status(exc))
                 except grpc.aio.AbortError:
                     raise
-                except Exception:
-                    log.exception("unhandled error in %s", details.method)
-                    await context.abort_with_status(
-                        to_status(MemplaneError(Code.INTERNAL, "INTERNAL", "internal error; it has been logged"))
-                    )
+                except Exception as exc:
+                    outage = self.availability.outage_error(exc)
+                    if outage is None:
+                        self._log.log(cause_of(exc), "unhandled error in %s", details.method)
+                        outage = MemplaneError(Code.INTERNAL, "INTERNAL", "internal error; it has been logged")
+                    await context.abort_with_status(to_status(outage))
 
             return guarded
 
@@ -110,6 +119,33 @@ class ErrorInterceptor(grpc.aio.ServerInterceptor):
             wrap(handler.unary_unary), request_deserializer=tolerant_parse,
             response_serializer=handler.response_serializer,
         )
+
+
+class DrainInterceptor(grpc.aio.ServerInterceptor):
+    """Counts calls in flight for the shutdown drain; while draining, new calls are UNAVAILABLE
+    (the client retries them elsewhere) and health checks still answer NOT_SERVING."""
+
+    def __init__(self, drain: Drain) -> None:
+        self.drain = drain
+
+    async def intercept_service(self, continuation, details):
+        handler = await continuation(details)
+        if details.method.startswith(PUBLIC_PREFIXES):
+            return handler
+
+        def wrap(behavior: Behavior) -> Behavior:
+            async def counted(request, context):
+                if self.drain.draining:
+                    raise MemplaneError(Code.UNAVAILABLE, "SERVER_SHUTTING_DOWN", "this server is shutting down; retry")
+                self.drain.enter()
+                try:
+                    return await behavior(request, context)
+                finally:
+                    self.drain.leave()
+
+            return counted
+
+        return _wrap_unary(handler, wrap)
 
 
 def _metadata(details, name: str) -> str | None:
@@ -147,10 +183,10 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
 
 
 class RateLimitInterceptor(grpc.aio.ServerInterceptor):
-    """A token bucket per API key, shared by all instances; over it: RESOURCE_EXHAUSTED with RetryInfo."""
+    """A token bucket per API key; over it: RESOURCE_EXHAUSTED with RetryInfo."""
 
-    def __init__(self, limiter: RateLimiter) -> None:
-        self.limiter = limiter
+    def __init__(self, limits: RateLimits) -> None:
+        self.limits = limits
 
     async def intercept_service(self, continuation, details):
         handler = await continuation(details)
@@ -159,13 +195,7 @@ class RateLimitInterceptor(grpc.aio.ServerInterceptor):
 
         def wrap(behavior: Behavior) -> Behavior:
             async def limited(request, context):
-                decision = await self.limiter.take(current_caller().key_id)
-                if not decision.allowed:
-                    raise MemplaneError(
-                        Code.RESOURCE_EXHAUSTED, "RATE_LIMITED",
-                        f"this key sends more than {self.limiter.per_second:g} requests/s",
-                        retry_after=decision.retry_after_seconds,
-                    )
+                await self.limits.check(current_caller().key_id)
                 return await behavior(request, context)
 
             return limited
@@ -174,7 +204,8 @@ class RateLimitInterceptor(grpc.aio.ServerInterceptor):
 
 
 class IdempotencyInterceptor(grpc.aio.ServerInterceptor):
-    """Mutations carrying a request_id run once per tenant; repeats get the first response."""
+    """Mutations carrying a request_id run once per caller (tenant, key and agent); repeats by the
+    same caller get the first response, another caller's same id is a new request."""
 
     def __init__(self, store: IdempotencyStore) -> None:
         self.store = store
@@ -193,27 +224,45 @@ class IdempotencyInterceptor(grpc.aio.ServerInterceptor):
                     return await behavior(request, context)
                 if len(request_id) > 128:
                     raise MemplaneError(Code.INVALID_ARGUMENT, "INVALID_REQUEST_ID", "request_id is at most 128 characters")
-                tenant = current_caller().tenant_id or "-"
-                fingerprint = request.SerializeToString(deterministic=True)
+                caller = current_caller()
+                owner = f"{caller.tenant_id or '-'}\x00{caller.key_id}\x00{caller.agent_id or '-'}"
                 try:
-                    stored = await self.store.begin(tenant, method, request_id, fingerprint)
+                    claim = await self.store.begin(owner, method, request_id, request.SerializeToString(deterministic=True))
                 except IdempotencyConflict:
                     raise MemplaneError(
                         Code.FAILED_PRECONDITION, "REQUEST_ID_REUSED", "request_id was used with a different request"
                     ) from None
-                if stored is not None:
-                    return stored  # already serialized bytes of the first response
+                if isinstance(claim, bytes):
+                    return claim  # already serialized bytes of the first response
+                renewing = asyncio.ensure_future(self._renew(claim))
                 try:
                     response = await behavior(request, context)
                 except BaseException:
-                    await self.store.abandon(tenant, method, request_id)
+                    renewing.cancel()
+                    await self._abandon(claim)
                     raise
-                await self.store.complete(tenant, method, request_id, fingerprint, original(response))
+                renewing.cancel()
+                await self.store.complete(claim, original(response))
                 return response
 
             return once
 
         return _wrap_unary(handler, wrap, serializer=lambda r: r if isinstance(r, bytes) else original(r))
+
+    async def _renew(self, claim: Claim) -> None:
+        """Keeps the claim alive while its call runs: a dead server's claim lapses in seconds."""
+        while True:
+            await asyncio.sleep(RENEW_EVERY_SECONDS)
+            try:
+                await self.store.renew(claim)
+            except Exception:  # Redis away for a moment: the call goes on, the next renewal may work
+                pass
+
+    async def _abandon(self, claim: Claim) -> None:
+        try:
+            await asyncio.wait_for(self.store.abandon(claim), 1.0)
+        except Exception:  # the lease runs out by itself within seconds
+            pass
 
 
 class MetricsInterceptor(grpc.aio.ServerInterceptor):

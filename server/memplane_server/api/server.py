@@ -19,11 +19,14 @@ from ..services.reflect import ReflectService
 from ..services.search import SearchService
 from ..services.working import WorkingService
 from ..services.write import WriteService
+from ..services.availability import Availability
+from ..services.rate_limits import RateLimits
 from ..stores.redis.idempotency import IdempotencyStore
 from .admin_servicer import AdminServicer
-from ..stores.redis.rate_limit import RateLimiter
+from .drain import Drain
 from .interceptors import (
-    AuthInterceptor, ErrorInterceptor, IdempotencyInterceptor, MetricsInterceptor, RateLimitInterceptor,
+    AuthInterceptor, DrainInterceptor, ErrorInterceptor, IdempotencyInterceptor, MetricsInterceptor,
+    RateLimitInterceptor,
 )
 from .memory_servicer import MemoryServicer
 from .operations_servicer import OperationsServicer
@@ -37,14 +40,15 @@ MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
 
 def build_server(
-    deps: Deps, idempotency: IdempotencyStore, limiter: RateLimiter
+    deps: Deps, idempotency: IdempotencyStore, limits: RateLimits, availability: Availability, drain: Drain,
 ) -> tuple[grpc.aio.Server, health.aio.HealthServicer]:
     interceptors = [
         aio_server_interceptor(),  # outermost: the trace spans everything below
         MetricsInterceptor(),
-        ErrorInterceptor(),
+        ErrorInterceptor(availability),
+        DrainInterceptor(drain),
         AuthInterceptor(Authenticator(deps.tenancy)),
-        RateLimitInterceptor(limiter),
+        RateLimitInterceptor(limits),
         IdempotencyInterceptor(idempotency),
     ]
     server = grpc.aio.server(
@@ -69,3 +73,9 @@ def build_server(
     reflection.enable_server_reflection((*SERVICE_NAMES, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
                                          reflection.SERVICE_NAME), server)
     return server, health_servicer
+
+
+async def set_serving(health_servicer: health.aio.HealthServicer, serving: bool) -> None:
+    status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
+    for name in ("", *SERVICE_NAMES):
+        await health_servicer.set(name, status)

@@ -58,7 +58,8 @@ class LocalE5Embedder:
         return await asyncio.get_running_loop().run_in_executor(self._pool, self._model.query, text)
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True)
+        # Work queued by calls that were cancelled at shutdown is dropped, not finished.
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 class LitellmEmbedder:

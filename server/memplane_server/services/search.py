@@ -27,6 +27,7 @@ from ..core.timezones import parse_time_zone
 from ..core.tokens import keyword_tokens, lookup_names, tsquery_from_tokens
 from ..core.transcript import read_transcript
 from ..llm.query_rewrite import QueryRewriter
+from ..logs import OncePerCause, cause_of
 from ..llm.rerank import MAX_CANDIDATES, Reranker
 from ..stores.postgres.memories import Scored
 from .deps import Deps
@@ -59,6 +60,7 @@ class SearchService:
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
         self._background: set[asyncio.Task] = set()
+        self._failures = OncePerCause(log)
 
     def _check(self, q: SearchQuery) -> int:
         s = self.deps.settings
@@ -211,4 +213,10 @@ class SearchService:
         task = asyncio.ensure_future(self.deps.memories.mark_used(caller, ids))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
-        task.add_done_callback(lambda t: t.cancelled() or t.exception() and log.warning("mark_used: %s", t.exception()))
+        task.add_done_callback(self._report_mark_used)
+
+    def _report_mark_used(self, task: asyncio.Task) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            exc = task.exception()
+            self._failures.log(cause_of(exc), "usage counters not updated: %s", type(exc).__name__,
+                               level=logging.WARNING, exc_info=False)

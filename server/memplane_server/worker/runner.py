@@ -5,6 +5,7 @@ import asyncio
 import logging
 
 from ..core.errors import Code, MemplaneError
+from ..logs import OncePerCause, cause_of
 from ..services.deps import Deps
 from ..core.caller import caller_from_json
 from ..services.extract import ExtractService
@@ -21,13 +22,14 @@ class JobRunner:
         self.reflect = ReflectService(deps)
         self.extract = ExtractService(deps)
         self._stopping = asyncio.Event()
+        self._failures = OncePerCause(log)
 
     async def run_forever(self) -> None:
         while not self._stopping.is_set():
             try:
                 ran = await self.run_one()
-            except Exception:  # the loop must outlive any single failure, e.g. a lost connection
-                log.exception("job runner iteration failed")
+            except Exception as exc:  # the loop must outlive any single failure, e.g. a lost connection
+                self._failures.log(cause_of(exc), "job runner iteration failed")
                 ran = False
             if not ran:
                 await self.wait(IDLE_POLL_SECONDS)

@@ -82,7 +82,7 @@ def test_requests_without_the_field_are_left_alone():
 
 def test_backoff_ceiling_doubles_from_the_base_up_to_the_cap():
     policy = RetryPolicy()
-    assert [policy.backoff_ceiling(n) for n in range(1, 9)] == [0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 5.0, 5.0]
+    assert [policy.backoff_ceiling(n) for n in range(1, 9)] == [0.1, 0.2, 0.4, 0.8, 1.6, 2.0, 2.0, 2.0]
 
 
 @pytest.mark.parametrize("retry_number", [1, 3, 10])
@@ -143,5 +143,35 @@ def test_no_timeout_means_no_attempt_deadline():
     "kwargs", [{"max_attempts": 0}, {"initial_backoff": -1}, {"max_backoff": -1}, {"multiplier": 0.5}]
 )
 def test_policy_rejects_nonsense_settings(kwargs):
+    with pytest.raises(ValueError):
+        RetryPolicy(**kwargs)
+
+
+def test_default_policy_keeps_retrying_through_a_restart():
+    clock = FakeClock()
+    state = RetryState(RetryPolicy(), retryable=True, timeout=30.0, clock=clock, rng=lambda: 1.0)
+    waited = 0.0
+    while True:
+        state.next_attempt_timeout()
+        delay = state.delay_before_retry(error(UNAVAILABLE))
+        if delay is None:
+            break
+        clock.now += delay
+        waited += delay
+    # A restart takes 2-3 s and a crashed server's idempotency claim lapses after 5 s.
+    assert 15.0 <= waited < 20.0
+    assert state.attempts > 10
+
+
+def test_the_budget_bounds_a_call_without_a_timeout():
+    clock = FakeClock()
+    state = RetryState(RetryPolicy(budget=3.0), retryable=True, timeout=None, clock=clock, rng=lambda: 1.0)
+    state.next_attempt_timeout()
+    clock.now += 2.9
+    assert state.delay_before_retry(error(UNAVAILABLE)) is None
+
+
+@pytest.mark.parametrize("kwargs", [{"budget": -1.0}])
+def test_negative_budget_is_refused(kwargs):
     with pytest.raises(ValueError):
         RetryPolicy(**kwargs)

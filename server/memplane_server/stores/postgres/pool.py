@@ -32,3 +32,12 @@ async def create_pool(dsn: str, *, size: int, ef_search: int) -> asyncpg.Pool:
 
 def _json_dumps(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def database_ping(pool: asyncpg.Pool):
+    """A probe for the health service: one round trip on a pooled connection."""
+
+    async def ping() -> None:
+        await pool.fetchval("SELECT 1")
+
+    return ping

@@ -1,56 +1,88 @@
-"""Idempotency records keyed by (tenant, method, request_id), shared by all server instances.
+"""Idempotency records keyed by (caller, method, request_id), shared by all server instances.
 
-The first call claims the key with SET NX; concurrent repeats wait for its response instead of
-running the mutation again. A claim that is never completed (the server died mid-call)
-expires after a short lease, so the client's retry can run.
+The caller is the tenant, the API key and the acting agent: another caller's request id is just
+a new id, and nothing of another caller's response can be replayed to it. The first call claims
+the key with SET NX; concurrent repeats wait for its response instead of running the mutation
+again. A claim is a short lease that its call keeps renewing, so when a server dies mid-call its
+claim runs out within seconds and the client's retry can run.
 """
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import secrets
+from dataclasses import dataclass
 
 import redis.asyncio as redis
 
-_PENDING = b"pending"
-_LEASE_SECONDS = 60
+LEASE_SECONDS = 5.0
+RENEW_EVERY_SECONDS = LEASE_SECONDS / 3
+_POLL_SECONDS = 0.02
+
+# KEYS[1] the record; ARGV[1] the claim it must still hold. Only the claimant renews or
+# releases, never a later claim of the same key.
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+"""
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
 
 
 class IdempotencyConflict(Exception):
     """The request_id was used before with a different request."""
 
 
+@dataclass(frozen=True)
+class Claim:
+    key: str
+    value: bytes
+    fingerprint: bytes
+
+
 class IdempotencyStore:
     def __init__(self, client: redis.Redis, ttl_seconds: int) -> None:
         self.client = client
         self.ttl = ttl_seconds
+        self._renew = client.register_script(_RENEW)
+        self._release = client.register_script(_RELEASE)
 
     @staticmethod
-    def _key(tenant: str, method: str, request_id: str) -> str:
-        digest = hashlib.sha256(request_id.encode()).hexdigest()[:32]
-        return f"mp:idem:{tenant}:{method}:{digest}"
+    def _key(caller: str, method: str, request_id: str) -> str:
+        digest = hashlib.sha256(f"{caller}\x00{method}\x00{request_id}".encode()).hexdigest()[:40]
+        return f"mp:idem:{digest}"
 
-    async def begin(self, tenant: str, method: str, request_id: str, fingerprint: bytes) -> bytes | None:
-        """Claims the key and returns None, or returns the stored response of an earlier call."""
-        key = self._key(tenant, method, request_id)
-        fp = hashlib.sha256(fingerprint).hexdigest().encode()
+    async def begin(self, caller: str, method: str, request_id: str, request: bytes) -> Claim | bytes:
+        """Claims the key (returns the Claim), or returns the stored response of an earlier call."""
+        key = self._key(caller, method, request_id)
+        fp = hashlib.sha256(request).hexdigest().encode()
+        value = b"pending:" + fp + b":" + secrets.token_hex(8).encode()
         while True:
-            if await self.client.set(key, _PENDING + b":" + fp, nx=True, ex=_LEASE_SECONDS):
-                return None
-            value = await self.client.get(key)
-            if value is None:
+            if await self.client.set(key, value, nx=True, px=int(LEASE_SECONDS * 1000)):
+                return Claim(key, value, fp)
+            stored = await self.client.get(key)
+            if stored is None:
                 continue
-            state, _, rest = value.partition(b":")
+            state, _, rest = stored.partition(b":")
             stored_fp, _, response = rest.partition(b":")
             if stored_fp != fp:
                 raise IdempotencyConflict()
             if state == b"done":
                 return response
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(_POLL_SECONDS)
 
-    async def complete(self, tenant: str, method: str, request_id: str, fingerprint: bytes, response: bytes) -> None:
-        fp = hashlib.sha256(fingerprint).hexdigest().encode()
-        await self.client.set(self._key(tenant, method, request_id), b"done:" + fp + b":" + response, ex=self.ttl)
+    async def renew(self, claim: Claim) -> bool:
+        return bool(await self._renew(keys=[claim.key], args=[claim.value, int(LEASE_SECONDS * 1000)]))
 
-    async def abandon(self, tenant: str, method: str, request_id: str) -> None:
+    async def complete(self, claim: Claim, response: bytes) -> None:
+        await self.client.set(claim.key, b"done:" + claim.fingerprint + b":" + response, ex=self.ttl)
+
+    async def abandon(self, claim: Claim) -> None:
         """Releases a claim whose call failed, so a retry can run it."""
-        await self.client.delete(self._key(tenant, method, request_id))
+        await self._release(keys=[claim.key], args=[claim.value])

@@ -4,9 +4,9 @@ The script reads Redis's own clock, so instances with skewed clocks still agree.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import redis.asyncio as redis
+
+from ...core.token_bucket import Decision
 
 _TAKE = """
 local rate = tonumber(ARGV[1])
@@ -27,12 +27,6 @@ redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'ts', tostring(now))
 redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
 return wait
 """
-
-
-@dataclass(frozen=True)
-class Decision:
-    allowed: bool
-    retry_after_seconds: float
 
 
 class RateLimiter:
