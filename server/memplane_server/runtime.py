@@ -189,15 +189,17 @@ class Runtime:
                 self.pool.terminate()
 
 
-async def sweep_working_memory(deps: Deps, runner: JobRunner) -> None:
-    """Promotes expired working-memory sessions until the runner is told to stop."""
+async def sweep_expired(deps: Deps, runner: JobRunner) -> None:
+    """Until the runner is told to stop: promotes expired working-memory sessions and forgets
+    recorded write requests older than the idempotency window."""
     working = WorkingService(deps)
     failures = OncePerCause(log)
     while not runner.stopping:
         try:
             await working.promote_expired()
+            await deps.memories.prune_write_requests(deps.settings.idempotency_ttl_seconds)
         except Exception as exc:  # Redis or PostgreSQL hiccups: try again next round
-            failures.log(cause_of(exc), "working-memory sweep failed")
+            failures.log(cause_of(exc), "sweep of expired sessions and requests failed")
         await runner.wait(deps.settings.working_sweep_seconds)
 
 
@@ -250,8 +252,8 @@ async def serve(settings: Settings, database_url: str, redis_url: str, *, ready:
         raise SystemExit(f"cannot listen on {settings.listen}")
     runners = [JobRunner(deps) for _ in range(settings.workers)]
     tasks = [asyncio.create_task(r.run_forever()) for r in runners]
-    if settings.workers and settings.working_promote:
-        tasks.append(asyncio.create_task(sweep_working_memory(deps, runners[0])))
+    if settings.workers:
+        tasks.append(asyncio.create_task(sweep_expired(deps, runners[0])))
     if settings.workers and settings.context_window:
         tasks.append(asyncio.create_task(build_turn_windows(deps, runners[0])))
     await server.start()

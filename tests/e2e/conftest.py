@@ -34,9 +34,9 @@ class ServerProcess:
     process: subprocess.Popen | None = None
     lines: list[str] = field(default_factory=list)
 
-    def start(self, timeout: float = 90) -> "ServerProcess":
-        port = free_port()
-        self.target = f"127.0.0.1:{port}"
+    def start(self, timeout: float = 90, *, port: int | None = None) -> "ServerProcess":
+        self.lines = []
+        self.target = f"127.0.0.1:{port or free_port()}"
         env = {**os.environ, **self.env, "MEMPLANE_LISTEN": self.target}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "memplane_server.cli", "serve"], env=env, stdout=subprocess.PIPE,

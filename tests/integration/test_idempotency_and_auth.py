@@ -8,7 +8,8 @@ import uuid
 import asyncpg
 import pytest
 
-from memplane_server.core.caller import Role
+from memplane_server.core.caller import Caller, Role
+from memplane_server.core.requests import RequestKey, request_key
 from memplane_server.core.errors import Code, MemplaneError
 from memplane_server.services.admin import AdminService
 from memplane_server.services.auth import Authenticator
@@ -21,13 +22,18 @@ from tests.integration.conftest import PLATFORM
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
+def key(owner: str, method: str, request_id: str, body: bytes) -> RequestKey:
+    tenant, key_id, agent = owner.split("/")
+    return request_key(Caller(key_id, Role.WRITER, tenant, agent), method, request_id, body)
+
+
 async def test_concurrent_calls_with_one_request_id_run_once(runtime):
     store = IdempotencyStore(runtime.redis_client, 60)
     runs = 0
 
     async def call(n: int) -> bytes:
         nonlocal runs
-        claim = await store.begin("t1/k/a", "Write", "req-1", b"same request")
+        claim = await store.begin(key("t1/k/a", "Write", "req-1", b"same request"))
         if isinstance(claim, bytes):
             return claim
         runs += 1
@@ -41,39 +47,39 @@ async def test_concurrent_calls_with_one_request_id_run_once(runtime):
 
 async def test_request_id_reused_with_another_request_conflicts(runtime):
     store = IdempotencyStore(runtime.redis_client, 60)
-    await store.complete(await store.begin("t1/k/a", "Forget", "req-2", b"a"), b"done")
+    await store.complete(await store.begin(key("t1/k/a", "Forget", "req-2", b"a")), b"done")
     with pytest.raises(IdempotencyConflict):
-        await store.begin("t1/k/a", "Forget", "req-2", b"b")
+        await store.begin(key("t1/k/a", "Forget", "req-2", b"b"))
 
 
 @pytest.mark.parametrize("other", ["t2/k/a", "t1/k2/a", "t1/k/a2"])
 async def test_request_ids_are_per_caller(runtime, other):
     store = IdempotencyStore(runtime.redis_client, 60)
     request_id = f"req-{uuid.uuid4()}"
-    await store.complete(await store.begin("t1/k/a", "Write", request_id, b"x"), b"first caller's response")
-    assert isinstance(await store.begin(other, "Write", request_id, b"x"), Claim)
-    assert isinstance(await store.begin(other, "Write", f"{request_id}-b", b"y"), Claim)
+    await store.complete(await store.begin(key("t1/k/a", "Write", request_id, b"x")), b"first caller's response")
+    assert isinstance(await store.begin(key(other, "Write", request_id, b"x")), Claim)
+    assert isinstance(await store.begin(key(other, "Write", f"{request_id}-b", b"y")), Claim)
 
 
 async def test_abandoned_claim_lets_a_retry_run(runtime):
     store = IdempotencyStore(runtime.redis_client, 60)
-    await store.abandon(await store.begin("t1/k/a", "Write", "req-4", b"x"))
-    assert isinstance(await store.begin("t1/k/a", "Write", "req-4", b"x"), Claim)
+    await store.abandon(await store.begin(key("t1/k/a", "Write", "req-4", b"x")))
+    assert isinstance(await store.begin(key("t1/k/a", "Write", "req-4", b"x")), Claim)
 
 
 async def test_a_claim_nobody_renews_lapses_within_the_lease(runtime):
     store = IdempotencyStore(runtime.redis_client, 60)
     request_id = f"req-{uuid.uuid4()}"
-    await store.begin("t1/k/a", "Write", request_id, b"x")  # its server dies: no renewal, no abandon
+    await store.begin(key("t1/k/a", "Write", request_id, b"x"))  # its server dies: no renewal, no abandon
     started = time.monotonic()
-    retried = await store.begin("t1/k/a", "Write", request_id, b"x")
+    retried = await store.begin(key("t1/k/a", "Write", request_id, b"x"))
     assert isinstance(retried, Claim) and time.monotonic() - started <= LEASE_SECONDS + 0.5
 
 
 async def test_a_renewed_claim_outlives_its_lease(runtime):
     store = IdempotencyStore(runtime.redis_client, 60)
     request_id = f"req-{uuid.uuid4()}"
-    claim = await store.begin("t1/k/a", "Write", request_id, b"x")
+    claim = await store.begin(key("t1/k/a", "Write", request_id, b"x"))
     for _ in range(4):
         await asyncio.sleep(RENEW_EVERY_SECONDS)
         assert await store.renew(claim)
@@ -83,9 +89,9 @@ async def test_a_renewed_claim_outlives_its_lease(runtime):
 async def test_an_old_claim_cannot_release_or_renew_a_newer_one(runtime):
     store = IdempotencyStore(runtime.redis_client, 60)
     request_id = f"req-{uuid.uuid4()}"
-    old = await store.begin("t1/k/a", "Write", request_id, b"x")
+    old = await store.begin(key("t1/k/a", "Write", request_id, b"x"))
     await store.client.delete(old.key)  # as if its lease ran out
-    new = await store.begin("t1/k/a", "Write", request_id, b"x")
+    new = await store.begin(key("t1/k/a", "Write", request_id, b"x"))
     await store.abandon(old)
     assert not await store.renew(old)
     assert await store.client.get(new.key) == new.value

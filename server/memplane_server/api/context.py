@@ -1,11 +1,15 @@
-"""The authenticated caller of the current RPC, set by the auth interceptor."""
+"""The authenticated caller of the current RPC (set by the auth interceptor) and its request key
+(set by the idempotency interceptor)."""
 from __future__ import annotations
 
 import contextvars
 
 from ..core.caller import Caller
+from ..core.requests import RequestKey
 
 _current: contextvars.ContextVar[Caller] = contextvars.ContextVar("memplane_caller")
+# The call's request_id as the idempotency interceptor saw it; None without one.
+_request: contextvars.ContextVar[RequestKey | None] = contextvars.ContextVar("memplane_request", default=None)
 
 
 def set_caller(caller: Caller) -> contextvars.Token:
@@ -18,3 +22,15 @@ def reset_caller(token: contextvars.Token) -> None:
 
 def current_caller() -> Caller:
     return _current.get()
+
+
+def set_request_key(key: RequestKey) -> contextvars.Token:
+    return _request.set(key)
+
+
+def reset_request_key(token: contextvars.Token) -> None:
+    _request.reset(token)
+
+
+def current_request_key() -> RequestKey | None:
+    return _request.get()

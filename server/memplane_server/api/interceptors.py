@@ -14,13 +14,14 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 from opentelemetry import metrics
 
-from ..core.errors import Code, MemplaneError
+from ..core.errors import Code, MemplaneError, request_id_reused
+from ..core.requests import request_key
 from ..logs import OncePerCause, cause_of
 from ..services.auth import Authenticator
 from ..services.availability import Availability
 from ..services.rate_limits import RateLimits
 from ..stores.redis.idempotency import RENEW_EVERY_SECONDS, Claim, IdempotencyConflict, IdempotencyStore
-from .context import current_caller, reset_caller, set_caller
+from .context import current_caller, reset_caller, reset_request_key, set_caller, set_request_key
 from .drain import Drain
 
 log = logging.getLogger(__name__)
@@ -224,23 +225,23 @@ class IdempotencyInterceptor(grpc.aio.ServerInterceptor):
                     return await behavior(request, context)
                 if len(request_id) > 128:
                     raise MemplaneError(Code.INVALID_ARGUMENT, "INVALID_REQUEST_ID", "request_id is at most 128 characters")
-                caller = current_caller()
-                owner = f"{caller.tenant_id or '-'}\x00{caller.key_id}\x00{caller.agent_id or '-'}"
+                key = request_key(current_caller(), method, request_id, request.SerializeToString(deterministic=True))
                 try:
-                    claim = await self.store.begin(owner, method, request_id, request.SerializeToString(deterministic=True))
+                    claim = await self.store.begin(key)
                 except IdempotencyConflict:
-                    raise MemplaneError(
-                        Code.FAILED_PRECONDITION, "REQUEST_ID_REUSED", "request_id was used with a different request"
-                    ) from None
+                    raise request_id_reused() from None
                 if isinstance(claim, bytes):
                     return claim  # already serialized bytes of the first response
                 renewing = asyncio.ensure_future(self._renew(claim))
+                token = set_request_key(key)
                 try:
                     response = await behavior(request, context)
                 except BaseException:
                     renewing.cancel()
                     await self._abandon(claim)
                     raise
+                finally:
+                    reset_request_key(token)
                 renewing.cancel()
                 await self.store.complete(claim, original(response))
                 return response

@@ -14,7 +14,7 @@ from ..services.reflect import ReflectInput, ReflectService, Task, TaskStep
 from ..services.search import SearchQuery, SearchService
 from ..services.working import WorkingService, item_to_record
 from ..services.write import WriteService
-from .context import current_caller
+from .context import current_caller, current_request_key
 from .convert import (
     LAYERS, KINDS, SCOPES, STATUSES, counts_out, draft_in,
     struct_in, enum_in, filter_in, history_out, hit_out, memory_out,
@@ -41,7 +41,8 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
         drafts = [draft_in(m) for m in request.memories]
         infer = enum_in(_INFER, request.infer, "infer")
         records, extracted, operation = await self.writes.write_with_infer(
-            current_caller(), drafts, infer, self.extractions, request.time_zone or None
+            current_caller(), drafts, infer, self.extractions, request.time_zone or None,
+            request=current_request_key(),
         )
         response = spb.WriteResponse()
         for r in records:

@@ -43,3 +43,8 @@ def not_found(what: str) -> MemplaneError:
 
 def denied(reason: str, message: str) -> MemplaneError:
     return MemplaneError(Code.PERMISSION_DENIED, reason, message)
+
+
+def request_id_reused() -> MemplaneError:
+    """A request_id its caller already used for a different request (seen in Redis or PostgreSQL)."""
+    return MemplaneError(Code.FAILED_PRECONDITION, "REQUEST_ID_REUSED", "request_id was used with a different request")

@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..core.caller import Caller, caller_to_json
-from ..core.errors import Code, MemplaneError, invalid
+from ..core.errors import Code, MemplaneError, invalid, request_id_reused
 from ..core.model import KIND_LAYER, Kind, Layer, MemoryDraft, MemoryRecord, Scope, Status
 from ..core.timezones import parse_time_zone
 from ..core.tokens import keyword_tokens
 from ..core.validation import check_confidence, check_content, check_free_id, check_identifier
-from ..stores.postgres.memory_writes import QuotaExceeded, StoredDraft
+from ..core.requests import RequestKey
+from ..stores.postgres.memory_writes import QuotaExceeded, RequestReused, Stored, StoredDraft
 from ..stores.redis.working import WorkingSession
 from .deps import Deps
 from .operations import OperationView
@@ -75,8 +76,11 @@ class WriteService:
         caller.require_writer()
         return [self.prepare(caller, d, i) for i, d in enumerate(drafts)]
 
-    async def write(self, caller: Caller, drafts: list[MemoryDraft]) -> list[MemoryRecord]:
-        """Validates everything first, so a bad item leaves nothing of the batch written."""
+    async def write(
+        self, caller: Caller, drafts: list[MemoryDraft], request: RequestKey | None = None
+    ) -> list[MemoryRecord]:
+        """Validates everything first, so a bad item leaves nothing of the batch written. A request
+        already stored (its response lost with a crashed server) is answered, not stored again."""
         ready = self.prepare_all(caller, drafts)
         vectors = await self.deps.embedder.embed_passages([d.embedding_text for d in ready])
         now = datetime.now(timezone.utc)
@@ -86,7 +90,7 @@ class WriteService:
         if persistent:
             caller.require_tenant()
             stored = await self._insert(
-                caller,
+                caller, request,
                 [
                     StoredDraft(
                         draft=d,
@@ -102,16 +106,20 @@ class WriteService:
                 dedup_threshold=self.deps.settings.dedup_threshold,
                 pending_threshold=self.deps.settings.pending_threshold,
             )
-            for (i, _), record in zip(persistent, stored):
+            if stored.replayed:
+                return stored.records
+            for (i, _), record in zip(persistent, stored.records):
                 out[i] = record
         if working:
             for (i, d), record in zip(working, await self._write_working(caller, working, vectors, now)):
                 out[i] = record
         return [r for r in out if r is not None]
 
-    async def _insert(self, caller: Caller, items: list[StoredDraft], **kwargs) -> list[MemoryRecord]:
+    async def _insert(self, caller: Caller, request: RequestKey | None, items: list[StoredDraft], **kwargs) -> Stored:
         try:
-            return await self.deps.memories.insert(caller, items, **kwargs)
+            return await self.deps.memories.insert(caller, items, request=request, **kwargs)
+        except RequestReused:
+            raise request_id_reused() from None
         except QuotaExceeded as exc:
             raise MemplaneError(
                 Code.RESOURCE_EXHAUSTED, "MEMORY_QUOTA_EXCEEDED",
@@ -140,7 +148,7 @@ class WriteService:
 
     async def write_with_infer(
         self, caller: Caller, drafts: list[MemoryDraft], infer: str | None, extractor: ExtractService,
-        time_zone: str | None = None,
+        time_zone: str | None = None, request: RequestKey | None = None,
     ) -> tuple[list[MemoryRecord], list[MemoryRecord], OperationView | None]:
         """Stores the raw input first; extraction (if asked) runs after, so an LLM failure loses nothing.
 
@@ -149,14 +157,14 @@ class WriteService:
         """
         parse_time_zone(time_zone)  # refuse a bad zone before anything is stored
         if infer is None:
-            return await self.write(caller, drafts), [], None
+            return await self.write(caller, drafts, request), [], None
         if self.deps.llm is None:
             raise MemplaneError(Code.FAILED_PRECONDITION, "LLM_NOT_CONFIGURED", "set MEMPLANE_LLM_MODEL to use infer")
         if not any(d.kind is Kind.TURN for d in drafts):
             raise invalid("TURNS_REQUIRED", "infer extracts from turns: write at least one memory of kind TURN")
         if any(d.layer is Layer.WORKING for d in drafts):
             raise invalid("INFER_NOT_FOR_WORKING", "infer applies to persistent turns, not working memory")
-        records = await self.write(caller, drafts)
+        records = await self.write(caller, drafts, request)
         turn_ids = [str(r.id) for r in records if r.kind is Kind.TURN]
         if infer == "sync":
             try:

@@ -15,7 +15,8 @@ from ...core.caller import Caller
 from ...core.model import HistoryEntry, MemoryFilter, MemoryRecord, Status
 from ...core.time_expressions import TimeRange
 from .contexts import WINDOW_KINDS, mark_sessions
-from .memory_writes import StoredDraft, WriteTransaction, append_history
+from ...core.requests import RequestKey
+from .memory_writes import Stored, StoredDraft, WriteTransaction, append_history
 from .session import caller_session
 from .sql import (
     MEMORY_COLUMNS, Params, filter_clauses, record_from_json, record_from_row, visibility, writable,
@@ -59,14 +60,24 @@ class MemoryStore:
 
     async def insert(
         self, caller: Caller, items: Sequence[StoredDraft], *, embedding_model: str, actor: str,
-        dedup_threshold: float, pending_threshold: float,
-    ) -> list[MemoryRecord]:
+        dedup_threshold: float, pending_threshold: float, request: RequestKey | None = None,
+    ) -> Stored:
         """Stores all items in one transaction, all or nothing, within quota; an item may come back
-        as an existing memory observed again (see memory_writes)."""
+        as an existing memory observed again (see memory_writes). With a request key, a request
+        stored before is answered with its memories instead of being stored again."""
         async with self.session(caller) as conn:
             tx = WriteTransaction(conn, caller, embedding_model=embedding_model, actor=actor,
                                   dedup_threshold=dedup_threshold, pending_threshold=pending_threshold)
-            return await tx.run(items, self.default_max_memories)
+            return await tx.run(items, self.default_max_memories, request)
+
+    async def prune_write_requests(self, older_than_seconds: float) -> int:
+        """Forgets recorded write requests older than the idempotency window (all tenants)."""
+        deleted = await self.pool.fetchval(
+            "WITH gone AS (DELETE FROM write_requests WHERE created_at < now() - make_interval(secs => $1)"
+            " RETURNING 1) SELECT count(*) FROM gone",
+            float(older_than_seconds),
+        )
+        return int(deleted)
 
     async def get(self, caller: Caller, memory_id: uuid.UUID) -> MemoryRecord | None:
         p = Params(memory_id)

@@ -13,6 +13,7 @@ import numpy as np
 
 from ...core.caller import Caller
 from ...core.model import MemoryDraft, MemoryRecord, Scope, Status
+from ...core.requests import RequestKey
 from ...core.observations import DEDUP_KINDS, normalized, reobserved_confidence, write_lock
 from .contexts import WINDOW_KINDS, mark_sessions
 from .sql import MEMORY_COLUMNS, Params, record_from_row, record_to_json, writable
@@ -27,6 +28,16 @@ class StoredDraft:
     keywords: str
     status: Status
     occurred_at: datetime
+
+
+class RequestReused(Exception):
+    """The caller's request_id was recorded with a different request."""
+
+
+@dataclass(frozen=True)
+class Stored:
+    records: list[MemoryRecord]
+    replayed: bool  # the request had been stored before: these are its memories as they are now
 
 
 class QuotaExceeded(Exception):
@@ -70,7 +81,43 @@ class WriteTransaction:
         self.dedup_threshold, self.pending_threshold = dedup_threshold, pending_threshold
         self.inserted = 0
 
-    async def run(self, items: Sequence[StoredDraft], default_cap: int) -> list[MemoryRecord]:
+    async def run(self, items: Sequence[StoredDraft], default_cap: int, request: RequestKey | None) -> Stored:
+        if request is not None and not await self._record_request(request):
+            return Stored(await self._recorded(request), replayed=True)
+        records = await self._store(items, default_cap)
+        if request is not None:
+            await self.conn.execute(
+                "UPDATE write_requests SET memory_ids = $3 WHERE tenant_id = $1 AND request_key = $2",
+                self.caller.tenant_id, request.key, [r.id for r in records],
+            )
+        return Stored(records, replayed=False)
+
+    async def _record_request(self, request: RequestKey) -> bool:
+        """Records the request in this transaction; False when it was recorded (committed) before.
+        A concurrent twin waits here for the first to commit or roll back."""
+        inserted = await self.conn.fetchval(
+            "INSERT INTO write_requests (tenant_id, request_key, fingerprint) VALUES ($1, $2, $3)"
+            " ON CONFLICT DO NOTHING RETURNING true",
+            self.caller.tenant_id, request.key, request.fingerprint,
+        )
+        return bool(inserted)
+
+    async def _recorded(self, request: RequestKey) -> list[MemoryRecord]:
+        row = await self.conn.fetchrow(
+            "SELECT fingerprint, memory_ids FROM write_requests WHERE tenant_id = $1 AND request_key = $2",
+            self.caller.tenant_id, request.key,
+        )
+        if row["fingerprint"] != request.fingerprint:
+            raise RequestReused()
+        rows = await self.conn.fetch(
+            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.tenant_id = $1 AND m.id = ANY($2::uuid[])",
+            self.caller.tenant_id, row["memory_ids"],
+        )
+        by_id = {r["id"]: record_from_row(r) for r in rows}
+        # A memory hard-forgotten since is gone from the answer, as it is from the store.
+        return [by_id[i] for i in row["memory_ids"] if i in by_id]
+
+    async def _store(self, items: Sequence[StoredDraft], default_cap: int) -> list[MemoryRecord]:
         usage = await self.conn.fetchrow(
             # The row lock serialises a tenant's concurrent writers on the quota check.
             "SELECT u.memory_count, coalesce(nullif(t.max_memories, 0), $2) AS cap"

@@ -9,11 +9,12 @@ claim runs out within seconds and the client's retry can run.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import secrets
 from dataclasses import dataclass
 
 import redis.asyncio as redis
+
+from ...core.requests import RequestKey
 
 LEASE_SECONDS = 5.0
 RENEW_EVERY_SECONDS = LEASE_SECONDS / 3
@@ -53,15 +54,10 @@ class IdempotencyStore:
         self._renew = client.register_script(_RENEW)
         self._release = client.register_script(_RELEASE)
 
-    @staticmethod
-    def _key(caller: str, method: str, request_id: str) -> str:
-        digest = hashlib.sha256(f"{caller}\x00{method}\x00{request_id}".encode()).hexdigest()[:40]
-        return f"mp:idem:{digest}"
-
-    async def begin(self, caller: str, method: str, request_id: str, request: bytes) -> Claim | bytes:
+    async def begin(self, request: RequestKey) -> Claim | bytes:
         """Claims the key (returns the Claim), or returns the stored response of an earlier call."""
-        key = self._key(caller, method, request_id)
-        fp = hashlib.sha256(request).hexdigest().encode()
+        key = f"mp:idem:{request.key}"
+        fp = request.fingerprint.encode()
         value = b"pending:" + fp + b":" + secrets.token_hex(8).encode()
         while True:
             if await self.client.set(key, value, nx=True, px=int(LEASE_SECONDS * 1000)):
