@@ -4,13 +4,14 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, TypeVar
 
-from google.protobuf import json_format
+from google.protobuf import struct_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
 from memplane.v1 import memory_pb2 as pb
 from memplane.v1 import memory_service_pb2 as spb
 
 from ..core.errors import invalid
 from ..core.model import HistoryEntry, Kind, Layer, MemoryDraft, MemoryFilter, MemoryRecord, Scope, SearchHit, Status
+from ..core.validation import check_filter, check_metadata, check_time, check_ttl
 
 E = TypeVar("E")
 
@@ -60,9 +61,10 @@ def ts_in(msg: Any, field: str) -> datetime | None:
         return None
     t: Timestamp = getattr(msg, field)
     try:
-        return t.ToDatetime(tzinfo=timezone.utc)
+        value = t.ToDatetime(tzinfo=timezone.utc)
     except (ValueError, OverflowError):
         raise invalid("INVALID_TIMESTAMP", f"{field} is out of range", field=field) from None
+    return check_time(value, field)
 
 
 def ts_out(target: Timestamp, value: datetime | None) -> None:
@@ -73,21 +75,23 @@ def ts_out(target: Timestamp, value: datetime | None) -> None:
 def struct_in(msg: Any, field: str) -> dict[str, Any]:
     if not msg.HasField(field):
         return {}
-    data = json_format.MessageToDict(getattr(msg, field))
-    # Postgres jsonb refuses NUL characters; catch them here instead of as an internal error.
-    if _contains_nul(data):
-        raise invalid("INVALID_METADATA", "metadata must not contain NUL characters", field=field)
-    return data
+    return check_metadata(_struct_to_dict(getattr(msg, field)), field)
 
 
-def _contains_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_contains_nul(k) or _contains_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_contains_nul(v) for v in value)
-    return False
+def _struct_to_dict(s: struct_pb2.Struct) -> dict[str, Any]:
+    return {key: _value_to_python(value) for key, value in s.fields.items()}
+
+
+def _value_to_python(v: struct_pb2.Value) -> Any:
+    # Protobuf's parser nests messages at most 100 deep, so this recursion is bounded.
+    kind = v.WhichOneof("kind")
+    if kind == "struct_value":
+        return _struct_to_dict(v.struct_value)
+    if kind == "list_value":
+        return [_value_to_python(item) for item in v.list_value.values]
+    if kind in ("number_value", "string_value", "bool_value"):
+        return getattr(v, kind)
+    return None  # null_value, or no value at all
 
 
 def draft_in(m: spb.MemoryInput) -> MemoryDraft:
@@ -120,16 +124,15 @@ def draft_in(m: spb.MemoryInput) -> MemoryDraft:
 def _ttl_in(m: spb.MemoryInput) -> int | None:
     if not m.HasField("ttl"):
         return None
-    seconds = m.ttl.seconds + (1 if m.ttl.nanos > 0 else 0)
-    if seconds <= 0:
-        raise invalid("INVALID_TTL", "ttl must be positive", field="ttl")
-    return seconds
+    if not -999_999_999 <= m.ttl.nanos <= 999_999_999:
+        raise invalid("INVALID_TTL", "ttl.nanos must be within +-999,999,999", field="ttl")
+    return check_ttl(m.ttl.seconds + (1 if m.ttl.nanos > 0 else 0))
 
 
 def filter_in(f: pb.MemoryFilter) -> MemoryFilter:
     if f.min_confidence != f.min_confidence or not 0 <= f.min_confidence <= 1:
         raise invalid("INVALID_CONFIDENCE", "min_confidence must be between 0 and 1")
-    return MemoryFilter(
+    return check_filter(MemoryFilter(
         scopes=enums_in(SCOPES, f.scopes, "scopes"),
         layers=enums_in(LAYERS, f.layers, "layers"),
         kinds=enums_in(KINDS, f.kinds, "kinds"),
@@ -145,7 +148,7 @@ def filter_in(f: pb.MemoryFilter) -> MemoryFilter:
         min_confidence=f.min_confidence or None,
         include_pending=f.include_pending,
         statuses=enums_in(STATUSES, f.statuses, "statuses"),
-    )
+    ))
 
 
 def memory_out(r: MemoryRecord, target: pb.Memory | None = None) -> pb.Memory:

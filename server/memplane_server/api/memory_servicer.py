@@ -6,6 +6,7 @@ from memplane.v1 import memory_service_pb2 as spb
 from memplane.v1 import memory_service_pb2_grpc as spb_grpc
 
 from ..core.errors import invalid
+from ..core.validation import MAX_NOTE_BYTES, check_text, shown
 from ..services.extract import ExtractService
 from ..services.forget import ForgetService
 from ..services.memories import MemoriesService
@@ -103,7 +104,10 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
             current_caller(),
             ids=list(request.ids.ids) if which == "ids" else None,
             f=filter_in(request.filter) if which == "filter" else None,
-            hard=request.hard, dry_run=request.dry_run, reason=request.reason,
+            hard=request.hard, dry_run=request.dry_run,
+            # Checked here while services/forget.py is being reworked: the reason is stored in the
+            # history and the audit log.
+            reason=check_text(request.reason, "reason", MAX_NOTE_BYTES),
         )
         return spb.ForgetResponse(forgotten_count=result.count, forgotten_ids=[str(i) for i in result.ids])
 
@@ -130,7 +134,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
         changes = {}
         for path in request.update_mask.paths:
             if path not in _UPDATE_FIELDS:
-                raise invalid("FIELD_NOT_UPDATABLE", f"cannot update {path}", field=path)
+                raise invalid("FIELD_NOT_UPDATABLE", f"cannot update {shown(path)}", field=shown(path))
             if path == "tags":
                 changes["tags"] = list(m.tags)
             elif path == "metadata":

@@ -62,8 +62,9 @@ def item_to_record(item: dict) -> MemoryRecord:
     )
 
 
-def promotion_drafts(session_id: str, contents: SessionContents) -> list[MemoryDraft]:
-    """What a session leaves behind: its items (oldest first) in their kind's layer, and its state."""
+def promotion_drafts(session_id: str, contents: SessionContents, max_bytes: int) -> list[MemoryDraft]:
+    """What a session leaves behind: its items (oldest first) in their kind's layer, and its state
+    (cut to max_bytes: each state value may be as large as the content limit)."""
     drafts = [
         MemoryDraft(
             scope=None, domain=None, agent_id=None, layer=None, kind=Kind(item["kind"]), content=item["content"],
@@ -75,9 +76,10 @@ def promotion_drafts(session_id: str, contents: SessionContents) -> list[MemoryD
     ]
     if contents.state:
         state = "; ".join(f"{k} = {v}" for k, v in sorted(contents.state.items()))
+        content = f"Session {session_id} ended with state: {state}"
         drafts.append(MemoryDraft(
             scope=None, domain=None, agent_id=None, layer=None, kind=Kind.EVENT,
-            content=f"Session {session_id} ended with state: {state}", session_id=session_id,
+            content=content.encode()[:max_bytes].decode(errors="ignore"), session_id=session_id,
             source_type="working", source_id=session_id,
         ))
     return drafts
@@ -127,7 +129,7 @@ class WorkingService:
     async def _promote(self, caller: Caller, session_id: str, contents: SessionContents) -> list[MemoryRecord]:
         from .write import WriteService
 
-        drafts = promotion_drafts(session_id, contents)
+        drafts = promotion_drafts(session_id, contents, self.deps.settings.max_content_bytes)
         batch = self.deps.settings.max_batch
         writer = WriteService(self.deps)
         return [r for i in range(0, len(drafts), batch) for r in await writer.write(caller, drafts[i:i + batch])]
