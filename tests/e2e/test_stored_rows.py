@@ -1,9 +1,11 @@
 """A stored row is always readable back (DESIGN §6): values no layer can hold are refused before
-anything is stored."""
+anything is stored, and rows stored before those checks existed still read."""
 from __future__ import annotations
 
+import asyncio
 import uuid
 
+import asyncpg
 import grpc
 import pytest
 from google.protobuf import field_mask_pb2, timestamp_pb2
@@ -66,3 +68,45 @@ def test_a_time_no_layer_can_hold_stores_nothing_and_readers_keep_reading(channe
         assert not caller.GetMemory(s.GetMemoryRequest(id=kept.id)).memory.HasField("valid_to")
         history = caller.ListMemoryHistory(s.ListMemoryHistoryRequest(memory_id=kept.id)).entries
         assert [e.action for e in history] == [s.HISTORY_ACTION_CREATED]
+
+
+@pytest.fixture
+def superuser(services_urls):
+    """Writes to the e2e server's database past every check, as rows stored by older versions are."""
+    dsn = services_urls[0].rsplit("/", 1)[0] + "/memplane_e2e"
+
+    def run(sql: str, *args) -> None:
+        async def go() -> None:
+            conn = await asyncpg.connect(dsn)
+            try:
+                await conn.execute(sql, *args)
+            finally:
+                await conn.close()
+
+        asyncio.run(go())
+
+    return run
+
+
+def test_rows_stored_before_the_checks_still_read(channel, new_tenant, superuser):
+    _, key = new_tenant()
+    caller = As(channel, key)
+    written = caller.Write(s.WriteRequest(memories=[
+        s.MemoryInput(kind=m.KIND_FACT, content="the user lives in Lyon", entity="user", attribute="city",
+                      value="Lyon"),
+        s.MemoryInput(kind=m.KIND_EVENT, content="the user moved to Lyon"),
+    ])).memories
+    fact, event = (uuid.UUID(x.id) for x in written)
+    superuser("UPDATE memories SET occurred_at = '-infinity', valid_from = '-infinity', valid_to = 'infinity',"
+              " metadata = '{\"n\": 1e400}' WHERE id = $1", fact)
+    superuser("UPDATE memory_history SET snapshot = '{\"id\": \"older shape\"}' WHERE memory_id = $1", event)
+
+    got = caller.GetMemory(s.GetMemoryRequest(id=str(fact))).memory
+    assert got.occurred_at.seconds == -62135596800 and got.valid_to.seconds == 253402300799  # clamped
+    assert len(caller.ListMemories(s.ListMemoriesRequest()).memories) == 2
+    assert caller.Search(s.SearchRequest(query="where does the user live?", explain=True)).hits
+    assert caller.GetStats(s.GetStatsRequest()).total == 2
+    entries = caller.ListMemoryHistory(s.ListMemoryHistoryRequest(memory_id=str(event))).entries
+    assert len(entries) == 1 and not entries[0].HasField("snapshot")
+    assert caller.ListMemoryHistory(
+        s.ListMemoryHistoryRequest(entity=s.EntityRef(entity="user", attribute="city"))).entries

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..core.caller import Caller, caller_from_json
 from ..core.model import Kind, Layer, MemoryDraft, MemoryRecord, Scope, Status
-from ..core.validation import check_free_id
+from ..core.validation import EARLIEST_TIME, LATEST_TIME, check_free_id
 from ..stores.redis.working import SessionContents, WorkingSession
 from .deps import Deps
 
@@ -46,7 +46,16 @@ def vector_bytes(vector: np.ndarray) -> bytes:
 
 
 def _ts(v: float | None) -> datetime | None:
-    return datetime.fromtimestamp(v, timezone.utc) if v else None
+    """Unix time from Redis back to a datetime in the storable range. Total: an item stored before
+    TTLs were bounded may expire past year 9999, and a float near either end of the range reads
+    back a little outside it (9999-12-30T23:59:59.999999 as 9999-12-31), which promotion would refuse."""
+    if v is None:
+        return None
+    try:
+        moment = datetime.fromtimestamp(v, timezone.utc)
+    except (ValueError, OverflowError, OSError):
+        return LATEST_TIME if v > 0 else EARLIEST_TIME
+    return min(max(moment, EARLIEST_TIME), LATEST_TIME)
 
 
 def item_to_record(item: dict) -> MemoryRecord:
