@@ -244,3 +244,74 @@ def test_memory_out_fills_a_given_target_message():
     target = memory_pb2.Memory()
     assert memory_out(record(content="x"), target) is target
     assert target.content == "x"
+
+
+# --- every request value is one each layer can hold -------------------------------------------
+
+PROTO_MIN_SECONDS, PROTO_MAX_SECONDS = -62135596800, 253402300799
+
+
+@pytest.mark.parametrize("seconds, nanos", [
+    (PROTO_MIN_SECONDS, 0),  # 0001-01-01T00:00:00Z: stored as -infinity, read back as naive datetime.min
+    (PROTO_MAX_SECONDS, 999_999_999),  # 9999-12-31T23:59:59.999999999Z: stored as infinity
+    (PROTO_MIN_SECONDS + 86400 - 1, 0), (PROTO_MAX_SECONDS - 86400 + 1, 0),
+    (PROTO_MIN_SECONDS - 1, 0), (PROTO_MAX_SECONDS + 1, 0), (2**63 - 1, 0), (0, -1), (0, 10**9),
+])
+def test_timestamps_outside_the_storable_range_are_invalid_timestamp(seconds, nanos):
+    m = memory_service_pb2.MemoryInput(content="x")
+    m.occurred_at.seconds, m.occurred_at.nanos = seconds, nanos
+    err = _error(draft_in, m)
+    assert (err.reason, err.metadata) == ("INVALID_TIMESTAMP", {"field": "occurred_at"})
+
+
+@pytest.mark.parametrize("moment", [datetime(1, 1, 2, tzinfo=UTC), datetime(9999, 12, 30, 23, 59, 59, 999999, tzinfo=UTC)])
+def test_the_ends_of_the_storable_range_round_trip_through_protobuf(moment):
+    m = memory_out(record(occurred_at=moment, valid_to=moment))
+    d = draft_in(memory_service_pb2.MemoryInput(content="x", occurred_at=m.occurred_at, valid_to=m.valid_to))
+    assert d.occurred_at == moment and d.valid_to == moment
+
+
+def test_filter_times_are_range_checked_too():
+    f = memory_pb2.MemoryFilter(occurred=memory_pb2.TimeRange(start_time=_ts(datetime(1, 1, 1, tzinfo=UTC))))
+    assert _error(filter_in, f).reason == "INVALID_TIMESTAMP"
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_struct_in_rejects_numbers_jsonb_cannot_store(value):
+    m = memory_service_pb2.MemoryInput()
+    m.metadata.update({"ok": 1, "bad": {"deeper": [value]}})
+    assert _error(struct_in, m, "metadata").reason == "INVALID_METADATA"
+
+
+def test_struct_in_rejects_deep_and_huge_metadata():
+    deep = memory_service_pb2.MemoryInput()
+    node = deep.metadata
+    for _ in range(30):
+        node = node.fields["d"].struct_value
+    assert _error(struct_in, deep, "metadata").reason == "INVALID_METADATA"
+    huge = memory_service_pb2.MemoryInput()
+    huge.metadata.update({"big": "x" * 1_000_000})
+    assert _error(struct_in, huge, "metadata").reason == "METADATA_TOO_LARGE"
+
+
+def test_struct_in_reads_a_value_with_no_kind_as_null():
+    m = memory_service_pb2.MemoryInput()
+    m.metadata.fields["unset"].SetInParent()
+    assert struct_in(m, "metadata") == {"unset": None}
+
+
+@pytest.mark.parametrize("seconds,nanos", [(10**12, 0), (366 * 86400 + 1, 0), (2**63 - 1, 0), (1, 10**9)])
+def test_ttl_beyond_366_days_or_malformed_is_invalid_ttl(seconds, nanos):
+    m = memory_service_pb2.MemoryInput(content="x")
+    m.ttl.seconds, m.ttl.nanos = seconds, nanos
+    assert _error(draft_in, m).reason == "INVALID_TTL"
+
+
+@pytest.mark.parametrize("field", ["agent_id", "user_id", "session_id", "entity", "attribute"])
+def test_filter_in_rejects_nul_in_text_conditions(field):
+    assert _error(filter_in, memory_pb2.MemoryFilter(**{field: "a\x00b"})).reason.startswith("INVALID_")
+
+
+@pytest.mark.parametrize("field", ["tags", "domains"])
+def test_filter_in_rejects_nul_in_list_conditions(field):
+    assert _error(filter_in, memory_pb2.MemoryFilter(**{field: ["ok", "a\x00b"]})).reason.startswith("INVALID_")

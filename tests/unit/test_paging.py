@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import base64
 import json
+import uuid
+from datetime import datetime, timezone
 
 import pytest
 
 from memplane_server.core.errors import Code, MemplaneError
-from memplane_server.core.paging import decode_token, encode_token
+from memplane_server.core.paging import decode_position, decode_token, encode_token
 
 
 def _token_of(raw: bytes) -> str:
@@ -52,3 +54,34 @@ def test_token_decoding_to_non_list_json_is_invalid():
 
 def test_deeply_nested_token_is_invalid_page_token():
     assert _reason_of(_token_of(b"[" * 100_000)) == "INVALID_PAGE_TOKEN"
+
+
+# --- decode_position: each part is what the query binds it as ---------------------------------
+
+def test_position_parts_come_back_typed():
+    moment, key = datetime(2024, 1, 1, 8, tzinfo=timezone.utc), uuid.uuid4()
+    assert decode_position(encode_token([moment.isoformat(), str(key)]), "time", "uuid") == (moment, key)
+    assert decode_position(encode_token(["acme"]), "text") == ("acme",)
+    assert decode_position(encode_token([42]), "int") == (42,)
+    assert decode_position("", "int") is None
+
+
+@pytest.mark.parametrize("position, kinds", [
+    (["2024-01-01T00:00:00", "5f0c6b1e-3a52-4d7e-9a0b-8c1d2e3f4a5b"], ("time", "uuid")),  # naive
+    (["0001-01-01T00:00:00+00:00", "5f0c6b1e-3a52-4d7e-9a0b-8c1d2e3f4a5b"], ("time", "uuid")),  # -infinity
+    (["+99999-01-01", "x"], ("time", "uuid")),
+    ([1, 2], ("time", "uuid")),
+    (["2024-01-01T00:00:00+00:00", "not-a-uuid"], ("time", "uuid")),
+    ([10**30], ("text",)), ([1.5], ("text",)), ([{"a": 1}], ("text",)), ([[]], ("text",)), (["\x00"], ("text",)),
+    (["x" * 300], ("text",)),
+    (["a"], ("int",)), ([True], ("int",)), ([2**63], ("int",)), ([None], ("int",)),
+])
+def test_position_of_the_wrong_type_is_invalid_page_token(position, kinds):
+    # Each of these reached a query before (asyncpg DataError, OverflowError): INTERNAL.
+    with pytest.raises(MemplaneError) as exc:
+        decode_position(encode_token(position), *kinds)
+    assert exc.value.reason == "INVALID_PAGE_TOKEN"
+
+
+def test_overlong_token_is_invalid_without_decoding():
+    assert _reason_of("A" * 2000, 1) == "INVALID_PAGE_TOKEN"

@@ -20,3 +20,12 @@ def test_unknown_zone_is_invalid_argument(name):
     with pytest.raises(MemplaneError) as err:
         parse_time_zone(name)
     assert err.value.reason == "INVALID_TIME_ZONE"
+
+
+@pytest.mark.parametrize("name", ["x" * 100_000, "é" * 129, "Asia", "Asia/Shanghai\x00", "😀" * 100])
+def test_names_the_file_system_refuses_are_invalid_argument_too(name):
+    # A long name was an OSError (file name too long) and "Asia" an IsADirectoryError: INTERNAL.
+    with pytest.raises(MemplaneError) as err:
+        parse_time_zone(name)
+    assert err.value.reason == "INVALID_TIME_ZONE"
+    assert len(err.value.message) < 200

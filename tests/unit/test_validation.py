@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 import math
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from memplane_server.core.errors import Code, MemplaneError
+from memplane_server.core.model import MemoryFilter, Scope
 from memplane_server.core.validation import (
-    check_confidence, check_content, check_free_id, check_identifier, clamp_page_size,
+    EARLIEST_TIME, LATEST_TIME, MAX_METADATA_BYTES, MAX_METADATA_DEPTH, MAX_TAGS, MAX_WORKING_TTL_SECONDS,
+    check_confidence, check_content, check_filter, check_free_id, check_identifier, check_metadata, check_tags,
+    check_text, check_time, check_ttl, clamp_page_size, shown,
 )
 
 
@@ -128,3 +132,106 @@ def test_page_size_negative_is_invalid():
     with pytest.raises(MemplaneError) as exc:
         clamp_page_size(-1)
     assert _reason(exc) == "INVALID_PAGE_SIZE"
+
+
+# --- limits shared by every RPC ---------------------------------------------------------------
+
+def _fails(fn, *args) -> MemplaneError:
+    with pytest.raises(MemplaneError) as exc:
+        fn(*args)
+    assert exc.value.code is Code.INVALID_ARGUMENT
+    assert len(exc.value.message) < 300  # never an echo of a large input
+    return exc.value
+
+
+def test_text_may_be_empty_but_not_hold_nul_or_exceed_its_limit():
+    assert check_text("", "comment", 10) == ""
+    assert _fails(check_text, "a\x00b", "comment", 10).reason == "INVALID_COMMENT"
+    err = _fails(check_text, "x" * 1_000_000, "value", 10)
+    assert (err.reason, err.metadata) == ("VALUE_TOO_LARGE", {"limit": "10"})
+
+
+def test_tags_are_bounded_in_number_and_each_like_an_id():
+    check_tags(["t"] * MAX_TAGS)
+    assert _fails(check_tags, ["t"] * (MAX_TAGS + 1)).reason == "TOO_MANY_TAGS"
+    assert _fails(check_tags, ["ok", "a\x00"]).reason == "INVALID_TAG"
+    assert _fails(check_tags, ["x" * 257]).reason == "INVALID_TAG"
+
+
+@pytest.mark.parametrize("moment", [EARLIEST_TIME, LATEST_TIME, datetime(2024, 5, 1, tzinfo=timezone.utc)])
+def test_times_inside_the_storable_range_pass(moment):
+    assert check_time(moment, "occurred_at") is moment
+
+
+@pytest.mark.parametrize("moment", [
+    datetime(1, 1, 1, tzinfo=timezone.utc),  # asyncpg stores this as -infinity
+    EARLIEST_TIME - timedelta(microseconds=1),
+    datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=timezone.utc),  # ... and this as infinity
+    LATEST_TIME + timedelta(microseconds=1),
+])
+def test_times_at_the_ends_of_the_calendar_are_invalid_timestamp(moment):
+    err = _fails(check_time, moment, "valid_to")
+    assert (err.reason, err.metadata) == ("INVALID_TIMESTAMP", {"field": "valid_to"})
+
+
+def test_ttl_is_a_positive_number_of_seconds_up_to_366_days():
+    assert check_ttl(1) == 1 and check_ttl(MAX_WORKING_TTL_SECONDS) == MAX_WORKING_TTL_SECONDS
+    for seconds in (0, -1, MAX_WORKING_TTL_SECONDS + 1, 10**12):
+        assert _fails(check_ttl, seconds).reason == "INVALID_TTL"
+
+
+@pytest.mark.parametrize("data", [
+    {"n": math.nan}, {"n": math.inf}, {"n": -math.inf}, {"list": [1.0, math.nan]}, {"a": {"b": math.inf}},
+    {"k": "a\x00b"}, {"a\x00": 1}, {"a": [{"b\x00": None}]},
+])
+def test_metadata_that_jsonb_refuses_is_invalid_metadata(data):
+    err = _fails(check_metadata, data)
+    assert (err.reason, err.metadata) == ("INVALID_METADATA", {"field": "metadata"})
+
+
+def _nested(depth: int) -> dict:
+    data: dict = {"leaf": 1}
+    for _ in range(depth - 1):
+        data = {"d": data}
+    return data
+
+
+def test_metadata_nesting_is_bounded():
+    assert check_metadata(_nested(MAX_METADATA_DEPTH))
+    assert _fails(check_metadata, _nested(MAX_METADATA_DEPTH + 1)).reason == "INVALID_METADATA"
+
+
+def test_metadata_size_is_bounded_as_compact_json():
+    check_metadata({"big": "x" * (MAX_METADATA_BYTES - 20)})
+    err = _fails(check_metadata, {"big": "x" * 1_000_000})
+    assert err.reason == "METADATA_TOO_LARGE" and err.metadata["limit"] == str(MAX_METADATA_BYTES)
+    assert _fails(check_metadata, {f"k{i}": i for i in range(10_000)}).reason == "METADATA_TOO_LARGE"
+
+
+def test_ordinary_metadata_passes_unchanged():
+    data = {"k": "v", "n": 2.5, "ok": True, "none": None, "list": [1, "two", {"three": 3}], "": "empty key"}
+    assert check_metadata(data) is data
+
+
+@pytest.mark.parametrize("field, value, reason", [
+    ("agent_id", "a\x00b", "INVALID_AGENT_ID"), ("user_id", "a\x00b", "INVALID_USER_ID"),
+    ("session_id", "a\x00b", "INVALID_SESSION_ID"), ("entity", "a\x00b", "INVALID_ENTITY"),
+    ("attribute", "x" * 300, "INVALID_ATTRIBUTE"), ("tags", ("ok", "a\x00"), "INVALID_TAG"),
+    ("domains", ("a\x00b",), "INVALID_DOMAIN_ID"), ("domains", ("x" * 1_000_000,), "INVALID_DOMAIN_ID"),
+    ("tags", ("t",) * 65, "TOO_MANY_FILTER_VALUES"), ("scopes", (Scope.GLOBAL,) * 65, "TOO_MANY_FILTER_VALUES"),
+    ("occurred_after", datetime(1, 1, 1, tzinfo=timezone.utc), "INVALID_TIMESTAMP"),
+    ("occurred_before", datetime(9999, 12, 31, tzinfo=timezone.utc), "INVALID_TIMESTAMP"),
+])
+def test_filter_values_postgres_would_refuse_are_invalid_argument(field, value, reason):
+    assert _fails(check_filter, MemoryFilter(**{field: value})).reason == reason
+
+
+def test_a_filter_of_ordinary_values_passes():
+    f = MemoryFilter(domains=("payments",), agent_id="bot", user_id="用户 1", tags=("t",) * 64,
+                     occurred_after=EARLIEST_TIME, occurred_before=LATEST_TIME)
+    assert check_filter(f) is f
+
+
+def test_shown_cuts_what_an_error_message_quotes():
+    assert shown("abc") == "'abc'"
+    assert len(shown("x" * 1_000_000)) < 80

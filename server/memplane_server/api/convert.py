@@ -1,18 +1,22 @@
 """Protobuf <-> domain translation for memories, filters and search hits."""
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from typing import Any, TypeVar
 
-from google.protobuf import json_format
+from google.protobuf import struct_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
 from memplane.v1 import memory_pb2 as pb
 from memplane.v1 import memory_service_pb2 as spb
 
 from ..core.errors import invalid
 from ..core.model import HistoryEntry, Kind, Layer, MemoryDraft, MemoryFilter, MemoryRecord, Scope, SearchHit, Status
+from ..core.validation import check_filter, check_metadata, check_time, check_ttl
 
 E = TypeVar("E")
+log = logging.getLogger(__name__)
 
 SCOPES = {pb.SCOPE_GLOBAL: Scope.GLOBAL, pb.SCOPE_DOMAIN: Scope.DOMAIN, pb.SCOPE_PRIVATE: Scope.PRIVATE}
 LAYERS = {pb.LAYER_WORKING: Layer.WORKING, pb.LAYER_EPISODIC: Layer.EPISODIC,
@@ -60,34 +64,51 @@ def ts_in(msg: Any, field: str) -> datetime | None:
         return None
     t: Timestamp = getattr(msg, field)
     try:
-        return t.ToDatetime(tzinfo=timezone.utc)
+        value = t.ToDatetime(tzinfo=timezone.utc)
     except (ValueError, OverflowError):
         raise invalid("INVALID_TIMESTAMP", f"{field} is out of range", field=field) from None
+    return check_time(value, field)
+
+
+# What protobuf's Timestamp can hold; a stored time outside it is clamped to the nearer end.
+_PROTO_EARLIEST = datetime(1, 1, 1, tzinfo=timezone.utc)
+_PROTO_LATEST = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=timezone.utc)
 
 
 def ts_out(target: Timestamp, value: datetime | None) -> None:
-    if value is not None:
-        target.FromDatetime(value.astimezone(timezone.utc))
+    """Total: naive times are UTC (asyncpg reads PostgreSQL's infinities as naive
+    datetime.min/max), and a time protobuf cannot hold becomes the nearer end of its range."""
+    if value is None:
+        return
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    try:
+        value = value.astimezone(timezone.utc)
+    except (ValueError, OverflowError):  # an offset that moves it past year 1 or 9999
+        value = _PROTO_EARLIEST if value.year == 1 else _PROTO_LATEST
+    target.FromDatetime(value)
 
 
 def struct_in(msg: Any, field: str) -> dict[str, Any]:
     if not msg.HasField(field):
         return {}
-    data = json_format.MessageToDict(getattr(msg, field))
-    # Postgres jsonb refuses NUL characters; catch them here instead of as an internal error.
-    if _contains_nul(data):
-        raise invalid("INVALID_METADATA", "metadata must not contain NUL characters", field=field)
-    return data
+    return check_metadata(_struct_to_dict(getattr(msg, field)), field)
 
 
-def _contains_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_contains_nul(k) or _contains_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_contains_nul(v) for v in value)
-    return False
+def _struct_to_dict(s: struct_pb2.Struct) -> dict[str, Any]:
+    return {key: _value_to_python(value) for key, value in s.fields.items()}
+
+
+def _value_to_python(v: struct_pb2.Value) -> Any:
+    # Protobuf's parser nests messages at most 100 deep, so this recursion is bounded.
+    kind = v.WhichOneof("kind")
+    if kind == "struct_value":
+        return _struct_to_dict(v.struct_value)
+    if kind == "list_value":
+        return [_value_to_python(item) for item in v.list_value.values]
+    if kind in ("number_value", "string_value", "bool_value"):
+        return getattr(v, kind)
+    return None  # null_value, or no value at all
 
 
 def draft_in(m: spb.MemoryInput) -> MemoryDraft:
@@ -120,16 +141,15 @@ def draft_in(m: spb.MemoryInput) -> MemoryDraft:
 def _ttl_in(m: spb.MemoryInput) -> int | None:
     if not m.HasField("ttl"):
         return None
-    seconds = m.ttl.seconds + (1 if m.ttl.nanos > 0 else 0)
-    if seconds <= 0:
-        raise invalid("INVALID_TTL", "ttl must be positive", field="ttl")
-    return seconds
+    if not -999_999_999 <= m.ttl.nanos <= 999_999_999:
+        raise invalid("INVALID_TTL", "ttl.nanos must be within +-999,999,999", field="ttl")
+    return check_ttl(m.ttl.seconds + (1 if m.ttl.nanos > 0 else 0))
 
 
 def filter_in(f: pb.MemoryFilter) -> MemoryFilter:
     if f.min_confidence != f.min_confidence or not 0 <= f.min_confidence <= 1:
         raise invalid("INVALID_CONFIDENCE", "min_confidence must be between 0 and 1")
-    return MemoryFilter(
+    return check_filter(MemoryFilter(
         scopes=enums_in(SCOPES, f.scopes, "scopes"),
         layers=enums_in(LAYERS, f.layers, "layers"),
         kinds=enums_in(KINDS, f.kinds, "kinds"),
@@ -145,7 +165,7 @@ def filter_in(f: pb.MemoryFilter) -> MemoryFilter:
         min_confidence=f.min_confidence or None,
         include_pending=f.include_pending,
         statuses=enums_in(STATUSES, f.statuses, "statuses"),
-    )
+    ))
 
 
 def memory_out(r: MemoryRecord, target: pb.Memory | None = None) -> pb.Memory:
@@ -166,7 +186,11 @@ def memory_out(r: MemoryRecord, target: pb.Memory | None = None) -> pb.Memory:
     m.value = r.value or ""
     m.tags.extend(r.tags)
     if r.metadata:
-        m.metadata.update(r.metadata)
+        try:
+            m.metadata.update(r.metadata)
+        except (ValueError, TypeError, OverflowError):  # e.g. a jsonb number no double holds
+            m.ClearField("metadata")
+            _report_once(str(r.id), "its metadata cannot be represented in protobuf; sent without it")
     m.confidence = r.confidence
     m.status = enum_out(STATUSES, r.status)
     m.supersedes = str(r.supersedes) if r.supersedes else ""
@@ -186,6 +210,32 @@ def memory_out(r: MemoryRecord, target: pb.Memory | None = None) -> pb.Memory:
     return m
 
 
+_reported: set[tuple[str, str]] = set()
+
+
+def _report_once(key: str, problem: str) -> None:
+    """Logs a stored row's problem the first time it is met, with the traceback if there is one."""
+    if (key, problem) in _reported:
+        return
+    if len(_reported) > 10_000:
+        _reported.clear()
+    _reported.add((key, problem))
+    log.error("memory %s: %s", key, problem, exc_info=True)
+
+
+def add_each(container: Any, items: Iterable[Any], fill: Callable[[Any, Any], Any]) -> None:
+    """Appends each item to a repeated message field with fill(item, new element). An item that
+    cannot be represented (a stored row no rule foresaw) is logged once and left out: one bad
+    row must not fail every answer that would include it."""
+    for item in items:
+        try:
+            fill(item, container.add())
+        except Exception:  # noqa: BLE001 - whatever the row holds, the rest of the answer stands
+            del container[-1]
+            key = getattr(item, "id", None) or getattr(getattr(item, "memory", None), "id", None) or item
+            _report_once(str(key)[:100], "cannot be represented in protobuf; left out of the response")
+
+
 def hit_out(h: SearchHit, target: spb.SearchHit) -> None:
     memory_out(h.memory, target.memory)
     target.score = h.score
@@ -196,7 +246,8 @@ def hit_out(h: SearchHit, target: spb.SearchHit) -> None:
 def history_out(e: HistoryEntry, target: spb.HistoryEntry) -> None:
     target.memory_id = str(e.memory_id)
     target.action = HISTORY_ACTIONS.get(e.action, 0)
-    memory_out(e.snapshot, target.snapshot)
+    if e.snapshot is not None:  # None: erased, or a snapshot that no longer reads as a memory
+        memory_out(e.snapshot, target.snapshot)
     ts_out(target.change_time, e.changed_at)
     target.actor = e.actor
     target.reason = e.reason

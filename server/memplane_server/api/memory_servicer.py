@@ -6,6 +6,7 @@ from memplane.v1 import memory_service_pb2 as spb
 from memplane.v1 import memory_service_pb2_grpc as spb_grpc
 
 from ..core.errors import invalid
+from ..core.validation import shown
 from ..services.extract import ExtractService
 from ..services.forget import ForgetService
 from ..services.memories import MemoriesService
@@ -16,7 +17,7 @@ from ..services.working import WorkingService, item_to_record
 from ..services.write import WriteService
 from .context import current_caller, current_request_key
 from .convert import (
-    LAYERS, KINDS, SCOPES, STATUSES, counts_out, draft_in,
+    LAYERS, KINDS, SCOPES, STATUSES, add_each, counts_out, draft_in,
     struct_in, enum_in, filter_in, history_out, hit_out, memory_out,
     ts_in, ts_out,
 )
@@ -45,10 +46,8 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
             request=current_request_key(),
         )
         response = spb.WriteResponse()
-        for r in records:
-            memory_out(r, response.memories.add())
-        for r in extracted:
-            memory_out(r, response.extracted.add())
+        add_each(response.memories, records, memory_out)
+        add_each(response.extracted, extracted, memory_out)
         if operation is not None:
             operation_out(operation, response.operation)
         return response
@@ -68,8 +67,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
             scope_order=tuple(order), explain=request.explain, time_zone=request.time_zone or None,
         )
         response = spb.SearchResponse()
-        for hit in await self.searches.search(current_caller(), query):
-            hit_out(hit, response.hits.add())
+        add_each(response.hits, await self.searches.search(current_caller(), query), hit_out)
         return response
 
     async def Reflect(self, request: spb.ReflectRequest, context) -> spb.ReflectResponse:
@@ -91,8 +89,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
         if isinstance(result, OperationView):
             operation_out(result, response.operation)
         else:
-            for r in result.memories:
-                memory_out(r, response.result.memories.add())
+            add_each(response.result.memories, result.memories, memory_out)
             response.result.summary = result.summary
             response.result.merged_count = result.merged_count
             response.result.used_llm = result.used_llm
@@ -120,8 +117,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
             current_caller(), filter_in(request.filter), request.page_size, request.page_token
         )
         response = spb.ListMemoriesResponse(next_page_token=token)
-        for r in records:
-            memory_out(r, response.memories.add())
+        add_each(response.memories, records, memory_out)
         return response
 
     async def UpdateMemory(self, request: spb.UpdateMemoryRequest, context) -> spb.UpdateMemoryResponse:
@@ -131,7 +127,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
         changes = {}
         for path in request.update_mask.paths:
             if path not in _UPDATE_FIELDS:
-                raise invalid("FIELD_NOT_UPDATABLE", f"cannot update {path}", field=path)
+                raise invalid("FIELD_NOT_UPDATABLE", f"cannot update {shown(path)}", field=shown(path))
             if path == "tags":
                 changes["tags"] = list(m.tags)
             elif path == "metadata":
@@ -158,15 +154,13 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
             page_size=request.page_size, page_token=request.page_token,
         )
         response = spb.ListMemoryHistoryResponse(next_page_token=token)
-        for e in entries:
-            history_out(e, response.entries.add())
+        add_each(response.entries, entries, history_out)
         return response
 
     async def SubmitFeedback(self, request: spb.SubmitFeedbackRequest, context) -> spb.SubmitFeedbackResponse:
         records = await self.memories.feedback(current_caller(), list(request.memory_ids), request.useful, request.comment)
         response = spb.SubmitFeedbackResponse()
-        for r in records:
-            memory_out(r, response.memories.add())
+        add_each(response.memories, records, memory_out)
         return response
 
     async def GetWorkingMemory(self, request: spb.GetWorkingMemoryRequest, context) -> spb.GetWorkingMemoryResponse:
@@ -174,8 +168,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
             raise invalid("SESSION_REQUIRED", "session_id is required", field="session_id")
         state, items, expires = await self.working.read(current_caller(), request.session_id)
         response = spb.GetWorkingMemoryResponse(state=state)
-        for item in items:
-            memory_out(item_to_record(item), response.items.add())
+        add_each(response.items, items, lambda item, target: memory_out(item_to_record(item), target))
         ts_out(response.expire_time, expires)
         return response
 
@@ -184,8 +177,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
             raise invalid("SESSION_REQUIRED", "session_id is required", field="session_id")
         promote = enum_in(_PROMOTE, request.promote, "promote")
         response = spb.CloseSessionResponse()
-        for r in await self.working.close(current_caller(), request.session_id, promote):
-            memory_out(r, response.promoted.add())
+        add_each(response.promoted, await self.working.close(current_caller(), request.session_id, promote), memory_out)
         return response
 
     async def GetStats(self, request: spb.GetStatsRequest, context) -> spb.GetStatsResponse:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from .errors import denied, invalid
 from .model import MemoryRecord, Scope
+from .validation import check_identifier
 
 
 class Role(str, enum.Enum):
@@ -70,6 +71,7 @@ class Caller:
         if scope is Scope.DOMAIN:
             if not domain:
                 raise invalid("DOMAIN_REQUIRED", "domain-scoped memories need a domain")
+            check_identifier(domain, "domain")  # before the message below repeats it
             if not self.domains.get(domain, False):
                 raise denied("DOMAIN_WRITE_DENIED", f"no read-write grant for domain {domain!r}")
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 
 PREFIX = "mpk"
@@ -18,6 +19,14 @@ def new_key() -> tuple[str, str, bytes]:
 def hash_secret(secret: str) -> bytes:
     # The secret is 256 random bits, so a fast hash is enough: there is nothing to brute-force.
     return hashlib.sha256(secret.encode()).digest()
+
+
+_KEY_ID = re.compile(r"[0-9A-Za-z_-]{1,64}")
+
+
+def is_key_id(value: str) -> bool:
+    """Whether value could be a key id (16 hex digits today; a little wider to stay readable)."""
+    return bool(_KEY_ID.fullmatch(value))
 
 
 def split_key(presented: str) -> tuple[str, str] | None:

@@ -176,7 +176,7 @@ class SearchHit:
 class HistoryEntry:
     memory_id: UUID
     action: str
-    snapshot: MemoryRecord
+    snapshot: MemoryRecord | None  # None when the recorded row no longer reads as a memory
     changed_at: datetime
     actor: str
     reason: str

@@ -7,9 +7,9 @@ import asyncpg
 
 from ..core.caller import Caller, Role
 from ..core.errors import Code, MemplaneError, denied, invalid, not_found
-from ..core.keys import new_key
-from ..core.paging import decode_token, encode_token
-from ..core.validation import check_identifier, clamp_page_size
+from ..core.keys import is_key_id, new_key
+from ..core.paging import decode_position, encode_token
+from ..core.validation import MAX_NAME_BYTES, MAX_NOTE_BYTES, check_identifier, check_text, clamp_page_size
 from ..stores.postgres.tenancy import DuplicateError, MissingParentError, TenancyStore
 
 
@@ -22,9 +22,15 @@ def _page(rows: list, size: int, key: str) -> tuple[list, str]:
     return page, encode_token([page[-1][key]]) if len(rows) > size else ""
 
 
-def _after(token: str) -> Any:
-    position = decode_token(token, 1)
+def _after(token: str, kind: str = "text") -> Any:
+    """The id (or, for the audit log, the sequence number) a page starts after."""
+    position = decode_position(token, kind)
     return position[0] if position else None
+
+
+def _tenant_id(tenant_id: str | None) -> str | None:
+    """An optional tenant id of a read: checked so a malformed one never reaches a query."""
+    return check_identifier(tenant_id, "tenant") if tenant_id else None
 
 
 class AdminService:
@@ -51,6 +57,7 @@ class AdminService:
     ) -> tuple[asyncpg.Record, asyncpg.Record | None, str]:
         self._platform(caller)
         check_identifier(tenant_id, "tenant")
+        check_text(display_name, "display_name", MAX_NAME_BYTES)
         if max_memories < 0:
             raise invalid("INVALID_MAX_MEMORIES", "max_memories must not be negative")
         try:
@@ -65,6 +72,7 @@ class AdminService:
 
     async def get_tenant(self, caller: Caller, tenant_id: str) -> asyncpg.Record:
         self._tenant_admin(caller, tenant_id)
+        check_identifier(tenant_id, "tenant")
         row = await self.store.get_tenant(tenant_id)
         if row is None:
             raise not_found("tenant")
@@ -77,7 +85,9 @@ class AdminService:
 
     async def create_agent(self, caller: Caller, tenant_id: str, agent_id: str, display_name: str) -> asyncpg.Record:
         self._tenant_admin(caller, tenant_id)
+        check_identifier(tenant_id, "tenant")
         check_identifier(agent_id, "agent")
+        check_text(display_name, "display_name", MAX_NAME_BYTES)
         try:
             row = await self.store.create_agent(tenant_id, agent_id, display_name)
         except DuplicateError:
@@ -89,6 +99,7 @@ class AdminService:
 
     async def list_agents(self, caller: Caller, tenant_id: str, page_size: int, token: str) -> tuple[list, str]:
         self._tenant_admin(caller, tenant_id)
+        check_identifier(tenant_id, "tenant")
         size = clamp_page_size(page_size)
         return _page(await self.store.list_agents(tenant_id, _after(token), size + 1), size, "id")
 
@@ -108,6 +119,7 @@ class AdminService:
     ) -> tuple[asyncpg.Record, str]:
         if role is None:
             raise invalid("ROLE_REQUIRED", "role is required")
+        check_text(name, "display_name", MAX_NAME_BYTES)
         if role is Role.PLATFORM_ADMIN:
             self._platform(caller)
             if tenant_id or agent_id:
@@ -116,6 +128,7 @@ class AdminService:
         if not tenant_id:
             raise invalid("TENANT_REQUIRED", "tenant_id is required")
         self._tenant_admin(caller, tenant_id)
+        check_identifier(tenant_id, "tenant")
         if (role is Role.AGENT) != bool(agent_id):
             raise invalid("AGENT_ROLE_MISMATCH", "agent_id is required for ROLE_AGENT and only for it")
         if agent_id:
@@ -128,9 +141,11 @@ class AdminService:
         else:
             self._platform(caller)
         size = clamp_page_size(page_size)
-        return _page(await self.store.list_keys(tenant_id or None, _after(token), size + 1), size, "id")
+        return _page(await self.store.list_keys(_tenant_id(tenant_id), _after(token), size + 1), size, "id")
 
     async def revoke_api_key(self, caller: Caller, key_id: str) -> asyncpg.Record:
+        if not is_key_id(key_id):
+            raise not_found("api_key")  # as unknown as an id that does not exist
         row = await self.store.get_key(key_id)
         if row is None or (caller.role is not Role.PLATFORM_ADMIN and row["tenant_id"] != caller.tenant_id):
             raise not_found("api_key")
@@ -145,6 +160,7 @@ class AdminService:
     async def create_domain(self, caller: Caller, name: str, description: str) -> asyncpg.Record:
         self._platform(caller)
         check_identifier(name, "domain")
+        check_text(description, "description", MAX_NOTE_BYTES)
         try:
             row = await self.store.create_domain(name, description)
         except DuplicateError:
@@ -175,6 +191,8 @@ class AdminService:
 
     async def revoke_domain_grant(self, caller: Caller, domain: str, tenant_id: str) -> None:
         self._platform(caller)
+        check_identifier(domain, "domain")
+        check_identifier(tenant_id, "tenant")
         if not await self.store.revoke_grant(domain, tenant_id):
             raise not_found("grant")
         await self._audit(caller, tenant_id, "RevokeDomainGrant", domain)
@@ -182,13 +200,14 @@ class AdminService:
     async def list_domain_grants(self, caller: Caller, domain: str | None, tenant_id: str | None) -> list:
         if caller.role is not Role.PLATFORM_ADMIN:
             self._tenant_admin(caller, tenant_id or "")
-        return await self.store.list_grants(domain or None, tenant_id or None)
+        domain = check_identifier(domain, "domain") if domain else None
+        return await self.store.list_grants(domain, _tenant_id(tenant_id))
 
     async def list_audit_events(self, caller: Caller, tenant_id: str | None, page_size: int, token: str) -> tuple[list, str]:
         if caller.role is not Role.PLATFORM_ADMIN:
             self._tenant_admin(caller, tenant_id or "")
         size = clamp_page_size(page_size)
-        return _page(await self.store.list_audit(tenant_id or None, _after(token), size + 1), size, "id")
+        return _page(await self.store.list_audit(_tenant_id(tenant_id), _after(token, "int"), size + 1), size, "id")
 
     async def bootstrap(self, tenant_id: str) -> tuple[str, str] | None:
         """On an empty database: the first tenant with an admin key, and a platform admin key.

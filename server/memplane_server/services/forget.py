@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from ..core.caller import Caller
 from ..core.errors import invalid
 from ..core.model import MemoryFilter
+from ..core.validation import MAX_NOTE_BYTES, check_text
 from .deps import Deps
 from .memories import changeable
 
@@ -25,6 +26,7 @@ class ForgetService:
         self, caller: Caller, *, ids: list[str] | None, f: MemoryFilter | None, hard: bool, dry_run: bool, reason: str
     ) -> ForgetResult:
         caller.require_writer()
+        check_text(reason, "reason", MAX_NOTE_BYTES)  # kept in the history and the audit log
         if (ids is None) == (f is None):
             raise invalid("TARGET_REQUIRED", "give exactly one of ids or filter")
         if ids is not None:

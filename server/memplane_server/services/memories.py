@@ -3,15 +3,17 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import replace
-from datetime import datetime
 from typing import Any
 
 from ..core.caller import Caller
 from ..core.errors import denied, invalid, not_found
 from ..core.model import HistoryEntry, MemoryFilter, MemoryRecord, Status
-from ..core.paging import decode_token, encode_token
+from ..core.paging import decode_position, encode_token
 from ..core.tokens import keyword_tokens
-from ..core.validation import check_confidence, check_content, check_free_id, clamp_page_size
+from ..core.validation import (
+    MAX_NOTE_BYTES, check_confidence, check_content, check_free_id, check_metadata, check_tags, check_text,
+    check_time, clamp_page_size,
+)
 from ..stores.postgres.memories import UPDATABLE, MemoryStore
 from .deps import Deps
 
@@ -66,11 +68,7 @@ class MemoriesService:
     ) -> tuple[list[MemoryRecord], str]:
         caller.require_tenant()
         size = clamp_page_size(page_size)
-        position = decode_token(page_token, 2)
-        try:
-            after = (datetime.fromisoformat(position[0]), uuid.UUID(position[1])) if position else None
-        except (TypeError, ValueError):
-            raise invalid("INVALID_PAGE_TOKEN", "page_token is not one this server issued") from None
+        after = decode_position(page_token, "time", "uuid")
         rows = await self.deps.memories.list(caller, f, limit=size + 1, after=after)
         page = rows[:size]
         token = encode_token([page[-1].created_at.isoformat(), str(page[-1].id)]) if len(rows) > size else ""
@@ -93,6 +91,14 @@ class MemoriesService:
             check_confidence(changes["confidence"])
         if "user_id" in changes:
             changes["user_id"] = check_free_id(changes["user_id"], "user_id")
+        if changes.get("value") is not None:
+            check_text(changes["value"], "value", limit)
+        if "tags" in changes:
+            check_tags(changes["tags"])
+        if "metadata" in changes:
+            check_metadata(changes["metadata"])
+        for name in ("valid_from", "valid_to"):
+            check_time(changes.get(name), name)
         if "status" in changes:
             if changes["status"] not in (Status.ACTIVE, Status.PENDING, Status.DELETED):
                 raise invalid("INVALID_STATUS", "status may be set to active, pending or deleted")
@@ -132,10 +138,10 @@ class MemoriesService:
             raise invalid("SUBJECT_REQUIRED", "give exactly one of memory_id or entity")
         if entity is not None and not entity.strip():
             raise invalid("ENTITY_REQUIRED", "entity must not be empty")
+        check_free_id(entity, "entity")
+        check_free_id(attribute, "attribute")
         size = clamp_page_size(page_size)
-        position = decode_token(page_token, 1)
-        if position and not isinstance(position[0], int):
-            raise invalid("INVALID_PAGE_TOKEN", "page_token is not one this server issued")
+        position = decode_position(page_token, "int")
         mid = parse_memory_id(memory_id) if memory_id is not None else None
         if mid is not None and await self.deps.memories.get(caller, mid) is None:
             raise not_found("memory")
@@ -151,6 +157,7 @@ class MemoriesService:
         caller.require_writer()
         if not memory_ids:
             raise invalid("IDS_REQUIRED", "memory_ids must not be empty")
+        check_text(comment, "comment", MAX_NOTE_BYTES)
         if len(memory_ids) > self.deps.settings.max_batch:
             raise invalid("BATCH_TOO_LARGE", f"at most {self.deps.settings.max_batch} ids per call")
         out = []

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from ..core.caller import Caller
 from ..core.errors import invalid, not_found
-from ..core.paging import decode_token, encode_token
+from ..core.paging import decode_position, encode_token
 from ..core.validation import clamp_page_size
 from .deps import Deps
 
@@ -61,8 +61,7 @@ class OperationsService:
         if state is not None and state not in STATES:
             raise invalid("INVALID_STATE", "unknown operation state")
         size = clamp_page_size(page_size)
-        position = decode_token(page_token, 2)
-        after = (datetime.fromisoformat(position[0]), uuid.UUID(position[1])) if position else None
+        after = decode_position(page_token, "time", "uuid")
         caller.require_tenant()
         rows = await self.deps.jobs.list(caller, state, after, size + 1)
         ops = [operation_from_row(r) for r in rows[:size]]

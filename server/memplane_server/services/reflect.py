@@ -15,7 +15,9 @@ import numpy as np
 from ..core.caller import Caller, caller_to_json
 from ..core.errors import invalid
 from ..core.model import Kind, MemoryDraft, MemoryFilter, MemoryRecord, Scope
-from ..core.validation import check_content, check_free_id
+from ..core.validation import (
+    MAX_TASK_STEPS, check_content, check_free_id, check_identifier, check_text, check_time,
+)
 from ..llm.reflection import reflect as reflect_with_model
 from .deps import Deps
 from .operations import OperationView, operation_from_row
@@ -147,12 +149,23 @@ class ReflectService:
         if r.task:
             check_content(r.task.request, limit, "request")
             check_free_id(r.task.task_id, "task_id")
+            # The summary (stored) quotes the feedback, the transcript (sent to the model) the steps.
+            check_text(r.task.feedback, "feedback", limit)
+            if len(r.task.steps) > MAX_TASK_STEPS:
+                raise invalid("TASK_TOO_LARGE", f"a task has at most {MAX_TASK_STEPS} steps")
+            for step in r.task.steps:
+                check_text(step.action, "action", limit)
+                check_text(step.observation, "observation", limit)
+                check_time(step.occurred_at, "occurred_at")
             if len(task_transcript(r.task).encode()) > limit * 16:
                 raise invalid("TASK_TOO_LARGE", "the task trajectory is too large")
         else:
             if not (r.session_id or "").strip():
                 raise invalid("SESSION_REQUIRED", "session_id is required")
             check_free_id(r.session_id, "session_id")
+        check_free_id(r.user_id, "user_id")
+        if r.domain:  # the writes it makes check it whatever the scope; refuse it now, not in a job
+            check_identifier(r.domain, "domain")
         caller.check_write_scope(r.scope or caller.default_scope(), r.domain)
 
     async def reflect(self, caller: Caller, r: ReflectInput) -> ReflectOutcome | OperationView:

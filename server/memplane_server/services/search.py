@@ -26,6 +26,7 @@ from ..core.time_expressions import parse_time_range
 from ..core.timezones import parse_time_zone
 from ..core.tokens import keyword_tokens, lookup_names, tsquery_from_tokens
 from ..core.transcript import read_transcript
+from ..core.validation import MAX_FILTER_VALUES
 from ..llm.query_rewrite import QueryRewriter
 from ..logs import OncePerCause, cause_of
 from ..llm.rerank import MAX_CANDIDATES, Reranker
@@ -68,11 +69,15 @@ class SearchService:
             raise invalid("QUERY_REQUIRED", "query must not be empty or blank")
         if len(q.text.encode()) > s.max_query_bytes:
             raise invalid("QUERY_TOO_LARGE", f"query is over {s.max_query_bytes} bytes", limit=str(s.max_query_bytes))
+        if "\x00" in q.text:
+            raise invalid("INVALID_QUERY", "query must not contain NUL characters")
         if q.top_k < 0 or q.token_budget < 0:
             raise invalid("INVALID_LIMIT", "top_k and token_budget must not be negative")
+        if len(q.scope_order) > MAX_FILTER_VALUES:
+            raise invalid("INVALID_SCOPE_WEIGHT", f"at most {MAX_FILTER_VALUES} scope weights")
         for weight in q.scope_weights.values():
-            if not weight >= 0:
-                raise invalid("INVALID_SCOPE_WEIGHT", "scope weights must be non-negative numbers")
+            if not (weight >= 0 and math.isfinite(weight)):
+                raise invalid("INVALID_SCOPE_WEIGHT", "scope weights must be finite non-negative numbers")
         # Above the maximum is capped, not refused: a caller asking for "many" gets the most we give.
         return min(q.top_k or s.search_default_top_k, s.search_max_top_k)
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..core.caller import Caller, caller_from_json
 from ..core.model import Kind, Layer, MemoryDraft, MemoryRecord, Scope, Status
-from ..core.validation import check_free_id
+from ..core.validation import EARLIEST_TIME, LATEST_TIME, check_free_id
 from ..stores.redis.working import SessionContents, WorkingSession
 from .deps import Deps
 
@@ -46,7 +46,16 @@ def vector_bytes(vector: np.ndarray) -> bytes:
 
 
 def _ts(v: float | None) -> datetime | None:
-    return datetime.fromtimestamp(v, timezone.utc) if v else None
+    """Unix time from Redis back to a datetime in the storable range. Total: an item stored before
+    TTLs were bounded may expire past year 9999, and a float near either end of the range reads
+    back a little outside it (9999-12-30T23:59:59.999999 as 9999-12-31), which promotion would refuse."""
+    if v is None:
+        return None
+    try:
+        moment = datetime.fromtimestamp(v, timezone.utc)
+    except (ValueError, OverflowError, OSError):
+        return LATEST_TIME if v > 0 else EARLIEST_TIME
+    return min(max(moment, EARLIEST_TIME), LATEST_TIME)
 
 
 def item_to_record(item: dict) -> MemoryRecord:
@@ -62,8 +71,9 @@ def item_to_record(item: dict) -> MemoryRecord:
     )
 
 
-def promotion_drafts(session_id: str, contents: SessionContents) -> list[MemoryDraft]:
-    """What a session leaves behind: its items (oldest first) in their kind's layer, and its state."""
+def promotion_drafts(session_id: str, contents: SessionContents, max_bytes: int) -> list[MemoryDraft]:
+    """What a session leaves behind: its items (oldest first) in their kind's layer, and its state
+    (cut to max_bytes: each state value may be as large as the content limit)."""
     drafts = [
         MemoryDraft(
             scope=None, domain=None, agent_id=None, layer=None, kind=Kind(item["kind"]), content=item["content"],
@@ -75,9 +85,10 @@ def promotion_drafts(session_id: str, contents: SessionContents) -> list[MemoryD
     ]
     if contents.state:
         state = "; ".join(f"{k} = {v}" for k, v in sorted(contents.state.items()))
+        content = f"Session {session_id} ended with state: {state}"
         drafts.append(MemoryDraft(
             scope=None, domain=None, agent_id=None, layer=None, kind=Kind.EVENT,
-            content=f"Session {session_id} ended with state: {state}", session_id=session_id,
+            content=content.encode()[:max_bytes].decode(errors="ignore"), session_id=session_id,
             source_type="working", source_id=session_id,
         ))
     return drafts
@@ -127,7 +138,7 @@ class WorkingService:
     async def _promote(self, caller: Caller, session_id: str, contents: SessionContents) -> list[MemoryRecord]:
         from .write import WriteService
 
-        drafts = promotion_drafts(session_id, contents)
+        drafts = promotion_drafts(session_id, contents, self.deps.settings.max_content_bytes)
         batch = self.deps.settings.max_batch
         writer = WriteService(self.deps)
         return [r for i in range(0, len(drafts), batch) for r in await writer.write(caller, drafts[i:i + batch])]

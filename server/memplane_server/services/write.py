@@ -14,8 +14,11 @@ from ..core.errors import Code, MemplaneError, invalid, request_id_reused
 from ..core.model import KIND_LAYER, Kind, Layer, MemoryDraft, MemoryRecord, Scope, Status
 from ..core.timezones import parse_time_zone
 from ..core.tokens import keyword_tokens
-from ..core.validation import check_confidence, check_content, check_free_id, check_identifier
 from ..core.requests import RequestKey
+from ..core.validation import (
+    check_confidence, check_content, check_free_id, check_identifier, check_metadata, check_tags, check_text,
+    check_time, check_ttl,
+)
 from ..stores.postgres.memory_writes import QuotaExceeded, RequestReused, Stored, StoredDraft
 from ..stores.redis.working import WorkingSession
 from .deps import Deps
@@ -41,30 +44,34 @@ class WriteService:
             if layer is not Layer.WORKING and layer is not KIND_LAYER[draft.kind]:
                 raise invalid("LAYER_KIND_MISMATCH", f"kind {draft.kind.value} belongs to layer {KIND_LAYER[draft.kind].value}")
             scope = draft.scope or caller.default_scope()
+            if draft.domain:
+                check_identifier(draft.domain, "domain")
             caller.check_write_scope(scope, draft.domain)
             check_content(draft.content, s.max_content_bytes)
             if draft.context:
                 check_content(draft.context, s.max_content_bytes, "context")
             check_confidence(draft.confidence)
-            for name in ("user_id", "session_id", "entity", "attribute", "source_type", "source_id"):
+            for name in ("user_id", "session_id", "entity", "attribute", "source_type", "source_id", "state_key"):
                 check_free_id(getattr(draft, name), name)
-            if draft.value is not None and len(draft.value.encode()) > s.max_content_bytes:
-                raise invalid("VALUE_TOO_LARGE", "value is over the content limit")
-            for tag in draft.tags:
-                check_free_id(tag, "tag")
+            if draft.value is not None:
+                check_text(draft.value, "value", s.max_content_bytes)
+            check_tags(draft.tags)
+            check_metadata(draft.metadata)
+            for name in ("occurred_at", "valid_from", "valid_to"):
+                check_time(getattr(draft, name), name)
             if draft.valid_from and draft.valid_to and draft.valid_to < draft.valid_from:
                 raise invalid("INVALID_VALIDITY", "valid_to is before valid_from")
             if layer is Layer.WORKING:
                 if not draft.session_id:
                     raise invalid("SESSION_REQUIRED", "working memory needs a session_id")
-                if draft.ttl_seconds is not None and draft.ttl_seconds <= 0:
-                    raise invalid("INVALID_TTL", "ttl must be positive")
+                if draft.ttl_seconds is not None:
+                    check_ttl(draft.ttl_seconds)
             elif draft.ttl_seconds is not None or draft.state_key:
                 raise invalid("TTL_ONLY_FOR_WORKING", "ttl and state_key apply to the working layer only")
         except MemplaneError as exc:
             exc.metadata["index"] = str(index)  # tells the caller which item of the batch is wrong
             raise
-        domain = check_identifier(draft.domain, "domain") if scope is Scope.DOMAIN else None
+        domain = draft.domain if scope is Scope.DOMAIN else None
         # On non-private scopes the agent is kept as the writer, for filtering and audit.
         return replace(draft, scope=scope, layer=layer, domain=domain, agent_id=caller.agent_id)
 

@@ -19,7 +19,7 @@ from ...core.requests import RequestKey
 from .memory_writes import Stored, StoredDraft, WriteTransaction, append_history
 from .session import caller_session
 from .sql import (
-    MEMORY_COLUMNS, Params, filter_clauses, record_from_json, record_from_row, visibility, writable,
+    MEMORY_COLUMNS, Params, aware, filter_clauses, record_from_json, record_from_row, visibility, writable,
 )
 
 # Fields UpdateMemory may change; each is a column of the same name.
@@ -347,8 +347,9 @@ class MemoryStore:
             out["total"] += r["n"]
             for key in ("scope", "layer", "kind", "status"):
                 out[key][r[key]] = out[key].get(r[key], 0) + r["n"]
-            if out["newest"] is None or r["newest"] > out["newest"]:
-                out["newest"] = r["newest"]
+            newest = aware(r["newest"])
+            if out["newest"] is None or newest > out["newest"]:
+                out["newest"] = newest
         return out
 
     async def embeddings_of(self, caller: Caller, f: MemoryFilter) -> list[tuple[MemoryRecord, np.ndarray]]:

@@ -4,13 +4,16 @@ Every value goes in as a numbered parameter; only fixed SQL fragments are concat
 """
 from __future__ import annotations
 
-from datetime import datetime
+import logging
+from datetime import datetime, timezone
 from typing import Any
 
 import asyncpg
 
 from ...core.caller import WRITING_ROLES, Caller, Role
 from ...core.model import Kind, Layer, MemoryFilter, MemoryRecord, Scope, Status
+
+log = logging.getLogger(__name__)
 
 MEMORY_COLUMNS = (
     "m.tenant_id, m.id, m.scope, m.domain, m.agent_id, m.user_id, m.session_id, m.layer, m.kind,"
@@ -99,6 +102,12 @@ def filter_clauses(f: MemoryFilter, p: Params, *, as_of: datetime | None = None)
     return where
 
 
+def aware(value: datetime | None) -> datetime | None:
+    """asyncpg reads PostgreSQL's -infinity/infinity as naive datetime.min/max (rows stored before
+    times were range-checked may hold them); every other time comes back aware, in UTC."""
+    return value.replace(tzinfo=timezone.utc) if value is not None and value.tzinfo is None else value
+
+
 def record_from_row(row: asyncpg.Record) -> MemoryRecord:
     return MemoryRecord(
         id=row["id"],
@@ -122,12 +131,12 @@ def record_from_row(row: asyncpg.Record) -> MemoryRecord:
         supersedes=row["supersedes"],
         source_type=row["source_type"],
         source_id=row["source_id"],
-        occurred_at=row["occurred_at"],
-        valid_from=row["valid_from"],
-        valid_to=row["valid_to"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        last_used_at=row["last_used_at"],
+        occurred_at=aware(row["occurred_at"]),
+        valid_from=aware(row["valid_from"]),
+        valid_to=aware(row["valid_to"]),
+        created_at=aware(row["created_at"]),
+        updated_at=aware(row["updated_at"]),
+        last_used_at=aware(row["last_used_at"]),
         use_count=row["use_count"],
         embedding_model=row["embedding_model"],
         sources=list(row["sources"]),
@@ -153,17 +162,33 @@ def record_to_json(r: MemoryRecord) -> dict[str, Any]:
     }
 
 
-def record_from_json(d: dict[str, Any]) -> MemoryRecord:
-    def ts(v: str | None) -> datetime | None:
-        return datetime.fromisoformat(v) if v else None
+_unreadable: set[str] = set()  # memories whose snapshots were reported, so each is logged once
 
-    return MemoryRecord(
-        id=d["id"], tenant_id=d["tenant_id"], scope=Scope(d["scope"]), domain=d["domain"],
-        agent_id=d["agent_id"], user_id=d["user_id"], session_id=d["session_id"], layer=Layer(d["layer"]),
-        kind=Kind(d["kind"]), content=d["content"], context=d["context"], entity=d["entity"],
-        attribute=d["attribute"], value=d["value"], tags=list(d["tags"]), metadata=dict(d["metadata"]),
-        confidence=float(d["confidence"]), status=Status(d["status"]), supersedes=d["supersedes"],
-        source_type=d["source_type"], source_id=d["source_id"], occurred_at=ts(d["occurred_at"]),
-        valid_from=ts(d["valid_from"]), valid_to=ts(d["valid_to"]), created_at=ts(d["created_at"]),
-        updated_at=ts(d["updated_at"]), embedding_model=d.get("embedding_model"), sources=list(d.get("sources", [])),
-    )
+
+def record_from_json(d: dict[str, Any]) -> MemoryRecord | None:
+    """A history snapshot back as a memory; None (logged) when it does not read as one, so a
+    snapshot of an older shape never fails the history around it."""
+
+    def ts(v: str | None) -> datetime | None:
+        return aware(datetime.fromisoformat(v)) if v else None
+
+    try:
+        return MemoryRecord(
+            id=d["id"], tenant_id=d["tenant_id"], scope=Scope(d["scope"]), domain=d["domain"],
+            agent_id=d["agent_id"], user_id=d["user_id"], session_id=d["session_id"], layer=Layer(d["layer"]),
+            kind=Kind(d["kind"]), content=d["content"], context=d["context"], entity=d["entity"],
+            attribute=d["attribute"], value=d["value"], tags=list(d["tags"]), metadata=dict(d["metadata"]),
+            confidence=float(d["confidence"]), status=Status(d["status"]), supersedes=d["supersedes"],
+            source_type=d["source_type"], source_id=d["source_id"], occurred_at=ts(d["occurred_at"]),
+            valid_from=ts(d["valid_from"]), valid_to=ts(d["valid_to"]), created_at=ts(d["created_at"]),
+            updated_at=ts(d["updated_at"]), embedding_model=d.get("embedding_model"),
+            sources=list(d.get("sources", [])),
+        )
+    except (KeyError, ValueError, TypeError, AttributeError):
+        key = str(d.get("id") if isinstance(d, dict) else d)[:100]
+        if key not in _unreadable:
+            if len(_unreadable) > 10_000:
+                _unreadable.clear()
+            _unreadable.add(key)
+            log.warning("history snapshots of memory %s do not read as a memory; they are shown empty", key)
+        return None
