@@ -23,6 +23,8 @@ services, PostgreSQL and Redis, and checks every result against a Python oracle 
   4. an id the caller cannot see fails exactly like a random unknown id (NOT_FOUND unless the
      call fails for a reason of the caller's own, e.g. a read-only key), with no metadata but
      `index`.
+  5. a request id sent again by the same caller returns its first write and stores nothing
+     new; the same id and body from another caller is a write of its own, never the first's.
 
 Reproducible (derandomized, no example database) and bounded: MAX_EXAMPLES worlds of STEPS
 calls, at least MIN_CALLS calls in all, which the test asserts so it cannot shrink silently.
@@ -50,6 +52,7 @@ from memplane_server.core.errors import Code, MemplaneError
 from memplane_server.core.model import KIND_LAYER, Kind, Layer, MemoryDraft, MemoryFilter, Scope, Status
 from memplane_server.services.admin import AdminService
 from memplane_server.services.auth import Authenticator
+from memplane_server.core.requests import request_key
 from memplane_server.services.forget import ForgetService
 from memplane_server.services.memories import MemoriesService
 from memplane_server.services.operations import OperationsService
@@ -706,6 +709,34 @@ class IsolationMachine(RuleBasedStateMachine):
             self.check_error("Write", c, err, problems)
         elif err is not None:
             self.check_error("Write", c, err, {Code.RESOURCE_EXHAUSTED})
+
+    @action(first=callers, second=callers, specs=st.lists(draft_specs, min_size=1, max_size=2))
+    def replay(self, first, second, specs) -> None:
+        self.run(self._replay(first, second, specs))
+
+    async def _replay(self, first, second, specs) -> None:
+        """One request id and body sent by two callers: the same caller gets its first answer
+        again (nothing new stored); another caller gets a write of its own, never the first's."""
+        a, b = await self.caller(first), await self.caller(second)
+        if a is None or b is None:
+            return
+        drafts = [self.draft(s) for s in specs]
+        request_id, body = str(uuid.uuid4()), repr(specs).encode()
+        answers = []
+        for c in (a, b):
+            SEEN["replayed request ids"] += 1
+            problems = {p for p in (self.write_problem(c, d) for d in drafts) if p}
+            key = request_key(c, "Write", request_id, body)
+            result, err = await self.mutate("Write(replay)", c, WriteService(self.deps).write(c, drafts, key),
+                                            new_from=lambda records: self.register(c, records, drafts))
+            if problems:
+                self.check_error("Write(replay)", c, err, problems)
+            elif err is not None:
+                self.check_error("Write(replay)", c, err, {Code.RESOURCE_EXHAUSTED})
+            answers.append(None if err else [r.id for r in result])
+        same = (a.tenant_id, a.key_id, a.agent_id) == (b.tenant_id, b.key_id, b.agent_id)
+        if same and answers[0] is not None and answers[1] != answers[0]:
+            raise Violation(f"a repeated request by {self.who(a)} was stored again: {answers}")
 
     @action(specs=st.lists(seed_specs, min_size=1, max_size=3), twice=st.booleans())
     def remember(self, specs, twice) -> None:
