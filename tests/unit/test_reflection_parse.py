@@ -77,7 +77,7 @@ def test_unknown_kind_is_rejected():
 
 @pytest.mark.parametrize("kind", ["turn", "event", "summary"])
 def test_kinds_outside_the_reflection_set_are_rejected(kind):
-    with pytest.raises(MalformedOutput, match="preference/fact/procedure/lesson"):
+    with pytest.raises(MalformedOutput, match="fact/lesson/preference/procedure"):
         parse_reflection(answer([{"kind": kind, "content": "x"}]))
 
 

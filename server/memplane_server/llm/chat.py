@@ -7,6 +7,7 @@ import logging
 from collections.abc import Callable
 from typing import TypeVar
 
+from ..core.model import Kind
 from .litellm_import import load_litellm
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,32 @@ def json_answer(text: str, list_key: str) -> dict:
     if not isinstance(data, dict) or not isinstance(data.get(list_key), list):
         raise MalformedOutput(f"expected an object with a {list_key!r} list")
     return data
+
+
+def answer_items(data: dict, list_key: str, limit: int) -> list[dict]:
+    """The first `limit` entries of the answer's list, each of which must be an object."""
+    items = data[list_key][:limit]
+    if not all(isinstance(item, dict) for item in items):
+        raise MalformedOutput(f"each entry of {list_key!r} must be an object")
+    return items
+
+
+def answer_kind(item: dict, allowed: frozenset[Kind], default: str = "") -> Kind:
+    try:
+        kind = Kind(str(item.get("kind") or default).lower())
+    except ValueError:
+        raise MalformedOutput(f"unknown kind {item.get('kind')!r}") from None
+    if kind not in allowed:
+        raise MalformedOutput("kind must be one of " + "/".join(sorted(k.value for k in allowed)))
+    return kind
+
+
+def answer_confidence(item: dict, default: float) -> float:
+    confidence = item.get("confidence", default)
+    # bool is an int to Python, and NaN fails both comparisons.
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 <= confidence <= 1:
+        raise MalformedOutput("confidence must be a number between 0 and 1")
+    return float(confidence)
 
 
 class ChatModel:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.model import Kind
-from .chat import ChatModel, MalformedOutput, json_answer
+from .chat import ChatModel, MalformedOutput, answer_confidence, answer_items, answer_kind, json_answer
 
 OPERATIONS = ("ADD", "UPDATE", "DELETE", "NOOP")
 MAX_OPERATIONS = 30
+FACT_KINDS = frozenset({Kind.FACT, Kind.PREFERENCE})
 
 SYSTEM_PROMPT = """You maintain an AI agent's memory of facts and preferences about users and the world.
 You get KNOWN FACTS (grouped by entity, with the current value and when it was last updated) and
@@ -74,12 +75,8 @@ def render_input(known: list[KnownFact], context: list[Turn], new: list[Turn], n
 
 def parse_operations(text: str, turn_ids: set[str]) -> list[Operation]:
     """Validates the model's answer against the schema; raises MalformedOutput."""
-    data = json_answer(text, "operations")
-    operations = data["operations"]
     out = []
-    for item in operations[:MAX_OPERATIONS]:
-        if not isinstance(item, dict):
-            raise MalformedOutput("each operation must be an object")
+    for item in answer_items(json_answer(text, "operations"), "operations", MAX_OPERATIONS):
         op = str(item.get("op", "")).upper()
         if op not in OPERATIONS:
             raise MalformedOutput(f"unknown op {item.get('op')!r}")
@@ -94,20 +91,13 @@ def parse_operations(text: str, turn_ids: set[str]) -> list[Operation]:
         value, content = (fields["value"] or "").strip(), (fields["content"] or "").strip()
         if op != "DELETE" and (not value or not content):
             raise MalformedOutput(f"{op} needs a value and content")
-        try:
-            kind = Kind(str(item.get("kind") or "fact").lower())
-        except ValueError:
-            raise MalformedOutput(f"unknown kind {item.get('kind')!r}") from None
-        if kind not in (Kind.FACT, Kind.PREFERENCE):
-            raise MalformedOutput("kind must be fact or preference")
-        confidence = item.get("confidence", 0.9)
-        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 <= confidence <= 1:
-            raise MalformedOutput("confidence must be a number between 0 and 1")
+        kind = answer_kind(item, FACT_KINDS, default="fact")
+        confidence = answer_confidence(item, 0.9)
         source = (fields["source_turn"] or "").strip()
         if source and source not in turn_ids:
             raise MalformedOutput(f"source_turn {source!r} is not one of the new turns")
         out.append(Operation(op, kind, entity.lower(), attribute.lower(), value, (fields["old_value"] or "").strip(),
-                             content, float(confidence), source))
+                             content, confidence, source))
     return out
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.model import Kind
-from .chat import ChatModel, MalformedOutput, json_answer
+from .chat import ChatModel, MalformedOutput, answer_confidence, answer_items, answer_kind, json_answer
 
-ALLOWED_KINDS = {Kind.PREFERENCE, Kind.FACT, Kind.PROCEDURE, Kind.LESSON}
+ALLOWED_KINDS = frozenset({Kind.PREFERENCE, Kind.FACT, Kind.PROCEDURE, Kind.LESSON})
 MAX_ITEMS = 20
 
 SYSTEM_PROMPT = """You distil an AI agent's experience into durable memories.
@@ -38,23 +38,14 @@ class Reflection:
 def parse_reflection(text: str) -> Reflection:
     """Validates the model's JSON answer against the schema; raises MalformedOutput."""
     data = json_answer(text, "memories")
-    memories = data["memories"]
     out = []
-    for item in memories[:MAX_ITEMS]:
-        if not isinstance(item, dict):
-            raise MalformedOutput("each memory must be an object")
-        try:
-            kind = Kind(str(item.get("kind", "")).lower())
-        except ValueError:
-            raise MalformedOutput(f"unknown kind {item.get('kind')!r}") from None
+    for item in answer_items(data, "memories", MAX_ITEMS):
+        kind = answer_kind(item, ALLOWED_KINDS)
         content = item.get("content")
-        confidence = item.get("confidence", 0.8)
-        if kind not in ALLOWED_KINDS or not isinstance(content, str) or not content.strip():
-            raise MalformedOutput("each memory needs a kind of preference/fact/procedure/lesson and content")
-        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 <= float(confidence) <= 1:
-            raise MalformedOutput("confidence must be a number between 0 and 1")
+        if not isinstance(content, str) or not content.strip():
+            raise MalformedOutput("each memory needs content")
         context = item.get("context") or ""
-        out.append(ReflectedMemory(kind, content.strip(), str(context).strip(), float(confidence)))
+        out.append(ReflectedMemory(kind, content.strip(), str(context).strip(), answer_confidence(item, 0.8)))
     summary = data.get("summary") or ""
     if not isinstance(summary, str):
         raise MalformedOutput("summary must be a string")
