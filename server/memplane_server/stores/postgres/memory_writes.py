@@ -192,20 +192,22 @@ class WriteTransaction:
         if d.entity and d.attribute and valid_from is None:
             valid_from = s.occurred_at  # a fact holds from when it was observed until replaced
         sources = (replaces.sources if replaces is not None and action == "merged" else []) + _source(d)
+        columns = {
+            "tenant_id": self.caller.tenant_id, "id": uuid.uuid4(), "scope": d.scope.value, "domain": d.domain,
+            "agent_id": d.agent_id, "user_id": d.user_id, "session_id": d.session_id, "layer": d.layer.value,
+            "kind": d.kind.value, "content": d.content, "context": d.context, "entity": d.entity,
+            "attribute": d.attribute, "value": d.value, "tags": list(d.tags), "metadata": d.metadata,
+            "confidence": d.confidence, "status": s.status.value, "supersedes": replaces.id if replaces else None,
+            "source_type": d.source_type, "source_id": d.source_id, "occurred_at": s.occurred_at,
+            "valid_from": valid_from, "valid_to": d.valid_to, "embedding": s.embedding,
+            "embedding_model": self.model, "sources": sources,
+        }
+        p = Params()
+        values = [p.add(v) for v in columns.values()]
         row = await self.conn.fetchrow(
-            f"""
-            INSERT INTO memories AS m (tenant_id, id, scope, domain, agent_id, user_id, session_id, layer, kind,
-                content, context, entity, attribute, value, tags, metadata, confidence, status, supersedes,
-                source_type, source_id, occurred_at, valid_from, valid_to, embedding, embedding_model, keywords,
-                sources)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-                $21, $22, $23, $24, $25, $26, to_tsvector('simple', $27), $28)
-            RETURNING {MEMORY_COLUMNS}
-            """,
-            self.caller.tenant_id, uuid.uuid4(), d.scope.value, d.domain, d.agent_id, d.user_id, d.session_id,
-            d.layer.value, d.kind.value, d.content, d.context, d.entity, d.attribute, d.value, list(d.tags),
-            d.metadata, d.confidence, s.status.value, replaces.id if replaces else None, d.source_type,
-            d.source_id, s.occurred_at, valid_from, d.valid_to, s.embedding, self.model, s.keywords, sources,
+            f"INSERT INTO memories AS m ({', '.join(columns)}, keywords)"
+            f" VALUES ({', '.join(values)}, to_tsvector('simple', {p.add(s.keywords)})) RETURNING {MEMORY_COLUMNS}",
+            *p.values,
         )
         record = record_from_row(row)
         self.inserted += 1
