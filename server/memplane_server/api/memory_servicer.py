@@ -6,6 +6,7 @@ from memplane.v1 import memory_service_pb2 as spb
 from memplane.v1 import memory_service_pb2_grpc as spb_grpc
 
 from ..core.errors import invalid
+from ..core.model import UPDATABLE_FIELDS
 from ..core.validation import shown
 from ..services.extract import ExtractService
 from ..services.forget import ForgetService
@@ -28,8 +29,6 @@ _OUTCOMES = {spb.TASK_OUTCOME_SUCCESS: "success", spb.TASK_OUTCOME_FAILURE: "fai
 _MODES = {spb.REFLECT_MODE_SYNC: "sync", spb.REFLECT_MODE_ASYNC: "async"}
 _INFER = {spb.INFER_MODE_SYNC: "sync", spb.INFER_MODE_ASYNC: "async"}
 _PROMOTE = {spb.PROMOTE_MODE_PROMOTE: True, spb.PROMOTE_MODE_DISCARD: False}
-_UPDATE_FIELDS = {"content", "context", "tags", "metadata", "confidence", "status", "value", "valid_from",
-                  "valid_to", "user_id"}
 
 
 class MemoryServicer(spb_grpc.MemoryServiceServicer):
@@ -126,7 +125,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
             raise invalid("ID_REQUIRED", "memory.id is required", field="memory.id")
         changes = {}
         for path in request.update_mask.paths:
-            if path not in _UPDATE_FIELDS:
+            if path not in UPDATABLE_FIELDS:
                 raise invalid("FIELD_NOT_UPDATABLE", f"cannot update {shown(path)}", field=shown(path))
             if path == "tags":
                 changes["tags"] = list(m.tags)

@@ -48,6 +48,11 @@ KIND_LAYER: dict[Kind, Layer] = {
     Kind.LESSON: Layer.PROCEDURAL,
 }
 
+# Fields UpdateMemory may change: the protobuf field, the domain field and the column share the name.
+UPDATABLE_FIELDS = frozenset(
+    {"content", "context", "tags", "metadata", "confidence", "status", "value", "valid_from", "valid_to", "user_id"}
+)
+
 # Search walks scopes in this order unless the request says otherwise (DESIGN §1).
 DEFAULT_SCOPE_ORDER: tuple[Scope, ...] = (Scope.GLOBAL, Scope.DOMAIN, Scope.PRIVATE)
 

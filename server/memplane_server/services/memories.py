@@ -7,14 +7,14 @@ from typing import Any
 
 from ..core.caller import Caller
 from ..core.errors import denied, invalid, not_found
-from ..core.model import HistoryEntry, MemoryFilter, MemoryRecord, Status
+from ..core.model import UPDATABLE_FIELDS, HistoryEntry, MemoryFilter, MemoryRecord, Status
 from ..core.paging import decode_position, encode_token
 from ..core.tokens import keyword_tokens
 from ..core.validation import (
     MAX_NOTE_BYTES, check_confidence, check_content, check_free_id, check_metadata, check_tags, check_text,
     check_time, clamp_page_size,
 )
-from ..stores.postgres.memories import UPDATABLE, MemoryStore
+from ..stores.postgres.memories import MemoryStore
 from .deps import Deps
 
 FEEDBACK_STEP = 0.1
@@ -79,7 +79,7 @@ class MemoriesService:
         mid = parse_memory_id(memory_id)
         if not changes:
             raise invalid("UPDATE_MASK_REQUIRED", "update_mask must name at least one field")
-        unknown = set(changes) - UPDATABLE
+        unknown = set(changes) - UPDATABLE_FIELDS
         if unknown:
             raise invalid("FIELD_NOT_UPDATABLE", f"cannot update: {', '.join(sorted(unknown))}")
         limit = self.deps.settings.max_content_bytes

@@ -12,7 +12,7 @@ import asyncpg
 import numpy as np
 
 from ...core.caller import Caller
-from ...core.model import HistoryEntry, MemoryFilter, MemoryRecord, Status
+from ...core.model import UPDATABLE_FIELDS, HistoryEntry, MemoryFilter, MemoryRecord, Status
 from ...core.time_expressions import TimeRange
 from .contexts import WINDOW_KINDS, mark_sessions
 from ...core.requests import RequestKey
@@ -22,10 +22,6 @@ from .sql import (
     MEMORY_COLUMNS, Params, aware, filter_clauses, record_from_json, record_from_row, visibility, writable,
 )
 
-# Fields UpdateMemory may change; each is a column of the same name.
-UPDATABLE = frozenset(
-    {"content", "context", "tags", "metadata", "confidence", "status", "value", "valid_from", "valid_to", "user_id"}
-)
 _MAX_LISTED_IDS = 1000
 
 
@@ -192,7 +188,7 @@ class MemoryStore:
         p = Params(memory_id)
         sets = ["updated_at = clock_timestamp()"]
         for column, value in changes.items():
-            if column not in UPDATABLE:
+            if column not in UPDATABLE_FIELDS:
                 raise ValueError(f"not updatable: {column}")
             sets.append(f"{column} = {p.add(value)}")
         if embedding is not None:
