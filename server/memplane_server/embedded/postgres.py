@@ -9,12 +9,11 @@ import shutil
 import signal
 import subprocess
 from pathlib import Path
-from types import TracebackType
 
 import pg0
 
+from .service import EmbeddedService
 from ._process import (
-    DirLock,
     EmbeddedError,
     ServiceAccount,
     file_tail,
@@ -41,7 +40,7 @@ _ORPHAN_EXIT_TIMEOUT = 15.0
 _ABANDONED_GRACE = 5.0
 
 
-class EmbeddedPostgres:
+class EmbeddedPostgres(EmbeddedService):
     """A PostgreSQL server private to `data_dir/postgres`, on a free loopback port.
 
     Layout of data_dir/postgres: `data` is the cluster, `home` is pg0's HOME (its
@@ -57,54 +56,19 @@ class EmbeddedPostgres:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", database):
             raise ValueError(f"unsupported database name {database!r}: use letters, digits and _")
         self._root = Path(data_dir).absolute() / "postgres"
+        super().__init__(self._root)
         self._database = database
-        self._lock = DirLock(self._root / "lock")
         self._account: ServiceAccount | None = None
         self._password = ""
-        self._dsn: str | None = None
-        # Chosen at start and kept by restarts, so that clients reconnect to the same DSN.
-        self._port: int | None = None
 
     @property
     def dsn(self) -> str | None:
-        return self._dsn
-
-    def start(self) -> str:
-        """Start the server and return its DSN; the database is created if missing."""
-        if self._dsn is not None:
-            return self._dsn
-        self._account = service_account()
-        self._prepare()
-        self._lock.acquire()
-        try:
-            self._stop_leftover()
-            self._dsn = self._launch()
-        except BaseException:
-            self._lock.release()
-            raise
-        return self._dsn
-
-    def stop(self) -> None:
-        if self._dsn is None:
-            return
-        try:
-            self._shutdown()
-        finally:
-            self._dsn = None
-            self._port = None
-            self._lock.release()
+        return self._address
 
     def running(self) -> bool:
         """Whether the postmaster of this data dir runs (pg0 daemonises it, so it is not our child)."""
         pid = read_pid_file(self._data / "postmaster.pid")
         return pid is not None and running_in(pid, self._data)
-
-    def restart(self) -> None:
-        """Start the server again after it died, on the same port with the same data and DSN."""
-        if self._dsn is None:
-            raise EmbeddedError("PostgreSQL cannot restart: it was not started")
-        self._stop_leftover()
-        self._launch()
 
     def stop_abandoned(self) -> None:
         """Stop the server of this data dir after its owner died; needs no lock, pg0 or password."""
@@ -119,23 +83,12 @@ class EmbeddedPostgres:
         if not terminate(pid, self._data, (signal.SIGINT, signal.SIGQUIT, signal.SIGKILL), _ABANDONED_GRACE):
             logger.error("PostgreSQL (pid %d) did not stop", pid)
 
-    def __enter__(self) -> EmbeddedPostgres:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
-
     @property
     def _data(self) -> Path:
         return self._root / "data"
 
     def _prepare(self) -> None:
+        self._account = service_account()
         self._root.mkdir(parents=True, exist_ok=True)
         if self._account is not None:
             self._account.require_traversable(self._root.parent)

