@@ -56,7 +56,8 @@ from memplane_server.core.requests import request_key
 from memplane_server.services.forget import ForgetService
 from memplane_server.services.memories import MemoriesService
 from memplane_server.services.operations import OperationsService
-from memplane_server.services.reflect import ReflectInput, ReflectService, Task
+from memplane_server.core.reflection import ReflectInput, Task
+from memplane_server.services.reflect import ReflectService
 from memplane_server.services.context import ContextService
 from memplane_server.services.search import SearchQuery, SearchService
 from memplane_server.services.working import WorkingService

@@ -11,7 +11,8 @@ from memplane_server.core.model import Kind, MemoryDraft, Status
 from memplane_server.llm.chat import ChatModel
 from memplane_server.services.memories import MemoriesService
 from memplane_server.services.operations import OperationsService, OperationView
-from memplane_server.services.reflect import ReflectInput, ReflectService, Task, TaskStep
+from memplane_server.core.reflection import ReflectInput, Task, TaskStep
+from memplane_server.services.reflect import ReflectService
 from memplane_server.services.write import WriteService
 from memplane_server.worker.runner import JobRunner
 from tests.support.fake_llm import Reply

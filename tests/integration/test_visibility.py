@@ -9,7 +9,8 @@ from memplane_server.core.errors import Code, MemplaneError
 from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter, Scope
 from memplane_server.services.forget import ForgetService
 from memplane_server.services.memories import MemoriesService
-from memplane_server.services.reflect import ReflectInput, ReflectService
+from memplane_server.core.reflection import ReflectInput
+from memplane_server.services.reflect import ReflectService
 from memplane_server.services.search import SearchQuery, SearchService
 from memplane_server.services.write import WriteService
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from memplane_server.services.reflect import near_duplicate_groups
+from memplane_server.core.reflection import near_duplicate_groups
 
 KEY = ("private", None, "bot", "fact")
 

@@ -12,7 +12,8 @@ from ..services.extract import ExtractService
 from ..services.forget import ForgetService
 from ..services.memories import MemoriesService
 from ..services.operations import OperationView
-from ..services.reflect import ReflectInput, ReflectService, Task, TaskStep
+from ..core.reflection import ReflectInput, Task, TaskStep
+from ..services.reflect import ReflectService
 from ..services.search import SearchQuery, SearchService
 from ..services.working import WorkingService, item_to_record
 from ..services.write import WriteService

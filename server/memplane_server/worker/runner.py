@@ -9,7 +9,8 @@ from ..logs import OncePerCause, cause_of
 from ..services.deps import Deps
 from ..core.caller import caller_from_json
 from ..services.extract import ExtractService
-from ..services.reflect import ReflectService, input_from_json
+from ..core.reflection import input_from_json
+from ..services.reflect import ReflectService
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,121 @@
+"""Reflection's pure part: what a task or session reflection is asked (and how it is kept in a
+job's payload), what it answers, near-duplicate grouping and the summaries made without a model."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+from .model import Kind, MemoryRecord, Scope
+
+
+@dataclass(frozen=True)
+class TaskStep:
+    action: str
+    observation: str = ""
+    occurred_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Task:
+    task_id: str
+    request: str
+    steps: tuple[TaskStep, ...] = ()
+    outcome: str = "unspecified"
+    feedback: str = ""
+
+
+@dataclass(frozen=True)
+class ReflectInput:
+    task: Task | None = None
+    session_id: str | None = None
+    user_id: str | None = None
+    scope: Scope | None = None
+    domain: str | None = None
+    mode: str = "auto"  # auto | sync | async
+
+
+@dataclass
+class ReflectOutcome:
+    memories: list[MemoryRecord] = field(default_factory=list)
+    summary: str = ""
+    merged_count: int = 0
+    used_llm: bool = False
+
+
+def input_to_json(r: ReflectInput) -> dict:
+    data = asdict(r)
+    data["scope"] = r.scope.value if r.scope else None
+    if r.task:
+        data["task"]["steps"] = [
+            {**asdict(s), "occurred_at": s.occurred_at.isoformat() if s.occurred_at else None} for s in r.task.steps
+        ]
+    return data
+
+
+def input_from_json(d: dict) -> ReflectInput:
+    task = None
+    if d.get("task"):
+        t = d["task"]
+        steps = tuple(
+            TaskStep(s["action"], s["observation"], datetime.fromisoformat(s["occurred_at"]) if s["occurred_at"] else None)
+            for s in t["steps"]
+        )
+        task = Task(t["task_id"], t["request"], steps, t["outcome"], t["feedback"])
+    return ReflectInput(task, d.get("session_id"), d.get("user_id"), Scope(d["scope"]) if d.get("scope") else None,
+                        d.get("domain"), d.get("mode", "auto"))
+
+
+def near_duplicate_groups(vectors: np.ndarray, keys: list[tuple], threshold: float) -> list[list[int]]:
+    """Indices (oldest first) grouped when cosine >= threshold and their (scope, kind, ...) keys match."""
+    if len(vectors) == 0:
+        return []
+    sims = vectors @ vectors.T
+    parent = list(range(len(vectors)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i in range(len(vectors)):
+        for j in range(i + 1, len(vectors)):
+            if keys[i] == keys[j] and sims[i, j] >= threshold:
+                parent[root(j)] = root(i)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(vectors)):
+        groups.setdefault(root(i), []).append(i)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def session_summary(session_id: str, records: list[MemoryRecord]) -> str:
+    facts = [r for r in records if r.kind in (Kind.FACT, Kind.PREFERENCE)]
+    lines = [f"Session {session_id}: {len(records)} active memories."]
+    structured = sorted({(r.entity, r.attribute): r for r in facts if r.entity}.values(), key=lambda r: (r.entity, r.attribute or ""))
+    for r in structured:
+        lines.append(f"- {r.entity}{'.' + r.attribute if r.attribute else ''} = {r.value or r.content}")
+    for r in facts:
+        if not r.entity:
+            lines.append(f"- {r.kind.value}: {r.content}")
+    if len(lines) == 1:
+        lines.append("No facts or preferences recorded yet.")
+    return "\n".join(lines)
+
+
+def task_transcript(task: Task) -> str:
+    parts = [f"Task {task.task_id}", f"Request: {task.request}"]
+    for n, step in enumerate(task.steps, start=1):
+        parts.append(f"Step {n}: {step.action}" + (f"\n  Observation: {step.observation}" if step.observation else ""))
+    parts.append(f"Outcome: {task.outcome}")
+    if task.feedback:
+        parts.append(f"Feedback: {task.feedback}")
+    return "\n".join(parts)
+
+
+def task_summary(task: Task) -> str:
+    text = f"Task {task.task_id} ({task.outcome}): {task.request} — {len(task.steps)} steps."
+    if task.feedback:
+        text += f" Feedback: {task.feedback}"
+    return text
