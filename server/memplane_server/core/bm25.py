@@ -7,6 +7,8 @@ import math
 from collections import Counter
 from collections.abc import Mapping
 
+from .model import Scored
+
 K1 = 1.2
 B = 0.75
 
@@ -27,3 +29,11 @@ def bm25_scores(query: list[str], documents: list[list[str]] | list[Mapping[str,
         norm = K1 * (1 - B + B * length / average)
         scores.append(sum(idf[t] * c[t] * (K1 + 1) / (c[t] + norm) for t in terms if t in c))
     return scores
+
+
+def rescore_keyword(query_tokens: list[str], candidates: list[Scored]) -> list[Scored]:
+    """A keyword channel's candidates ordered by BM25 over the candidates' own term statistics;
+    those that share no query term drop out."""
+    scores = bm25_scores(query_tokens, [s.terms or {} for s in candidates])
+    ranked = sorted(zip(scores, range(len(candidates))), key=lambda pair: (-pair[0], pair[1]))
+    return [Scored(candidates[i].record, score) for score, i in ranked if score > 0]

@@ -163,6 +163,16 @@ class MemoryFilter:
 
 
 @dataclass(frozen=True)
+class Scored:
+    """A retrieval channel's candidate and its score in that channel."""
+
+    record: MemoryRecord
+    score: float
+    # Keyword channels only: the candidate's indexed tokens and how often each occurs.
+    terms: dict[str, int] | None = None
+
+
+@dataclass(frozen=True)
 class ScoreComponent:
     name: str
     value: float

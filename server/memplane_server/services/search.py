@@ -12,16 +12,15 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from ..core.adjust import confidence_weight, kind_bonus, recency, valid_time_weight
-from ..core.bm25 import bm25_scores
+from ..core.bm25 import rescore_keyword
 from ..core.caller import Caller
 from ..core.errors import invalid
-from ..core.fusion import RRF_K, reciprocal_rank_fusion
 from ..core.intent import detect_intent, routed_weights
 from ..core.model import (
-    DEFAULT_SCOPE_ORDER, Layer, MemoryFilter, MemoryRecord, Scope, ScoreComponent, SearchHit,
+    DEFAULT_SCOPE_ORDER, Layer, MemoryFilter, Scope, ScoreComponent, Scored, SearchHit,
 )
 from ..core.ranking import collapse_duplicates, include_preferences, within_budget
+from ..core.scoring import Adjustments, fuse_and_adjust
 from ..core.time_expressions import parse_time_range
 from ..core.timezones import parse_time_zone
 from ..core.tokens import keyword_tokens, lookup_names, tsquery_from_tokens
@@ -30,7 +29,6 @@ from ..core.validation import MAX_FILTER_VALUES
 from ..llm.query_rewrite import QueryRewriter
 from ..logs import OncePerCause, cause_of
 from ..llm.rerank import MAX_CANDIDATES, Reranker
-from ..stores.postgres.memories import Scored
 from .deps import Deps
 from .search_channels import PREFERENCES, QueryParts, plan_channels
 from .working import WorkingService, item_to_record
@@ -49,12 +47,6 @@ class SearchQuery:
     scope_order: tuple[Scope, ...] = ()
     explain: bool = False
     time_zone: str | None = None
-
-
-def rescore_keyword(query_tokens: list[str], candidates: list[Scored]) -> list[Scored]:
-    scores = bm25_scores(query_tokens, [s.terms or {} for s in candidates])
-    ranked = sorted(zip(scores, range(len(candidates))), key=lambda pair: (-pair[0], pair[1]))
-    return [Scored(candidates[i].record, score) for score, i in ranked if score > 0]
 
 
 class SearchService:
@@ -117,7 +109,10 @@ class SearchService:
                 results[channel] = rescore_keyword(tokens, results[channel])[:limit]
         weights = routed_weights(intent, settings.channel_weights)
         weights.update({ch: weights.get("rewrite", 1.0) for ch in results if ch.startswith("rewrite")})
-        hits = self._adjusted(q, results, weights, parts, now)
+        hits = fuse_and_adjust(results, weights, Adjustments(
+            intent=intent, time_range=span, now=now, recency_lambdas=settings.recency_lambdas,
+            scope_weights=q.scope_weights, scope_order=q.scope_order or DEFAULT_SCOPE_ORDER, explain=q.explain,
+        ))
         hits = collapse_duplicates(hits)
         if settings.search_rerank:
             hits = await self._reranked(q.text, hits, top_k, explain=q.explain)
@@ -125,44 +120,6 @@ class SearchService:
         hits = within_budget(hits, q.token_budget)
         self._mark_used(caller, [h.memory.id for h in hits if h.memory.layer is not Layer.WORKING])
         return hits
-
-    def _adjusted(self, q: SearchQuery, results: dict[str, list[Scored]], weights: dict[str, float],
-                  parts: QueryParts, now: datetime) -> list[SearchHit]:
-        records: dict[str, MemoryRecord] = {}
-        signals: dict[str, dict[str, float]] = {}
-        for channel, scored in results.items():
-            for s in scored:
-                key = str(s.record.id)
-                records.setdefault(key, s.record)
-                signals.setdefault(key, {})[channel] = s.score
-        fused = reciprocal_rank_fusion({ch: [str(s.record.id) for s in sc] for ch, sc in results.items()}, weights)
-        lambdas = self.deps.settings.recency_lambdas
-        intent, span = parts.intent, parts.time_range
-        asked = f"query asks about {span.matched!r}" if span else "query names no time"
-        hits = []
-        for key, (rrf, ranks) in fused.items():
-            record = records[key]
-            factors = [
-                ("scope_weight", q.scope_weights.get(record.scope, 1.0), f"scope {record.scope.value}"),
-                ("kind_intent", kind_bonus(intent, record.kind), f"query intent {intent.value}, kind {record.kind.value}"),
-                ("recency", recency(record, now, lambdas), f"exp(-{lambdas.get(record.kind.value, 0.0)} * age_days)"),
-                ("confidence", confidence_weight(record), f"0.5 + 0.5 * confidence {record.confidence:.2f}"),
-                ("valid_time", valid_time_weight(record, span), asked),
-            ]
-            score = rrf * math.prod(value for _, value, _ in factors)
-            explanation = []
-            if q.explain:
-                explanation = [
-                    ScoreComponent(ch, signals[key][ch], ranks[ch], f"{ch} channel, weight {weights.get(ch, 1.0):g}")
-                    for ch in results if ch in ranks
-                ]
-                explanation.append(ScoreComponent("rrf", rrf, 0, f"weighted reciprocal rank fusion, k={RRF_K}"))
-                explanation.extend(ScoreComponent(name, value, 0, detail) for name, value, detail in factors)
-            hits.append(SearchHit(record, score, explanation))
-        order = q.scope_order or DEFAULT_SCOPE_ORDER
-        rank_of_scope = {scope: i for i, scope in enumerate(order)}
-        hits.sort(key=lambda h: (-h.score, rank_of_scope.get(h.memory.scope, len(order))))
-        return [h for h in hits if h.score > 0]
 
     async def _rewrite_channels(self, caller: Caller, q: SearchQuery, limit: int) -> dict[str, list[Scored]]:
         """Nearest memories to each LLM rephrasing of the query; nothing when the model fails."""

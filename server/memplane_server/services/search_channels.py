@@ -15,7 +15,8 @@ from ..core.model import Kind, Layer, MemoryFilter, Status
 from ..core.ranking import ALWAYS_PREFERENCES
 from ..core.time_expressions import TimeRange
 from ..settings import Settings
-from ..stores.postgres.memories import MemoryStore, Scored
+from ..core.model import Scored
+from ..stores.postgres.memories import MemoryStore
 
 # The keyword channels read this many times their share of candidates, so that BM25's term
 # statistics see the common words for what they are before the list is cut.

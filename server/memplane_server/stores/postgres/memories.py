@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -12,7 +12,7 @@ import asyncpg
 import numpy as np
 
 from ...core.caller import Caller
-from ...core.model import UPDATABLE_FIELDS, HistoryEntry, MemoryFilter, MemoryRecord, Status
+from ...core.model import UPDATABLE_FIELDS, HistoryEntry, MemoryFilter, MemoryRecord, Scored, Status
 from ...core.time_expressions import TimeRange
 from .contexts import WINDOW_KINDS, mark_sessions
 from ...core.requests import RequestKey
@@ -23,14 +23,6 @@ from .sql import (
 )
 
 _MAX_LISTED_IDS = 1000
-
-
-@dataclass(frozen=True)
-class Scored:
-    record: MemoryRecord
-    score: float
-    # Keyword channel only: the row's indexed tokens and how often each occurs.
-    terms: dict[str, int] | None = None
 
 
 _TSVECTOR_ENTRY = re.compile(r"'((?:[^']|'')*)'(?::([\d,]+))?")

@@ -1,0 +1,62 @@
+"""From channel results to ranked hits: weighted reciprocal rank fusion, then one factor per
+adjustment (scope, kind intent, recency, confidence, valid time), each listed in the explanation."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+
+from .adjust import confidence_weight, kind_bonus, recency, valid_time_weight
+from .fusion import RRF_K, reciprocal_rank_fusion
+from .intent import Intent
+from .model import MemoryRecord, Scope, ScoreComponent, Scored, SearchHit
+from .time_expressions import TimeRange
+
+
+@dataclass(frozen=True)
+class Adjustments:
+    """What the factors after fusion depend on."""
+
+    intent: Intent
+    time_range: TimeRange | None
+    now: datetime
+    recency_lambdas: dict[str, float]
+    scope_weights: dict[Scope, float]
+    scope_order: tuple[Scope, ...]  # ties go to the earlier scope
+    explain: bool
+
+
+def fuse_and_adjust(results: dict[str, list[Scored]], weights: dict[str, float], a: Adjustments) -> list[SearchHit]:
+    records: dict[str, MemoryRecord] = {}
+    signals: dict[str, dict[str, float]] = {}
+    for channel, scored in results.items():
+        for s in scored:
+            key = str(s.record.id)
+            records.setdefault(key, s.record)
+            signals.setdefault(key, {})[channel] = s.score
+    fused = reciprocal_rank_fusion({ch: [str(s.record.id) for s in sc] for ch, sc in results.items()}, weights)
+    lambdas, span = a.recency_lambdas, a.time_range
+    asked = f"query asks about {span.matched!r}" if span else "query names no time"
+    hits = []
+    for key, (rrf, ranks) in fused.items():
+        record = records[key]
+        factors = [
+            ("scope_weight", a.scope_weights.get(record.scope, 1.0), f"scope {record.scope.value}"),
+            ("kind_intent", kind_bonus(a.intent, record.kind), f"query intent {a.intent.value}, kind {record.kind.value}"),
+            ("recency", recency(record, a.now, lambdas), f"exp(-{lambdas.get(record.kind.value, 0.0)} * age_days)"),
+            ("confidence", confidence_weight(record), f"0.5 + 0.5 * confidence {record.confidence:.2f}"),
+            ("valid_time", valid_time_weight(record, span), asked),
+        ]
+        score = rrf * math.prod(value for _, value, _ in factors)
+        explanation = []
+        if a.explain:
+            explanation = [
+                ScoreComponent(ch, signals[key][ch], ranks[ch], f"{ch} channel, weight {weights.get(ch, 1.0):g}")
+                for ch in results if ch in ranks
+            ]
+            explanation.append(ScoreComponent("rrf", rrf, 0, f"weighted reciprocal rank fusion, k={RRF_K}"))
+            explanation.extend(ScoreComponent(name, value, 0, detail) for name, value, detail in factors)
+        hits.append(SearchHit(record, score, explanation))
+    rank_of_scope = {scope: i for i, scope in enumerate(a.scope_order)}
+    hits.sort(key=lambda h: (-h.score, rank_of_scope.get(h.memory.scope, len(a.scope_order))))
+    return [h for h in hits if h.score > 0]
