@@ -54,10 +54,11 @@ def _reembed(args: argparse.Namespace, settings: Settings) -> int:
     from .services.reembed import reembed
     from .stores.postgres.embeddings import EmbeddingStore
     from .stores.postgres.pool import create_pool
+    from .stores.postgres.schema import VECTOR_DIM
 
     model = args.model or settings.embedding_model
     embedder = create_embedder(
-        model, dim=settings.embedding_dim, threads=settings.embed_threads, batch_size=args.batch,
+        model, dim=VECTOR_DIM, threads=settings.embed_threads, batch_size=args.batch,
         api_base=settings.llm_api_base, api_key=settings.llm_api_key, timeout=settings.llm_timeout_seconds,
     )
     started = time.monotonic()

@@ -35,6 +35,7 @@ from .stores.postgres.jobs import JobStore
 from .stores.postgres.memories import MemoryStore
 from .stores.postgres.migrations import migrate
 from .stores.postgres.pool import create_pool, database_ping
+from .stores.postgres.schema import VECTOR_DIM
 from .stores.postgres.tenancy import TenancyStore
 from .stores.redis.idempotency import IdempotencyStore
 from .stores.redis.rate_limit import RateLimiter
@@ -43,7 +44,6 @@ from .telemetry import setup_telemetry
 from .worker.runner import IDLE_POLL_SECONDS, JobRunner
 
 log = logging.getLogger(__name__)
-SCHEMA_DIM = 384
 REDIS_TIMEOUT_SECONDS = 2.0
 POOL_CLOSE_SECONDS = 1.0
 HEALTH_PROBE_SECONDS = 1.0
@@ -158,11 +158,11 @@ class Runtime:
         )
         await self.redis_client.ping()
         embedder = create_embedder(
-            s.embedding_model, dim=s.embedding_dim, threads=s.embed_threads, batch_size=s.embed_batch_size,
+            s.embedding_model, dim=VECTOR_DIM, threads=s.embed_threads, batch_size=s.embed_batch_size,
             api_base=s.llm_api_base, api_key=s.llm_api_key, timeout=s.llm_timeout_seconds,
         )
-        if embedder.dim != SCHEMA_DIM:
-            raise SystemExit(f"embedding model {s.embedding_model} gives {embedder.dim}-d vectors; the schema stores {SCHEMA_DIM}")
+        if embedder.dim != VECTOR_DIM:
+            raise SystemExit(f"embedding model {s.embedding_model} gives {embedder.dim}-d vectors; the schema stores {VECTOR_DIM}")
         model = (
             ChatModel(s.llm_model, api_base=s.llm_api_base, api_key=s.llm_api_key, timeout=s.llm_timeout_seconds)
             if s.llm_model else None

