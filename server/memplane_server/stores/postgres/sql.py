@@ -5,10 +5,9 @@ Every value goes in as a numbered parameter; only fixed SQL fragments are concat
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
-
-import asyncpg
 
 from ...core.caller import WRITING_ROLES, Caller, Role
 from ...core.model import Kind, Layer, MemoryFilter, MemoryRecord, Scope, Status
@@ -108,38 +107,27 @@ def aware(value: datetime | None) -> datetime | None:
     return value.replace(tzinfo=timezone.utc) if value is not None and value.tzinfo is None else value
 
 
-def record_from_row(row: asyncpg.Record) -> MemoryRecord:
+def record_from_row(values: Mapping[str, Any]) -> MemoryRecord:
+    """A memory from a row or from a history snapshot: both use the column names; a snapshot has
+    times as ISO text and lacks the usage counters."""
+
+    def ts(name: str) -> datetime | None:
+        v = values.get(name)
+        if v is None or v == "":
+            return None
+        return aware(datetime.fromisoformat(v) if isinstance(v, str) else v)
+
     return MemoryRecord(
-        id=row["id"],
-        tenant_id=row["tenant_id"],
-        scope=Scope(row["scope"]),
-        domain=row["domain"],
-        agent_id=row["agent_id"],
-        user_id=row["user_id"],
-        session_id=row["session_id"],
-        layer=Layer(row["layer"]),
-        kind=Kind(row["kind"]),
-        content=row["content"],
-        context=row["context"],
-        entity=row["entity"],
-        attribute=row["attribute"],
-        value=row["value"],
-        tags=list(row["tags"]),
-        metadata=dict(row["metadata"]),
-        confidence=float(row["confidence"]),
-        status=Status(row["status"]),
-        supersedes=row["supersedes"],
-        source_type=row["source_type"],
-        source_id=row["source_id"],
-        occurred_at=aware(row["occurred_at"]),
-        valid_from=aware(row["valid_from"]),
-        valid_to=aware(row["valid_to"]),
-        created_at=aware(row["created_at"]),
-        updated_at=aware(row["updated_at"]),
-        last_used_at=aware(row["last_used_at"]),
-        use_count=row["use_count"],
-        embedding_model=row["embedding_model"],
-        sources=list(row["sources"]),
+        id=values["id"], tenant_id=values["tenant_id"], scope=Scope(values["scope"]), domain=values["domain"],
+        agent_id=values["agent_id"], user_id=values["user_id"], session_id=values["session_id"],
+        layer=Layer(values["layer"]), kind=Kind(values["kind"]), content=values["content"],
+        context=values["context"], entity=values["entity"], attribute=values["attribute"], value=values["value"],
+        tags=list(values["tags"]), metadata=dict(values["metadata"]), confidence=float(values["confidence"]),
+        status=Status(values["status"]), supersedes=values["supersedes"], source_type=values["source_type"],
+        source_id=values["source_id"], occurred_at=ts("occurred_at"), valid_from=ts("valid_from"),
+        valid_to=ts("valid_to"), created_at=ts("created_at"), updated_at=ts("updated_at"),
+        last_used_at=ts("last_used_at"), use_count=values.get("use_count") or 0,
+        embedding_model=values.get("embedding_model"), sources=list(values.get("sources") or []),
     )
 
 
@@ -169,21 +157,8 @@ def record_from_json(d: dict[str, Any]) -> MemoryRecord | None:
     """A history snapshot back as a memory; None (logged) when it does not read as one, so a
     snapshot of an older shape never fails the history around it."""
 
-    def ts(v: str | None) -> datetime | None:
-        return aware(datetime.fromisoformat(v)) if v else None
-
     try:
-        return MemoryRecord(
-            id=d["id"], tenant_id=d["tenant_id"], scope=Scope(d["scope"]), domain=d["domain"],
-            agent_id=d["agent_id"], user_id=d["user_id"], session_id=d["session_id"], layer=Layer(d["layer"]),
-            kind=Kind(d["kind"]), content=d["content"], context=d["context"], entity=d["entity"],
-            attribute=d["attribute"], value=d["value"], tags=list(d["tags"]), metadata=dict(d["metadata"]),
-            confidence=float(d["confidence"]), status=Status(d["status"]), supersedes=d["supersedes"],
-            source_type=d["source_type"], source_id=d["source_id"], occurred_at=ts(d["occurred_at"]),
-            valid_from=ts(d["valid_from"]), valid_to=ts(d["valid_to"]), created_at=ts(d["created_at"]),
-            updated_at=ts(d["updated_at"]), embedding_model=d.get("embedding_model"),
-            sources=list(d.get("sources", [])),
-        )
+        return record_from_row(d)
     except (KeyError, ValueError, TypeError, AttributeError):
         key = str(d.get("id") if isinstance(d, dict) else d)[:100]
         if key not in _unreadable:
