@@ -8,11 +8,39 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, is_dataclass
 from datetime import datetime
 from enum import Enum
 
 from .settings import Settings
+
+
+@contextmanager
+def tool_database(settings: Settings) -> Iterator[str]:
+    """A database URL for a command-line tool: the configured one, the running server's embedded
+    one, or an embedded one started just for the tool."""
+    # Imported here: `memplane admin` needs none of this and should start fast.
+    from .embedded import EmbeddedError, EmbeddedPostgres
+    from .runtime import RUNNING_DSN_FILE
+
+    if settings.database_url:
+        yield settings.database_url
+        return
+    postgres = EmbeddedPostgres(settings.data_dir)
+    try:
+        url = postgres.start()
+    except EmbeddedError:
+        running = settings.data_dir / RUNNING_DSN_FILE
+        if not running.exists():
+            raise
+        yield running.read_text().strip()
+        return
+    try:
+        yield url
+    finally:
+        postgres.stop()
 
 
 def _serve(settings: Settings) -> int:
@@ -30,7 +58,6 @@ def _serve(settings: Settings) -> int:
 
 
 def _migrate(settings: Settings) -> int:
-    from .runtime import tool_database
     from .stores.postgres.migrations import migrate
 
     async def run(url: str) -> list[str]:
@@ -50,7 +77,6 @@ def _migrate(settings: Settings) -> int:
 
 def _reembed(args: argparse.Namespace, settings: Settings) -> int:
     from .llm.embedders import create_embedder
-    from .runtime import tool_database
     from .services.reembed import reembed
     from .stores.postgres.embeddings import EmbeddingStore
     from .stores.postgres.pool import create_pool

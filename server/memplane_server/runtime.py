@@ -4,8 +4,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import asyncpg
@@ -16,7 +14,7 @@ from grpc_health.v1 import health
 
 from .api.drain import Drain
 from .api.server import build_server, set_serving
-from .embedded import EmbeddedError, EmbeddedPostgres, EmbeddedRedis
+from .embedded import EmbeddedPostgres, EmbeddedRedis
 from .embedded._process import write_private_file
 from .embedded.guardian import Guardian
 from .embedded.supervisor import Supervisor
@@ -53,28 +51,6 @@ SERVER_STOP_SECONDS = 0.5
 
 # Where a serving process leaves its embedded database's address for `memplane` tools (0600).
 RUNNING_DSN_FILE = "postgres.url"
-
-
-@contextmanager
-def tool_database(settings: Settings) -> Iterator[str]:
-    """A database URL for a command-line tool: the configured one, the running server's embedded
-    one, or an embedded one started just for the tool."""
-    if settings.database_url:
-        yield settings.database_url
-        return
-    postgres = EmbeddedPostgres(settings.data_dir)
-    try:
-        url = postgres.start()
-    except EmbeddedError:
-        running = settings.data_dir / RUNNING_DSN_FILE
-        if not running.exists():
-            raise
-        yield running.read_text().strip()
-        return
-    try:
-        yield url
-    finally:
-        postgres.stop()
 
 
 @dataclass
