@@ -144,6 +144,11 @@ MEMORY_CASES = [
     ("Write", s.WriteRequest(memories=[s.MemoryInput(kind=m.KIND_FACT, content="x")], time_zone="Nowhere/Land"),
      INVALID, "INVALID_TIME_ZONE"),
     ("Write", s.WriteRequest(), INVALID, "MEMORIES_REQUIRED"),
+    ("Write", s.WriteRequest(request_id="r" * 129, memories=[s.MemoryInput(kind=m.KIND_FACT, content="x")]),
+     INVALID, "REQUEST_ID_TOO_LARGE"),
+    ("Write", s.WriteRequest(request_id="é" * 65, memories=[s.MemoryInput(kind=m.KIND_FACT, content="x")]),
+     INVALID, "REQUEST_ID_TOO_LARGE"),
+    ("Forget", s.ForgetRequest(request_id="a\x00b", ids=s.MemoryIds(ids=[UNKNOWN_ID])), INVALID, "INVALID_REQUEST_ID"),
     ("Write", s.WriteRequest(memories=[s.MemoryInput(kind=m.KIND_FACT, content="x", confidence=float("nan"))]),
      INVALID, "INVALID_CONFIDENCE"),
 ]
@@ -156,6 +161,7 @@ OPERATION_CASES = [
     ("CancelOperation", o.CancelOperationRequest(id=UNKNOWN_ID), NOT_FOUND, "OPERATION_NOT_FOUND"),
     ("CancelOperation", o.CancelOperationRequest(), NOT_FOUND, "OPERATION_NOT_FOUND"),
     ("ListOperations", o.ListOperationsRequest(page_token=_token([1, 2])), INVALID, "INVALID_PAGE_TOKEN"),
+    ("ListOperations", o.ListOperationsRequest(page_token=_token(["x", "y"])), INVALID, "INVALID_PAGE_TOKEN"),
     ("ListOperations", o.ListOperationsRequest(page_token=_token(["+99999-01-01", "x"])), INVALID,
      "INVALID_PAGE_TOKEN"),
 ]

@@ -16,6 +16,7 @@ from opentelemetry import metrics
 
 from ..core.errors import Code, MemplaneError, request_id_reused
 from ..core.requests import request_key
+from ..core.validation import MAX_REQUEST_ID_BYTES, check_text
 from ..logs import OncePerCause, cause_of
 from ..services.auth import Authenticator
 from ..services.availability import Availability
@@ -223,8 +224,7 @@ class IdempotencyInterceptor(grpc.aio.ServerInterceptor):
                 request_id = getattr(request, "request_id", "")
                 if not request_id:
                     return await behavior(request, context)
-                if len(request_id) > 128:
-                    raise MemplaneError(Code.INVALID_ARGUMENT, "INVALID_REQUEST_ID", "request_id is at most 128 characters")
+                check_text(request_id, "request_id", MAX_REQUEST_ID_BYTES)
                 key = request_key(current_caller(), method, request_id, request.SerializeToString(deterministic=True))
                 try:
                     claim = await self.store.begin(key)

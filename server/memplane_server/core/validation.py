@@ -21,6 +21,7 @@ _IDENT = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
 
 # Caller-chosen ids (user_id, session_id, entity, attribute, tags, sources, state keys).
 MAX_FREE_ID_BYTES = 256
+MAX_REQUEST_ID_BYTES = 128
 MAX_TAGS = 64
 # Entries of each repeated filter field (scopes, layers, kinds, statuses, domains, tags).
 MAX_FILTER_VALUES = 64
