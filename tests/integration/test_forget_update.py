@@ -66,7 +66,7 @@ async def test_forget_is_audited(deps, make_tenant):
     [m] = await WriteService(deps).write(world.writer, [draft("x")])
     await ForgetService(deps).forget(world.writer, ids=[str(m.id)], f=None, hard=False, dry_run=False, reason="gdpr")
     event = (await deps.tenancy.list_audit(world.tenant_id, None, 10))[0]  # newest first
-    assert event["action"] == "Forget" and event["details"]["reason"] == "gdpr"
+    assert event.action == "Forget" and event.details["reason"] == "gdpr"
 
 
 async def test_update_of_content_re_embeds_for_search(deps, make_tenant):

@@ -668,11 +668,11 @@ class IsolationMachine(RuleBasedStateMachine):
             for label, (role, agent) in DIRECT.items():
                 self.direct[(t, label)] = Caller(f"{t}-{label}", role, t, agent, dict(self.grants[t]))
             for label, (role, key_agent, acting) in KEYED.items():
-                row, secret = await admin.create_api_key(PLATFORM, t, key_agent, role, label)
-                expected = Caller(row["id"], role, t, key_agent or acting, dict(self.grants[t]))
+                key, secret = await admin.create_api_key(PLATFORM, t, key_agent, role, label)
+                expected = Caller(key.id, role, t, key_agent or acting, dict(self.grants[t]))
                 self.keys[(t, label)] = (secret, acting, expected)
-            row, secret = await admin.create_api_key(PLATFORM, t, None, Role.WRITER, "revoked")
-            await admin.revoke_api_key(PLATFORM, row["id"])
+            key, secret = await admin.create_api_key(PLATFORM, t, None, Role.WRITER, "revoked")
+            await admin.revoke_api_key(PLATFORM, key.id)
             self.keys[(t, REVOKED)] = (secret, None, None)
         # A fresh authenticator: nothing cached from before the revocations.
         self.auth = Authenticator(deps.tenancy)
