@@ -6,11 +6,11 @@ from memplane.v1 import memory_service_pb2 as spb
 from memplane.v1 import memory_service_pb2_grpc as spb_grpc
 
 from ..core.errors import invalid
+from ..core.operations import Operation
 from ..core.validation import shown
 from ..services.extract import ExtractService
 from ..services.forget import ForgetService
 from ..services.memories import MemoriesService
-from ..services.operations import OperationView
 from ..services.reflect import ReflectInput, ReflectService, Task, TaskStep
 from ..services.search import SearchQuery, SearchService
 from ..services.working import WorkingService, item_to_record
@@ -86,7 +86,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
         )
         result = await self.reflections.reflect(current_caller(), reflect_input)
         response = spb.ReflectResponse()
-        if isinstance(result, OperationView):
+        if isinstance(result, Operation):
             operation_out(result, response.operation)
         else:
             add_each(response.result.memories, result.memories, memory_out)

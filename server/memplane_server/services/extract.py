@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from ..core.caller import Caller, caller_to_json
 from ..core.errors import Code, MemplaneError
 from ..core.model import Kind, MemoryDraft, MemoryFilter, MemoryRecord
+from ..core.operations import Operation
 from ..core.timezones import parse_time_zone, render
 from ..llm.extraction import KnownFact, Turn, extract
 from .deps import Deps
-from .operations import OperationView, operation_from_row
 
 CONTEXT_TURNS = 20
 KNOWN_FACTS = 30
@@ -28,10 +28,9 @@ class ExtractService:
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
 
-    async def enqueue(self, caller: Caller, turn_ids: list[str], time_zone: str | None = None) -> OperationView:
+    async def enqueue(self, caller: Caller, turn_ids: list[str], time_zone: str | None = None) -> Operation:
         payload = {"turn_ids": turn_ids, "time_zone": time_zone}
-        row = await self.deps.jobs.enqueue(caller, "extract", payload, caller_to_json(caller))
-        return operation_from_row(row)
+        return await self.deps.jobs.enqueue(caller, "extract", payload, caller_to_json(caller))
 
     async def run(self, caller: Caller, turn_ids: list[str], time_zone: str | None = None) -> ExtractOutcome:
         if self.deps.llm is None:

@@ -12,6 +12,7 @@ import numpy as np
 from ..core.caller import Caller, caller_to_json
 from ..core.errors import Code, MemplaneError, invalid, request_id_reused
 from ..core.model import KIND_LAYER, Kind, Layer, MemoryDraft, MemoryRecord, Scope, Status
+from ..core.operations import Operation
 from ..core.timezones import parse_time_zone
 from ..core.tokens import keyword_tokens
 from ..core.requests import RequestKey
@@ -22,7 +23,6 @@ from ..core.validation import (
 from ..stores.postgres.memory_writes import QuotaExceeded, RequestReused, Stored, StoredDraft
 from ..stores.redis.working import WorkingSession
 from .deps import Deps
-from .operations import OperationView
 
 if TYPE_CHECKING:
     from .extract import ExtractService
@@ -156,7 +156,7 @@ class WriteService:
     async def write_with_infer(
         self, caller: Caller, drafts: list[MemoryDraft], infer: str | None, extractor: ExtractService,
         time_zone: str | None = None, request: RequestKey | None = None,
-    ) -> tuple[list[MemoryRecord], list[MemoryRecord], OperationView | None]:
+    ) -> tuple[list[MemoryRecord], list[MemoryRecord], Operation | None]:
         """Stores the raw input first; extraction (if asked) runs after, so an LLM failure loses nothing.
 
         Returns the stored input, the memories extraction produced (sync only) and, when extraction
