@@ -872,13 +872,13 @@ class IsolationMachine(RuleBasedStateMachine):
         wanted = statuses_of(f, all_by_default=True)
         visible = [m for m in self.mems.values() if m.exists and can_read(c, m)]
         expected = [m for m in visible if matches(m, f, wanted)]
-        if out["total"] > len(visible):
-            raise Violation(f"MemoryStats: {out['total']} counted, {self.who(c)} sees only {len(visible)}")
-        by_scope: dict[str, int] = {}
+        if out.total > len(visible):
+            raise Violation(f"MemoryStats: {out.total} counted, {self.who(c)} sees only {len(visible)}")
+        by_scope: dict[Scope, int] = {}
         for m in expected:
-            by_scope[m.scope.value] = by_scope.get(m.scope.value, 0) + 1
-        if out["total"] != len(expected) or out["scope"] != by_scope:
-            raise Violation(f"MemoryStats for {self.who(c)} with {f}: {out['total']} {out['scope']},"
+            by_scope[m.scope] = by_scope.get(m.scope, 0) + 1
+        if out.total != len(expected) or out.by_scope != by_scope:
+            raise Violation(f"MemoryStats for {self.who(c)} with {f}: {out.total} {out.by_scope},"
                             f" expected {len(expected)} {by_scope}")
 
     @action(who=callers, pick=targets, page_size=st.sampled_from([0, 2]))

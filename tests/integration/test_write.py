@@ -55,7 +55,7 @@ async def test_one_bad_item_leaves_nothing_of_the_batch(deps, make_tenant):
         await WriteService(deps).write(world.writer, [draft("fine"), draft("x" * (deps.settings.max_content_bytes + 1))])
     assert err.value.reason == "CONTENT_TOO_LARGE" and err.value.metadata["index"] == "1"
     stats = await MemoriesService(deps).stats(world.writer, MemoryFilter())
-    assert stats["total"] == 0
+    assert stats.total == 0
 
 
 @pytest.mark.parametrize(
@@ -95,7 +95,7 @@ async def test_working_layer_goes_to_redis_with_state_and_ttl(deps, make_tenant)
     assert [i["content"] for i in items] == ["staging", "checkout step 2"]
     assert expires is not None
     stats = await MemoriesService(deps).stats(world.agent1, MemoryFilter())
-    assert stats["total"] == 0  # nothing of the working layer reached PostgreSQL
+    assert stats.total == 0  # nothing of the working layer reached PostgreSQL
 
 
 async def test_working_item_expires_after_its_ttl(deps, make_tenant):
@@ -137,7 +137,7 @@ async def test_closing_with_discard_keeps_nothing(deps, make_tenant):
     world = await make_tenant()
     await WriteService(deps).write(world.agent1, [draft("scratch", Kind.TURN, layer=Layer.WORKING, session_id="s-d")])
     assert await WorkingService(deps).close(world.agent1, "s-d", False) == []
-    assert (await MemoriesService(deps).stats(world.agent1, MemoryFilter()))["total"] == 0
+    assert (await MemoriesService(deps).stats(world.agent1, MemoryFilter())).total == 0
 
 
 async def test_an_expired_session_is_promoted_by_the_sweep(deps, make_tenant):

@@ -182,10 +182,10 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
 
     async def GetStats(self, request: spb.GetStatsRequest, context) -> spb.GetStatsResponse:
         stats = await self.memories.stats(current_caller(), filter_in(request.filter))
-        response = spb.GetStatsResponse(total=stats["total"], sessions_awaiting_context=stats["awaiting_context"])
-        counts_out(stats["scope"], response.by_scope, {e.value: pb.Scope.Name(n) for n, e in SCOPES.items()})
-        counts_out(stats["layer"], response.by_layer, {e.value: pb.Layer.Name(n) for n, e in LAYERS.items()})
-        counts_out(stats["kind"], response.by_kind, {e.value: pb.Kind.Name(n) for n, e in KINDS.items()})
-        counts_out(stats["status"], response.by_status, {e.value: pb.MemoryStatus.Name(n) for n, e in STATUSES.items()})
-        ts_out(response.newest_time, stats["newest"])
+        response = spb.GetStatsResponse(total=stats.total, sessions_awaiting_context=stats.awaiting_context)
+        counts_out(stats.by_scope, response.by_scope, {e: pb.Scope.Name(n) for n, e in SCOPES.items()})
+        counts_out(stats.by_layer, response.by_layer, {e: pb.Layer.Name(n) for n, e in LAYERS.items()})
+        counts_out(stats.by_kind, response.by_kind, {e: pb.Kind.Name(n) for n, e in KINDS.items()})
+        counts_out(stats.by_status, response.by_status, {e: pb.MemoryStatus.Name(n) for n, e in STATUSES.items()})
+        ts_out(response.newest_time, stats.newest)
         return response

@@ -181,7 +181,7 @@ class ReflectService:
 
     async def _session_size(self, caller: Caller, r: ReflectInput) -> int:
         stats = await self.deps.memories.stats(caller, MemoryFilter(session_id=r.session_id, user_id=r.user_id))
-        return stats["total"]
+        return stats.total
 
     async def run(self, caller: Caller, r: ReflectInput) -> ReflectOutcome:
         caller.require_writer()  # merging changes memories: refuse before anything is touched
