@@ -29,6 +29,7 @@ from .services.context import ContextService
 from .services.deps import Deps
 from .services.rate_limits import RateLimits
 from .services.working import WorkingService
+from .services.write import WriteService
 from .settings import Settings
 from .stores.postgres.contexts import ContextStore
 from .stores.postgres.jobs import JobStore
@@ -192,7 +193,7 @@ class Runtime:
 async def sweep_expired(deps: Deps, runner: JobRunner) -> None:
     """Until the runner is told to stop: promotes expired working-memory sessions and forgets
     recorded write requests older than the idempotency window."""
-    working = WorkingService(deps)
+    working = WorkingService(deps, WriteService(deps))
     failures = OncePerCause(log)
     while not runner.stopping:
         try:

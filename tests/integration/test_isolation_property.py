@@ -936,15 +936,15 @@ class IsolationMachine(RuleBasedStateMachine):
         c = await self.caller(who)
         if c is None:
             return
-        result, err = await self.attempt(WorkingService(self.deps).read(c, session))
+        result, err = await self.attempt(WorkingService(self.deps, WriteService(self.deps)).read(c, session))
         if err is not None:
             raise Violation(f"ReadWorking failed for {self.who(c)}: {err.code} {err.reason}")
         _, items, _ = result
         for i in items:
-            self.check_working_item("ReadWorking", c, session, i["id"], i["tenant_id"], i["agent_id"], i["session_id"])
+            self.check_working_item("ReadWorking", c, session, i.id, i.tenant_id, i.agent_id, i.session_id)
         mine = (c.tenant_id, c.agent_id, session)
         expected = {w.id for w in self.work.values() if (w.tenant, w.agent, w.session) == mine}
-        if {i["id"] for i in items} != expected:
+        if {i.id for i in items} != expected:
             raise Violation(f"ReadWorking for {self.who(c)} in {session}: {len(items)} items, expected {len(expected)}")
 
     # -- rules: changes

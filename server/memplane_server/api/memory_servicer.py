@@ -8,12 +8,13 @@ from memplane.v1 import memory_service_pb2_grpc as spb_grpc
 from ..core.errors import invalid
 from ..core.operations import Operation
 from ..core.validation import shown
+from ..core.working import item_to_record
 from ..services.extract import ExtractService
 from ..services.forget import ForgetService
 from ..services.memories import MemoriesService
 from ..services.reflect import ReflectInput, ReflectService, Task, TaskStep
 from ..services.search import SearchQuery, SearchService
-from ..services.working import WorkingService, item_to_record
+from ..services.working import WorkingService
 from ..services.write import WriteService
 from .context import current_caller, current_request_key
 from .convert import (

@@ -58,10 +58,10 @@ def build_server(
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
         ],
     )
-    reflect = ReflectService(deps)
+    writes = WriteService(deps)
     memory_service_pb2_grpc.add_MemoryServiceServicer_to_server(
-        MemoryServicer(WriteService(deps), SearchService(deps), reflect, ForgetService(deps),
-                       MemoriesService(deps), WorkingService(deps), ExtractService(deps)),
+        MemoryServicer(writes, SearchService(deps), ReflectService(deps), ForgetService(deps),
+                       MemoriesService(deps), WorkingService(deps, writes), ExtractService(deps)),
         server,
     )
     admin_service_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(AdminService(deps.tenancy)), server)

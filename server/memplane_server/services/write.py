@@ -20,6 +20,7 @@ from ..core.validation import (
     check_confidence, check_content, check_free_id, check_identifier, check_metadata, check_tags, check_text,
     check_time, check_ttl,
 )
+from ..core.working import WorkingItem, item_to_record, new_item
 from ..stores.postgres.memory_writes import QuotaExceeded, RequestReused, Stored, StoredDraft
 from ..stores.redis.working import WorkingSession
 from .deps import Deps
@@ -136,21 +137,17 @@ class WriteService:
     async def _write_working(
         self, caller: Caller, items: list[tuple[int, MemoryDraft]], vectors: np.ndarray, now: datetime
     ) -> list[MemoryRecord]:
-        from .working import item_to_record, new_item, vector_bytes
-
-        by_session: dict[str, list[dict]] = {}
-        records = []
-        for i, d in items:
-            ttl = d.ttl_seconds or self.deps.settings.working_ttl_seconds
-            item = new_item(caller, d, now, ttl)
-            by_session.setdefault(d.session_id or "", []).append((item, vector_bytes(vectors[i])))
-            records.append(item_to_record(item))
+        made = [new_item(caller, d, now, d.ttl_seconds or self.deps.settings.working_ttl_seconds) for _, d in items]
+        by_session: dict[str, list[tuple[WorkingItem, np.ndarray]]] = {}
+        for item, (i, _) in zip(made, items):
+            by_session.setdefault(item.session_id, []).append((item, vectors[i]))
+        # The answer gives the items as they read back later, times at the precision stored.
+        stored: dict[str, WorkingItem] = {}
         for session_id, session_items in by_session.items():
-            await self.deps.working.append(
-                WorkingSession(caller.require_tenant(), caller.agent_id, session_id), session_items,
-                expire_at=max(it["expire_at"] for it, _ in session_items), caller=caller_to_json(caller),
-            )
-        return records
+            session = WorkingSession(caller.require_tenant(), caller.agent_id, session_id)
+            for item in await self.deps.working.append(session, session_items, caller=caller_to_json(caller)):
+                stored[item.id] = item
+        return [item_to_record(stored[item.id]) for item in made]
 
 
     async def write_with_infer(
