@@ -15,7 +15,6 @@ from ..services.memories import MemoriesService
 from ..services.reflect import ReflectInput, ReflectService, Task, TaskStep
 from ..services.search import SearchQuery, SearchService
 from ..services.working import WorkingService
-from ..services.write import WriteService
 from .context import current_caller, current_request_key
 from .convert import (
     LAYERS, KINDS, SCOPES, STATUSES, add_each, counts_out, draft_in,
@@ -34,17 +33,17 @@ _UPDATE_FIELDS = {"content", "context", "tags", "metadata", "confidence", "statu
 
 
 class MemoryServicer(spb_grpc.MemoryServiceServicer):
-    def __init__(self, write: WriteService, search: SearchService, reflect: ReflectService, forget: ForgetService,
+    def __init__(self, search: SearchService, reflect: ReflectService, forget: ForgetService,
                  memories: MemoriesService, working: WorkingService, extract: ExtractService) -> None:
-        self.writes, self.searches, self.reflections, self.extractions = write, search, reflect, extract
+        self.searches, self.reflections, self.extractions = search, reflect, extract
         self.forgets, self.memories, self.working = forget, memories, working
 
     async def Write(self, request: spb.WriteRequest, context) -> spb.WriteResponse:
         drafts = [draft_in(m) for m in request.memories]
         infer = enum_in(_INFER, request.infer, "infer")
-        records, extracted, operation = await self.writes.write_with_infer(
-            current_caller(), drafts, infer, self.extractions, request.time_zone or None,
-            request=current_request_key(),
+        # Every write goes through extraction's use case: it stores the input, then extracts if asked.
+        records, extracted, operation = await self.extractions.write_with_infer(
+            current_caller(), drafts, infer, request.time_zone or None, request=current_request_key(),
         )
         response = spb.WriteResponse()
         add_each(response.memories, records, memory_out)

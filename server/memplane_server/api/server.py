@@ -60,8 +60,8 @@ def build_server(
     )
     writes = WriteService(deps)
     memory_service_pb2_grpc.add_MemoryServiceServicer_to_server(
-        MemoryServicer(writes, SearchService(deps), ReflectService(deps), ForgetService(deps),
-                       MemoriesService(deps), WorkingService(deps, writes), ExtractService(deps)),
+        MemoryServicer(SearchService(deps), ReflectService(deps), ForgetService(deps), MemoriesService(deps),
+                       WorkingService(deps, writes), ExtractService(deps, writes)),
         server,
     )
     admin_service_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(AdminService(deps.tenancy)), server)

@@ -2,18 +2,14 @@
 working-layer items in Redis."""
 from __future__ import annotations
 
-import logging
 from dataclasses import replace
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..core.caller import Caller, caller_to_json
 from ..core.errors import Code, MemplaneError, invalid, request_id_reused
-from ..core.model import KIND_LAYER, Kind, Layer, MemoryDraft, MemoryRecord, Scope, Status
-from ..core.operations import Operation
-from ..core.timezones import parse_time_zone
+from ..core.model import KIND_LAYER, Layer, MemoryDraft, MemoryRecord, Scope, Status
 from ..core.tokens import keyword_tokens
 from ..core.requests import RequestKey
 from ..core.validation import (
@@ -24,11 +20,6 @@ from ..core.working import WorkingItem, item_to_record, new_item
 from ..stores.postgres.memory_writes import QuotaExceeded, RequestReused, Stored, StoredDraft
 from ..stores.redis.working import WorkingSession
 from .deps import Deps
-
-if TYPE_CHECKING:
-    from .extract import ExtractService
-
-log = logging.getLogger(__name__)
 
 
 class WriteService:
@@ -149,30 +140,3 @@ class WriteService:
                 stored[item.id] = item
         return [item_to_record(stored[item.id]) for item in made]
 
-
-    async def write_with_infer(
-        self, caller: Caller, drafts: list[MemoryDraft], infer: str | None, extractor: ExtractService,
-        time_zone: str | None = None, request: RequestKey | None = None,
-    ) -> tuple[list[MemoryRecord], list[MemoryRecord], Operation | None]:
-        """Stores the raw input first; extraction (if asked) runs after, so an LLM failure loses nothing.
-
-        Returns the stored input, the memories extraction produced (sync only) and, when extraction
-        runs in the background or failed and will be retried, its operation.
-        """
-        parse_time_zone(time_zone)  # refuse a bad zone before anything is stored
-        if infer is None:
-            return await self.write(caller, drafts, request), [], None
-        if self.deps.llm is None:
-            raise MemplaneError(Code.FAILED_PRECONDITION, "LLM_NOT_CONFIGURED", "set MEMPLANE_LLM_MODEL to use infer")
-        if not any(d.kind is Kind.TURN for d in drafts):
-            raise invalid("TURNS_REQUIRED", "infer extracts from turns: write at least one memory of kind TURN")
-        if any(d.layer is Layer.WORKING for d in drafts):
-            raise invalid("INFER_NOT_FOR_WORKING", "infer applies to persistent turns, not working memory")
-        records = await self.write(caller, drafts, request)
-        turn_ids = [str(r.id) for r in records if r.kind is Kind.TURN]
-        if infer == "sync":
-            try:
-                return records, (await extractor.run(caller, turn_ids, time_zone)).memories, None
-            except Exception as exc:  # the model failed: keep the write, leave a retriable job
-                log.warning("synchronous extraction failed, queued for retry: %s", exc)
-        return records, [], await extractor.enqueue(caller, turn_ids, time_zone)

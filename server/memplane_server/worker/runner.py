@@ -10,6 +10,7 @@ from ..services.deps import Deps
 from ..core.caller import caller_from_json
 from ..services.extract import ExtractService
 from ..services.reflect import ReflectService, input_from_json
+from ..services.write import WriteService
 
 log = logging.getLogger(__name__)
 
@@ -20,7 +21,7 @@ class JobRunner:
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
         self.reflect = ReflectService(deps)
-        self.extract = ExtractService(deps)
+        self.extract = ExtractService(deps, WriteService(deps))
         self._stopping = asyncio.Event()
         self._failures = OncePerCause(log)
 
