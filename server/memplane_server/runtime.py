@@ -27,6 +27,7 @@ from .services.admin import AdminService
 from .services.availability import Availability
 from .services.context import ContextService
 from .services.deps import Deps
+from .services.idempotency import Idempotency
 from .services.rate_limits import RateLimits
 from .services.working import WorkingService
 from .services.write import WriteService
@@ -242,7 +243,7 @@ async def serve(settings: Settings, database_url: str, redis_url: str, *, ready:
     availability = Availability(database_ping(runtime.pool))
     server, health_servicer = build_server(
         deps,
-        IdempotencyStore(runtime.redis_client, settings.idempotency_ttl_seconds),
+        Idempotency(IdempotencyStore(runtime.redis_client, settings.idempotency_ttl_seconds)),
         RateLimits(RateLimiter(runtime.redis_client, per_second=settings.rate_limit_per_second,
                                burst=settings.rate_limit_burst)),
         availability,

@@ -20,8 +20,8 @@ from ..services.search import SearchService
 from ..services.working import WorkingService
 from ..services.write import WriteService
 from ..services.availability import Availability
+from ..services.idempotency import Idempotency
 from ..services.rate_limits import RateLimits
-from ..stores.redis.idempotency import IdempotencyStore
 from .admin_servicer import AdminServicer
 from .drain import Drain
 from .interceptors import (
@@ -40,7 +40,7 @@ MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
 
 def build_server(
-    deps: Deps, idempotency: IdempotencyStore, limits: RateLimits, availability: Availability, drain: Drain,
+    deps: Deps, idempotency: Idempotency, limits: RateLimits, availability: Availability, drain: Drain,
 ) -> tuple[grpc.aio.Server, health.aio.HealthServicer]:
     interceptors = [
         aio_server_interceptor(),  # outermost: the trace spans everything below
