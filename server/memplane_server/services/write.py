@@ -128,9 +128,11 @@ class WriteService:
     async def _write_working(
         self, caller: Caller, items: list[tuple[int, MemoryDraft]], vectors: np.ndarray, now: datetime
     ) -> list[MemoryRecord]:
-        made = [new_item(caller, d, now, d.ttl_seconds or self.deps.settings.working_ttl_seconds) for _, d in items]
+        made: list[WorkingItem] = []
         by_session: dict[str, list[tuple[WorkingItem, np.ndarray]]] = {}
-        for item, (i, _) in zip(made, items):
+        for i, d in items:
+            item = new_item(caller, d, now, d.ttl_seconds or self.deps.settings.working_ttl_seconds)
+            made.append(item)
             by_session.setdefault(item.session_id, []).append((item, vectors[i]))
         # The answer gives the items as they read back later, times at the precision stored.
         stored: dict[str, WorkingItem] = {}
@@ -139,4 +141,3 @@ class WriteService:
             for item in await self.deps.working.append(session, session_items, caller=caller_to_json(caller)):
                 stored[item.id] = item
         return [item_to_record(stored[item.id]) for item in made]
-
