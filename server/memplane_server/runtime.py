@@ -25,8 +25,10 @@ from .services.admin import AdminService
 from .services.availability import Availability
 from .services.context import ContextService
 from .services.deps import Deps
+from .services.idempotency import Idempotency
 from .services.rate_limits import RateLimits
 from .services.working import WorkingService
+from .services.write import WriteService
 from .settings import Settings
 from .stores.postgres.contexts import ContextStore
 from .stores.postgres.jobs import JobStore
@@ -168,7 +170,7 @@ class Runtime:
 async def sweep_expired(deps: Deps, runner: JobRunner) -> None:
     """Until the runner is told to stop: promotes expired working-memory sessions and forgets
     recorded write requests older than the idempotency window."""
-    working = WorkingService(deps)
+    working = WorkingService(deps, WriteService(deps))
     failures = OncePerCause(log)
     while not runner.stopping:
         try:
@@ -217,7 +219,7 @@ async def serve(settings: Settings, database_url: str, redis_url: str, *, ready:
     availability = Availability(database_ping(runtime.pool))
     server, health_servicer = build_server(
         deps,
-        IdempotencyStore(runtime.redis_client, settings.idempotency_ttl_seconds),
+        Idempotency(IdempotencyStore(runtime.redis_client, settings.idempotency_ttl_seconds)),
         RateLimits(RateLimiter(runtime.redis_client, per_second=settings.rate_limit_per_second,
                                burst=settings.rate_limit_burst)),
         availability,

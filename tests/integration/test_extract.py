@@ -47,7 +47,7 @@ def answer(op: str, value: str, old: str = "") -> Reply:
 
 
 async def write_turn(deps, caller, text: str, mode: str = "sync", time_zone: str | None = None):
-    return await WriteService(deps).write_with_infer(caller, [turn(text)], mode, ExtractService(deps), time_zone)
+    return await ExtractService(deps, WriteService(deps)).write_with_infer(caller, [turn(text)], mode, time_zone)
 
 
 async def test_the_address_scenario(llm_deps, fake_llm, make_tenant):

@@ -48,10 +48,10 @@ async def test_forget_by_filter_with_dry_run_changes_nothing(deps, make_tenant):
     forget = ForgetService(deps)
     dry = await forget.forget(world.writer, ids=None, f=MemoryFilter(user_id="u1"), hard=True, dry_run=True, reason="")
     assert dry.count == 2
-    assert (await MemoriesService(deps).stats(world.writer, MemoryFilter()))["total"] == 3
+    assert (await MemoriesService(deps).stats(world.writer, MemoryFilter())).total == 3
     done = await forget.forget(world.writer, ids=None, f=MemoryFilter(user_id="u1"), hard=True, dry_run=False, reason="")
     assert done.count == 2
-    assert (await MemoriesService(deps).stats(world.writer, MemoryFilter()))["total"] == 1
+    assert (await MemoriesService(deps).stats(world.writer, MemoryFilter())).total == 1
 
 
 async def test_forget_with_an_empty_filter_is_refused(deps, make_tenant):
@@ -66,7 +66,7 @@ async def test_forget_is_audited(deps, make_tenant):
     [m] = await WriteService(deps).write(world.writer, [draft("x")])
     await ForgetService(deps).forget(world.writer, ids=[str(m.id)], f=None, hard=False, dry_run=False, reason="gdpr")
     event = (await deps.tenancy.list_audit(world.tenant_id, None, 10))[0]  # newest first
-    assert event["action"] == "Forget" and event["details"]["reason"] == "gdpr"
+    assert event.action == "Forget" and event.details["reason"] == "gdpr"
 
 
 async def test_update_of_content_re_embeds_for_search(deps, make_tenant):

@@ -122,8 +122,8 @@ async def test_wrong_secret_for_a_real_key_id_is_unauthenticated(deps, make_tena
 async def test_revoked_key_is_refused(deps, make_tenant):
     world = await make_tenant()
     admin = AdminService(deps.tenancy)
-    row, secret = await admin.create_api_key(PLATFORM, world.tenant_id, None, Role.WRITER, "k")
-    await admin.revoke_api_key(PLATFORM, row["id"])
+    key, secret = await admin.create_api_key(PLATFORM, world.tenant_id, None, Role.WRITER, "k")
+    await admin.revoke_api_key(PLATFORM, key.id)
     with pytest.raises(MemplaneError) as err:
         await Authenticator(deps.tenancy).resolve(secret, None)
     assert err.value.code is Code.UNAUTHENTICATED

@@ -669,11 +669,11 @@ class IsolationMachine(RuleBasedStateMachine):
             for label, (role, agent) in DIRECT.items():
                 self.direct[(t, label)] = Caller(f"{t}-{label}", role, t, agent, dict(self.grants[t]))
             for label, (role, key_agent, acting) in KEYED.items():
-                row, secret = await admin.create_api_key(PLATFORM, t, key_agent, role, label)
-                expected = Caller(row["id"], role, t, key_agent or acting, dict(self.grants[t]))
+                key, secret = await admin.create_api_key(PLATFORM, t, key_agent, role, label)
+                expected = Caller(key.id, role, t, key_agent or acting, dict(self.grants[t]))
                 self.keys[(t, label)] = (secret, acting, expected)
-            row, secret = await admin.create_api_key(PLATFORM, t, None, Role.WRITER, "revoked")
-            await admin.revoke_api_key(PLATFORM, row["id"])
+            key, secret = await admin.create_api_key(PLATFORM, t, None, Role.WRITER, "revoked")
+            await admin.revoke_api_key(PLATFORM, key.id)
             self.keys[(t, REVOKED)] = (secret, None, None)
         # A fresh authenticator: nothing cached from before the revocations.
         self.auth = Authenticator(deps.tenancy)
@@ -873,13 +873,13 @@ class IsolationMachine(RuleBasedStateMachine):
         wanted = statuses_of(f, all_by_default=True)
         visible = [m for m in self.mems.values() if m.exists and can_read(c, m)]
         expected = [m for m in visible if matches(m, f, wanted)]
-        if out["total"] > len(visible):
-            raise Violation(f"MemoryStats: {out['total']} counted, {self.who(c)} sees only {len(visible)}")
-        by_scope: dict[str, int] = {}
+        if out.total > len(visible):
+            raise Violation(f"MemoryStats: {out.total} counted, {self.who(c)} sees only {len(visible)}")
+        by_scope: dict[Scope, int] = {}
         for m in expected:
-            by_scope[m.scope.value] = by_scope.get(m.scope.value, 0) + 1
-        if out["total"] != len(expected) or out["scope"] != by_scope:
-            raise Violation(f"MemoryStats for {self.who(c)} with {f}: {out['total']} {out['scope']},"
+            by_scope[m.scope] = by_scope.get(m.scope, 0) + 1
+        if out.total != len(expected) or out.by_scope != by_scope:
+            raise Violation(f"MemoryStats for {self.who(c)} with {f}: {out.total} {out.by_scope},"
                             f" expected {len(expected)} {by_scope}")
 
     @action(who=callers, pick=targets, page_size=st.sampled_from([0, 2]))
@@ -937,15 +937,15 @@ class IsolationMachine(RuleBasedStateMachine):
         c = await self.caller(who)
         if c is None:
             return
-        result, err = await self.attempt(WorkingService(self.deps).read(c, session))
+        result, err = await self.attempt(WorkingService(self.deps, WriteService(self.deps)).read(c, session))
         if err is not None:
             raise Violation(f"ReadWorking failed for {self.who(c)}: {err.code} {err.reason}")
         _, items, _ = result
         for i in items:
-            self.check_working_item("ReadWorking", c, session, i["id"], i["tenant_id"], i["agent_id"], i["session_id"])
+            self.check_working_item("ReadWorking", c, session, i.id, i.tenant_id, i.agent_id, i.session_id)
         mine = (c.tenant_id, c.agent_id, session)
         expected = {w.id for w in self.work.values() if (w.tenant, w.agent, w.session) == mine}
-        if {i["id"] for i in items} != expected:
+        if {i.id for i in items} != expected:
             raise Violation(f"ReadWorking for {self.who(c)} in {session}: {len(items)} items, expected {len(expected)}")
 
     # -- rules: changes

@@ -72,7 +72,7 @@ async def test_usage_counts_the_author_even_when_another_member_erases(deps, mak
 async def test_tenant_default_cap_comes_from_settings(deps, make_tenant):
     tenant = f"t-{uuid.uuid4().hex[:8]}"
     created, _, _ = await AdminService(deps.tenancy).create_tenant(PLATFORM, tenant, "", 0, False)
-    assert created["max_memories"] == 0
+    assert created.max_memories == 0
     assert await deps.tenancy.pool.fetchval("SELECT memory_count FROM tenant_usage WHERE tenant_id = $1", tenant) == 0
 
 

@@ -91,7 +91,7 @@ async def test_wrong_dimension_from_the_provider_fails_cleanly_and_writes_nothin
     assert err.value.reason == "EMBEDDING_DIMENSION_MISMATCH"
     from memplane_server.services.memories import MemoriesService
 
-    assert (await MemoriesService(deps).stats(world.writer, MemoryFilter()))["total"] == 0
+    assert (await MemoriesService(deps).stats(world.writer, MemoryFilter())).total == 0
 
 
 async def test_the_cli_reembeds_a_tenant_with_a_progress_bar(deps, settings, make_tenant, provider):

@@ -8,10 +8,11 @@ from dataclasses import replace
 import pytest
 
 from memplane_server.core.model import Kind, MemoryDraft, Status
+from memplane_server.core.operations import Operation
 from memplane_server.llm.chat import ChatModel
 from memplane_server.services.memories import MemoriesService
-from memplane_server.services.operations import OperationsService, OperationView
 from memplane_server.core.reflection import ReflectInput, Task, TaskStep
+from memplane_server.services.operations import OperationsService
 from memplane_server.services.reflect import ReflectService
 from memplane_server.services.write import WriteService
 from memplane_server.worker.runner import JobRunner
@@ -90,7 +91,7 @@ async def test_failed_llm_job_is_retried_by_the_worker_and_succeeds(llm_deps, fa
     world = await make_tenant()
     service = ReflectService(llm_deps)
     op = await service.reflect(world.writer, ReflectInput(task=Task("t3", "Deploy"), mode="async"))
-    assert isinstance(op, OperationView) and op.state == "pending"
+    assert isinstance(op, Operation) and op.state == "pending"
     fake_llm.script(Reply("provider down", status=503))
     runner = JobRunner(llm_deps)
     failed_once = await run_jobs_until(runner, llm_deps, world.writer, op.id, lambda v: v.attempts == 1)

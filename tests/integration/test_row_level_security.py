@@ -55,7 +55,7 @@ async def test_rls_alone_blocks_cross_tenant_reads(deps, seeded, without_app_pre
             got = await store.get(caller, row.id)
             assert (got is not None) == (row.id in allowed), key
         stats = await store.stats(caller, MemoryFilter(entity="vault", statuses=tuple(Status)))
-        assert stats["total"] == len(allowed)
+        assert stats.total == len(allowed)
 
 
 async def test_rls_alone_blocks_cross_tenant_writes(deps, seeded, without_app_predicate):

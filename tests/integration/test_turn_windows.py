@@ -112,9 +112,9 @@ async def test_changing_a_turn_rebuilds_its_neighbours_windows_with_the_new_text
 async def test_stats_count_sessions_until_their_windows_are_built(deps, make_tenant):
     world = await make_tenant()
     await WriteService(deps).write(world.writer, turns("one", "two", session="a") + turns("three", session="b"))
-    assert (await MemoriesService(deps).stats(world.writer, MemoryFilter()))["awaiting_context"] == 2
+    assert (await MemoriesService(deps).stats(world.writer, MemoryFilter())).awaiting_context == 2
     await build_windows(deps, world.writer)
-    assert (await MemoriesService(deps).stats(world.writer, MemoryFilter()))["awaiting_context"] == 0
+    assert (await MemoriesService(deps).stats(world.writer, MemoryFilter())).awaiting_context == 0
 
 
 async def test_a_builder_that_read_before_a_forget_cannot_save_the_old_window(deps, make_tenant):

@@ -100,8 +100,8 @@ async def test_history_and_stats_stay_inside_visibility(deps, worlds):
     assert entries == []
     with pytest.raises(MemplaneError):
         await memories.history(b.writer, memory_id=str(m["private"].id), entity=None, attribute=None, page_size=5, page_token="")
-    assert (await memories.stats(c.writer, MemoryFilter()))["total"] == 0
-    assert (await memories.stats(a.agent2, MemoryFilter()))["total"] == 2
+    assert (await memories.stats(c.writer, MemoryFilter())).total == 0
+    assert (await memories.stats(a.agent2, MemoryFilter())).total == 2
 
 
 async def test_feedback_cannot_touch_other_tenants(deps, worlds):

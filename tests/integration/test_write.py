@@ -55,7 +55,7 @@ async def test_one_bad_item_leaves_nothing_of_the_batch(deps, make_tenant):
         await WriteService(deps).write(world.writer, [draft("fine"), draft("x" * (deps.settings.max_content_bytes + 1))])
     assert err.value.reason == "CONTENT_TOO_LARGE" and err.value.metadata["index"] == "1"
     stats = await MemoriesService(deps).stats(world.writer, MemoryFilter())
-    assert stats["total"] == 0
+    assert stats.total == 0
 
 
 @pytest.mark.parametrize(
@@ -90,26 +90,26 @@ async def test_working_layer_goes_to_redis_with_state_and_ttl(deps, make_tenant)
         draft("checkout step 2", Kind.TURN, layer=Layer.WORKING, session_id="s1", ttl_seconds=120),
         draft("staging", Kind.EVENT, layer=Layer.WORKING, session_id="s1", state_key="env"),
     ])
-    state, items, expires = await WorkingService(deps).read(world.agent1, "s1")
+    state, items, expires = await WorkingService(deps, WriteService(deps)).read(world.agent1, "s1")
     assert state == {"env": "staging"}
-    assert [i["content"] for i in items] == ["staging", "checkout step 2"]
+    assert [i.content for i in items] == ["staging", "checkout step 2"]
     assert expires is not None
     stats = await MemoriesService(deps).stats(world.agent1, MemoryFilter())
-    assert stats["total"] == 0  # nothing of the working layer reached PostgreSQL
+    assert stats.total == 0  # nothing of the working layer reached PostgreSQL
 
 
 async def test_working_item_expires_after_its_ttl(deps, make_tenant):
     world = await make_tenant()
     await WriteService(deps).write(world.agent1, [draft("short", Kind.TURN, layer=Layer.WORKING, session_id="s", ttl_seconds=1)])
     await asyncio.sleep(2.2)
-    state, items, _ = await WorkingService(deps).read(world.agent1, "s")
+    state, items, _ = await WorkingService(deps, WriteService(deps)).read(world.agent1, "s")
     assert items == []
 
 
 async def test_working_memory_of_one_agent_is_not_another_agents(deps, make_tenant):
     world = await make_tenant()
     await WriteService(deps).write(world.agent1, [draft("secret plan", Kind.TURN, layer=Layer.WORKING, session_id="s")])
-    _, items, _ = await WorkingService(deps).read(world.agent2, "s")
+    _, items, _ = await WorkingService(deps, WriteService(deps)).read(world.agent2, "s")
     assert items == []
 
 
@@ -121,13 +121,13 @@ async def test_closing_a_session_promotes_items_and_state(deps, make_tenant):
         draft("user asked to rotate the API keys", Kind.TURN, layer=Layer.WORKING, session_id="s-close"),
         draft("prod", Kind.EVENT, layer=Layer.WORKING, session_id="s-close", state_key="env"),
     ])
-    promoted = await WorkingService(deps).close(world.agent1, "s-close", None)
+    promoted = await WorkingService(deps, WriteService(deps)).close(world.agent1, "s-close", None)
     assert [(m.kind, m.layer, m.scope) for m in promoted] == [
         (Kind.TURN, Layer.EPISODIC, Scope.PRIVATE), (Kind.EVENT, Layer.EPISODIC, Scope.PRIVATE),
         (Kind.EVENT, Layer.EPISODIC, Scope.PRIVATE)]
     assert promoted[-1].content == "Session s-close ended with state: env = prod"
     assert all(m.source_type == "working" and m.session_id == "s-close" for m in promoted)
-    state, items, _ = await WorkingService(deps).read(world.agent1, "s-close")
+    state, items, _ = await WorkingService(deps, WriteService(deps)).read(world.agent1, "s-close")
     assert (state, items) == ({}, [])
 
 
@@ -136,8 +136,8 @@ async def test_closing_with_discard_keeps_nothing(deps, make_tenant):
 
     world = await make_tenant()
     await WriteService(deps).write(world.agent1, [draft("scratch", Kind.TURN, layer=Layer.WORKING, session_id="s-d")])
-    assert await WorkingService(deps).close(world.agent1, "s-d", False) == []
-    assert (await MemoriesService(deps).stats(world.agent1, MemoryFilter()))["total"] == 0
+    assert await WorkingService(deps, WriteService(deps)).close(world.agent1, "s-d", False) == []
+    assert (await MemoriesService(deps).stats(world.agent1, MemoryFilter())).total == 0
 
 
 async def test_an_expired_session_is_promoted_by_the_sweep(deps, make_tenant):
@@ -148,11 +148,11 @@ async def test_an_expired_session_is_promoted_by_the_sweep(deps, make_tenant):
         draft("temporary plan: migrate billing on Friday", Kind.TURN, layer=Layer.WORKING, session_id="s-exp",
               ttl_seconds=1)])
     await asyncio.sleep(2.1)
-    _, items, _ = await WorkingService(deps).read(world.agent1, "s-exp")
+    _, items, _ = await WorkingService(deps, WriteService(deps)).read(world.agent1, "s-exp")
     assert items == []
     handled = 0
     for _ in range(5):  # other tests' expired sessions may be claimed in the same sweep
-        handled += await WorkingService(deps).promote_expired(limit=100)
+        handled += await WorkingService(deps, WriteService(deps)).promote_expired(limit=100)
         listed, _ = await MemoriesService(deps).list(world.agent1, MemoryFilter(session_id="s-exp"), 10, "")
         if listed:
             break
@@ -169,5 +169,5 @@ async def test_trimmed_working_items_take_their_vectors_with_them(deps, runtime,
         draft(f"step {i}", Kind.TURN, layer=Layer.WORKING, session_id="s-trim") for i in range(5)])
     session = WorkingSession(world.tenant_id, "a1", "s-trim")
     contents = await small.working.read(session, with_vectors=True)
-    assert [i["content"] for i in contents.items] == ["step 4", "step 3", "step 2"]
-    assert set(contents.vectors) == {i["id"] for i in contents.items}
+    assert [i.content for i in contents.items] == ["step 4", "step 3", "step 2"]
+    assert set(contents.vectors) == {i.id for i in contents.items}

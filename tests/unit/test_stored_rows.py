@@ -1,5 +1,5 @@
 """Reading never fails on a stored row: the conversions out (api/convert.py, the history snapshot
-and row mapping of stores/postgres/sql.py, working items of services/working.py) are total. A
+and row mapping of stores/postgres/sql.py, working items of stores/redis/working.py) are total. A
 time protobuf cannot hold is clamped, a row that cannot be represented is logged once and left
 out. Rows like these were stored before every value was range-checked."""
 from __future__ import annotations
@@ -14,8 +14,9 @@ from memplane.v1 import memory_pb2, memory_service_pb2
 from memplane_server.api.convert import add_each, history_out, memory_out, ts_out
 from memplane_server.core.model import HistoryEntry, Kind, Layer, MemoryRecord, Scope, Status
 from memplane_server.core.validation import EARLIEST_TIME, LATEST_TIME
-from memplane_server.services.working import item_to_record
+from memplane_server.core.working import item_to_record
 from memplane_server.stores.postgres.sql import record_from_json, record_from_row, record_to_json
+from memplane_server.stores.redis.working import item_from_json, items_from_json
 
 UTC = timezone.utc
 PROTO_MIN_SECONDS, PROTO_MAX_SECONDS = -62135596800, 253402300799
@@ -141,13 +142,18 @@ def _item(**overrides) -> dict:
 @pytest.mark.parametrize("expire_at", [1_700_000_000.0 + 10**12, 1e300, float("inf"), float("nan")])
 def test_working_items_that_expire_past_year_9999_read_with_a_clamped_expiry(expire_at):
     # A ttl of 1e12 s was accepted before; GetWorkingMemory then failed for the whole session.
-    r = item_to_record(_item(expire_at=expire_at))
+    r = item_to_record(item_from_json(_item(expire_at=expire_at)))
     assert r.expire_at in (LATEST_TIME, EARLIEST_TIME)
     assert memory_out(r).HasField("expire_time")
 
 
 def test_working_item_times_read_back_inside_the_storable_range():
     # 9999-12-30T23:59:59.999999 as a float reads back as 9999-12-31, which promotion would refuse.
-    r = item_to_record(_item(occurred_at=LATEST_TIME.timestamp()))
+    r = item_to_record(item_from_json(_item(occurred_at=LATEST_TIME.timestamp())))
     assert r.occurred_at == LATEST_TIME
-    assert item_to_record(_item(occurred_at=0.0)).occurred_at == datetime(1970, 1, 1, tzinfo=UTC)
+    assert item_from_json(_item(occurred_at=0.0)).occurred_at == datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def test_a_working_item_that_does_not_read_as_one_is_left_out_of_its_session():
+    unknown_kind, fine = _item(kind="no-such-kind"), _item()
+    assert [i.id for i in items_from_json([unknown_kind, fine])] == [fine["id"]]

@@ -7,6 +7,7 @@ from memplane.v1 import admin_service_pb2 as apb
 from memplane.v1 import admin_service_pb2_grpc as apb_grpc
 
 from ..core.caller import Role
+from ..core.tenancy import Agent, ApiKey, AuditEvent, Domain, DomainGrant, Tenant
 from ..services.admin import AdminService
 from .context import current_caller
 from .convert import enum_in, ts_out
@@ -16,39 +17,39 @@ ROLES = {apb.ROLE_PLATFORM_ADMIN: Role.PLATFORM_ADMIN, apb.ROLE_TENANT_ADMIN: Ro
 ACCESS = {apb.DOMAIN_ACCESS_READ: False, apb.DOMAIN_ACCESS_READ_WRITE: True}
 
 
-def tenant_out(row, t: apb.Tenant) -> None:
-    t.id, t.display_name, t.max_memories = row["id"], row["display_name"], row["max_memories"]
-    ts_out(t.create_time, row["created_at"])
+def tenant_out(tenant: Tenant, t: apb.Tenant) -> None:
+    t.id, t.display_name, t.max_memories = tenant.id, tenant.display_name, tenant.max_memories
+    ts_out(t.create_time, tenant.created_at)
 
 
-def agent_out(row, a: apb.Agent) -> None:
-    a.tenant_id, a.id, a.display_name = row["tenant_id"], row["id"], row["display_name"]
-    ts_out(a.create_time, row["created_at"])
+def agent_out(agent: Agent, a: apb.Agent) -> None:
+    a.tenant_id, a.id, a.display_name = agent.tenant_id, agent.id, agent.display_name
+    ts_out(a.create_time, agent.created_at)
 
 
-def key_out(row, k: apb.ApiKey) -> None:
-    k.id, k.tenant_id, k.agent_id = row["id"], row["tenant_id"] or "", row["agent_id"] or ""
-    k.role = next(n for n, r in ROLES.items() if r.value == row["role"])
-    k.display_name = row["display_name"]
-    ts_out(k.create_time, row["created_at"])
-    ts_out(k.revoke_time, row["revoked_at"])
+def key_out(key: ApiKey, k: apb.ApiKey) -> None:
+    k.id, k.tenant_id, k.agent_id = key.id, key.tenant_id or "", key.agent_id or ""
+    k.role = next(n for n, r in ROLES.items() if r is key.role)
+    k.display_name = key.display_name
+    ts_out(k.create_time, key.created_at)
+    ts_out(k.revoke_time, key.revoked_at)
 
 
-def domain_out(row, d: apb.Domain) -> None:
-    d.name, d.description = row["name"], row["description"]
-    ts_out(d.create_time, row["created_at"])
+def domain_out(domain: Domain, d: apb.Domain) -> None:
+    d.name, d.description = domain.name, domain.description
+    ts_out(d.create_time, domain.created_at)
 
 
-def grant_out(row, g: apb.DomainGrant) -> None:
-    g.domain, g.tenant_id = row["domain"], row["tenant_id"]
-    g.access = apb.DOMAIN_ACCESS_READ_WRITE if row["can_write"] else apb.DOMAIN_ACCESS_READ
-    ts_out(g.create_time, row["created_at"])
+def grant_out(grant: DomainGrant, g: apb.DomainGrant) -> None:
+    g.domain, g.tenant_id = grant.domain, grant.tenant_id
+    g.access = apb.DOMAIN_ACCESS_READ_WRITE if grant.can_write else apb.DOMAIN_ACCESS_READ
+    ts_out(g.create_time, grant.created_at)
 
 
-def event_out(row, e: apb.AuditEvent) -> None:
-    e.id, e.tenant_id, e.actor_key_id = str(row["id"]), row["tenant_id"] or "", row["actor_key_id"]
-    e.action, e.target, e.details_json = row["action"], row["target"], json.dumps(row["details"], ensure_ascii=False)
-    ts_out(e.event_time, row["created_at"])
+def event_out(event: AuditEvent, e: apb.AuditEvent) -> None:
+    e.id, e.tenant_id, e.actor_key_id = str(event.id), event.tenant_id or "", event.actor_key_id
+    e.action, e.target, e.details_json = event.action, event.target, json.dumps(event.details, ensure_ascii=False)
+    ts_out(e.event_time, event.created_at)
 
 
 class AdminServicer(apb_grpc.AdminServiceServicer):
@@ -72,10 +73,10 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         return response
 
     async def ListTenants(self, request, context):
-        rows, token = await self.admin.list_tenants(current_caller(), request.page_size, request.page_token)
+        tenants, token = await self.admin.list_tenants(current_caller(), request.page_size, request.page_token)
         response = apb.ListTenantsResponse(next_page_token=token)
-        for row in rows:
-            tenant_out(row, response.tenants.add())
+        for tenant in tenants:
+            tenant_out(tenant, response.tenants.add())
         return response
 
     async def CreateAgent(self, request, context):
@@ -85,30 +86,30 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         return response
 
     async def ListAgents(self, request, context):
-        rows, token = await self.admin.list_agents(
+        agents, token = await self.admin.list_agents(
             current_caller(), request.tenant_id, request.page_size, request.page_token
         )
         response = apb.ListAgentsResponse(next_page_token=token)
-        for row in rows:
-            agent_out(row, response.agents.add())
+        for agent in agents:
+            agent_out(agent, response.agents.add())
         return response
 
     async def CreateApiKey(self, request, context):
-        row, secret = await self.admin.create_api_key(
+        key, secret = await self.admin.create_api_key(
             current_caller(), request.tenant_id or None, request.agent_id or None,
             enum_in(ROLES, request.role, "role"), request.display_name,
         )
         response = apb.CreateApiKeyResponse(secret=secret)
-        key_out(row, response.api_key)
+        key_out(key, response.api_key)
         return response
 
     async def ListApiKeys(self, request, context):
-        rows, token = await self.admin.list_api_keys(
+        keys, token = await self.admin.list_api_keys(
             current_caller(), request.tenant_id, request.page_size, request.page_token
         )
         response = apb.ListApiKeysResponse(next_page_token=token)
-        for row in rows:
-            key_out(row, response.api_keys.add())
+        for key in keys:
+            key_out(key, response.api_keys.add())
         return response
 
     async def RevokeApiKey(self, request, context):
@@ -118,24 +119,24 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
 
     async def CreateDomain(self, request, context):
         response = apb.CreateDomainResponse()
-        row = await self.admin.create_domain(current_caller(), request.domain.name, request.domain.description)
-        domain_out(row, response.domain)
+        domain = await self.admin.create_domain(current_caller(), request.domain.name, request.domain.description)
+        domain_out(domain, response.domain)
         return response
 
     async def ListDomains(self, request, context):
-        rows, token = await self.admin.list_domains(current_caller(), request.page_size, request.page_token)
+        domains, token = await self.admin.list_domains(current_caller(), request.page_size, request.page_token)
         response = apb.ListDomainsResponse(next_page_token=token)
-        for row in rows:
-            domain_out(row, response.domains.add())
+        for domain in domains:
+            domain_out(domain, response.domains.add())
         return response
 
     async def GrantDomain(self, request, context):
         g = request.grant
-        row = await self.admin.grant_domain(
+        grant = await self.admin.grant_domain(
             current_caller(), g.domain, g.tenant_id, enum_in(ACCESS, g.access, "grant.access")
         )
         response = apb.GrantDomainResponse()
-        grant_out(row, response.grant)
+        grant_out(grant, response.grant)
         return response
 
     async def RevokeDomainGrant(self, request, context):
@@ -143,17 +144,17 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         return apb.RevokeDomainGrantResponse()
 
     async def ListDomainGrants(self, request, context):
-        rows = await self.admin.list_domain_grants(current_caller(), request.domain, request.tenant_id)
+        grants = await self.admin.list_domain_grants(current_caller(), request.domain, request.tenant_id)
         response = apb.ListDomainGrantsResponse()
-        for row in rows:
-            grant_out(row, response.grants.add())
+        for grant in grants:
+            grant_out(grant, response.grants.add())
         return response
 
     async def ListAuditEvents(self, request, context):
-        rows, token = await self.admin.list_audit_events(
+        events, token = await self.admin.list_audit_events(
             current_caller(), request.tenant_id, request.page_size, request.page_token
         )
         response = apb.ListAuditEventsResponse(next_page_token=token)
-        for row in rows:
-            event_out(row, response.events.add())
+        for event in events:
+            event_out(event, response.events.add())
         return response

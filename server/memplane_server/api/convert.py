@@ -1,8 +1,9 @@
 """Protobuf <-> domain translation for memories, filters and search hits."""
 from __future__ import annotations
 
+import enum
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any, TypeVar
 
@@ -253,7 +254,7 @@ def history_out(e: HistoryEntry, target: spb.HistoryEntry) -> None:
     target.reason = e.reason
 
 
-def counts_out(counts: dict[str, int], target, names: dict) -> None:
-    for key, n in sorted(counts.items()):
-        target.add(key=names.get(key, key), count=n)
+def counts_out(counts: Mapping[enum.Enum, int], target, names: Mapping[enum.Enum, str]) -> None:
+    for key, n in sorted(counts.items(), key=lambda item: item[0].value):
+        target.add(key=names[key], count=n)
 

@@ -1,7 +1,6 @@
 """Interceptors: error mapping, API-key authentication, idempotency and per-RPC metrics."""
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -14,14 +13,14 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 from opentelemetry import metrics
 
-from ..core.errors import Code, MemplaneError, request_id_reused
+from ..core.errors import Code, MemplaneError
 from ..core.requests import request_key
 from ..core.validation import MAX_REQUEST_ID_BYTES, check_text
 from ..logs import OncePerCause, cause_of
 from ..services.auth import Authenticator
 from ..services.availability import Availability
+from ..services.idempotency import Idempotency
 from ..services.rate_limits import RateLimits
-from ..stores.redis.idempotency import RENEW_EVERY_SECONDS, Claim, IdempotencyConflict, IdempotencyStore
 from .context import current_caller, reset_caller, reset_request_key, set_caller, set_request_key
 from .drain import Drain
 
@@ -209,8 +208,8 @@ class IdempotencyInterceptor(grpc.aio.ServerInterceptor):
     """Mutations carrying a request_id run once per caller (tenant, key and agent); repeats by the
     same caller get the first response, another caller's same id is a new request."""
 
-    def __init__(self, store: IdempotencyStore) -> None:
-        self.store = store
+    def __init__(self, idempotency: Idempotency) -> None:
+        self.idempotency = idempotency
 
     async def intercept_service(self, continuation, details):
         handler = await continuation(details)
@@ -226,44 +225,20 @@ class IdempotencyInterceptor(grpc.aio.ServerInterceptor):
                     return await behavior(request, context)
                 check_text(request_id, "request_id", MAX_REQUEST_ID_BYTES)
                 key = request_key(current_caller(), method, request_id, request.SerializeToString(deterministic=True))
-                try:
-                    claim = await self.store.begin(key)
-                except IdempotencyConflict:
-                    raise request_id_reused() from None
-                if isinstance(claim, bytes):
-                    return claim  # already serialized bytes of the first response
-                renewing = asyncio.ensure_future(self._renew(claim))
-                token = set_request_key(key)
-                try:
-                    response = await behavior(request, context)
-                except BaseException:
-                    renewing.cancel()
-                    await self._abandon(claim)
-                    raise
-                finally:
-                    reset_request_key(token)
-                renewing.cancel()
-                await self.store.complete(claim, original(response))
-                return response
+
+                async def call():
+                    token = set_request_key(key)
+                    try:
+                        return await behavior(request, context)
+                    finally:
+                        reset_request_key(token)
+
+                return await self.idempotency.run_once(key, call, original)
 
             return once
 
+        # A repeat's response comes back as the first response's serialized bytes.
         return _wrap_unary(handler, wrap, serializer=lambda r: r if isinstance(r, bytes) else original(r))
-
-    async def _renew(self, claim: Claim) -> None:
-        """Keeps the claim alive while its call runs: a dead server's claim lapses in seconds."""
-        while True:
-            await asyncio.sleep(RENEW_EVERY_SECONDS)
-            try:
-                await self.store.renew(claim)
-            except Exception:  # Redis away for a moment: the call goes on, the next renewal may work
-                pass
-
-    async def _abandon(self, claim: Claim) -> None:
-        try:
-            await asyncio.wait_for(self.store.abandon(claim), 1.0)
-        except Exception:  # the lease runs out by itself within seconds
-            pass
 
 
 class MetricsInterceptor(grpc.aio.ServerInterceptor):

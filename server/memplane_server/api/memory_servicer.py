@@ -7,16 +7,16 @@ from memplane.v1 import memory_service_pb2_grpc as spb_grpc
 
 from ..core.errors import invalid
 from ..core.model import UPDATABLE_FIELDS
+from ..core.operations import Operation
 from ..core.validation import shown
+from ..core.working import item_to_record
 from ..services.extract import ExtractService
 from ..services.forget import ForgetService
 from ..services.memories import MemoriesService
-from ..services.operations import OperationView
 from ..core.reflection import ReflectInput, Task, TaskStep
 from ..services.reflect import ReflectService
 from ..services.search import SearchQuery, SearchService
-from ..services.working import WorkingService, item_to_record
-from ..services.write import WriteService
+from ..services.working import WorkingService
 from .context import current_caller, current_request_key
 from .convert import (
     LAYERS, KINDS, SCOPES, STATUSES, add_each, counts_out, draft_in,
@@ -33,17 +33,17 @@ _PROMOTE = {spb.PROMOTE_MODE_PROMOTE: True, spb.PROMOTE_MODE_DISCARD: False}
 
 
 class MemoryServicer(spb_grpc.MemoryServiceServicer):
-    def __init__(self, write: WriteService, search: SearchService, reflect: ReflectService, forget: ForgetService,
+    def __init__(self, search: SearchService, reflect: ReflectService, forget: ForgetService,
                  memories: MemoriesService, working: WorkingService, extract: ExtractService) -> None:
-        self.writes, self.searches, self.reflections, self.extractions = write, search, reflect, extract
+        self.searches, self.reflections, self.extractions = search, reflect, extract
         self.forgets, self.memories, self.working = forget, memories, working
 
     async def Write(self, request: spb.WriteRequest, context) -> spb.WriteResponse:
         drafts = [draft_in(m) for m in request.memories]
         infer = enum_in(_INFER, request.infer, "infer")
-        records, extracted, operation = await self.writes.write_with_infer(
-            current_caller(), drafts, infer, self.extractions, request.time_zone or None,
-            request=current_request_key(),
+        # Every write goes through extraction's use case: it stores the input, then extracts if asked.
+        records, extracted, operation = await self.extractions.write_with_infer(
+            current_caller(), drafts, infer, request.time_zone or None, request=current_request_key(),
         )
         response = spb.WriteResponse()
         add_each(response.memories, records, memory_out)
@@ -86,7 +86,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
         )
         result = await self.reflections.reflect(current_caller(), reflect_input)
         response = spb.ReflectResponse()
-        if isinstance(result, OperationView):
+        if isinstance(result, Operation):
             operation_out(result, response.operation)
         else:
             add_each(response.result.memories, result.memories, memory_out)
@@ -182,10 +182,10 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
 
     async def GetStats(self, request: spb.GetStatsRequest, context) -> spb.GetStatsResponse:
         stats = await self.memories.stats(current_caller(), filter_in(request.filter))
-        response = spb.GetStatsResponse(total=stats["total"], sessions_awaiting_context=stats["awaiting_context"])
-        counts_out(stats["scope"], response.by_scope, {e.value: pb.Scope.Name(n) for n, e in SCOPES.items()})
-        counts_out(stats["layer"], response.by_layer, {e.value: pb.Layer.Name(n) for n, e in LAYERS.items()})
-        counts_out(stats["kind"], response.by_kind, {e.value: pb.Kind.Name(n) for n, e in KINDS.items()})
-        counts_out(stats["status"], response.by_status, {e.value: pb.MemoryStatus.Name(n) for n, e in STATUSES.items()})
-        ts_out(response.newest_time, stats["newest"])
+        response = spb.GetStatsResponse(total=stats.total, sessions_awaiting_context=stats.awaiting_context)
+        counts_out(stats.by_scope, response.by_scope, {e: pb.Scope.Name(n) for n, e in SCOPES.items()})
+        counts_out(stats.by_layer, response.by_layer, {e: pb.Layer.Name(n) for n, e in LAYERS.items()})
+        counts_out(stats.by_kind, response.by_kind, {e: pb.Kind.Name(n) for n, e in KINDS.items()})
+        counts_out(stats.by_status, response.by_status, {e: pb.MemoryStatus.Name(n) for n, e in STATUSES.items()})
+        ts_out(response.newest_time, stats.newest)
         return response

@@ -1,9 +1,9 @@
-"""OperationView -> protobuf Operation."""
+"""Operation -> protobuf Operation."""
 from __future__ import annotations
 
 from memplane.v1 import operation_pb2 as opb
 
-from ..services.operations import OperationView
+from ..core.operations import Operation
 from .convert import ts_out
 
 STATES = {"pending": opb.OPERATION_STATE_PENDING, "running": opb.OPERATION_STATE_RUNNING,
@@ -11,7 +11,7 @@ STATES = {"pending": opb.OPERATION_STATE_PENDING, "running": opb.OPERATION_STATE
           "cancelled": opb.OPERATION_STATE_CANCELLED}
 
 
-def operation_out(op: OperationView, target: opb.Operation) -> None:
+def operation_out(op: Operation, target: opb.Operation) -> None:
     target.id = str(op.id)
     target.type = op.type
     target.state = STATES[op.state]

@@ -20,8 +20,8 @@ from ..services.search import SearchService
 from ..services.working import WorkingService
 from ..services.write import WriteService
 from ..services.availability import Availability
+from ..services.idempotency import Idempotency
 from ..services.rate_limits import RateLimits
-from ..stores.redis.idempotency import IdempotencyStore
 from .admin_servicer import AdminServicer
 from .drain import Drain
 from .interceptors import (
@@ -40,7 +40,7 @@ MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
 
 def build_server(
-    deps: Deps, idempotency: IdempotencyStore, limits: RateLimits, availability: Availability, drain: Drain,
+    deps: Deps, idempotency: Idempotency, limits: RateLimits, availability: Availability, drain: Drain,
 ) -> tuple[grpc.aio.Server, health.aio.HealthServicer]:
     interceptors = [
         aio_server_interceptor(),  # outermost: the trace spans everything below
@@ -58,10 +58,10 @@ def build_server(
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
         ],
     )
-    reflect = ReflectService(deps)
+    writes = WriteService(deps)
     memory_service_pb2_grpc.add_MemoryServiceServicer_to_server(
-        MemoryServicer(WriteService(deps), SearchService(deps), reflect, ForgetService(deps),
-                       MemoriesService(deps), WorkingService(deps), ExtractService(deps)),
+        MemoryServicer(SearchService(deps), ReflectService(deps), ForgetService(deps), MemoriesService(deps),
+                       WorkingService(deps, writes), ExtractService(deps, writes)),
         server,
     )
     admin_service_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(AdminService(deps.tenancy)), server)

@@ -1,4 +1,4 @@
-"""Domain types of memories, filters and search results."""
+"""Domain types of memories, filters, search results and counts."""
 from __future__ import annotations
 
 import enum
@@ -185,6 +185,19 @@ class SearchHit:
     memory: MemoryRecord
     score: float
     explanation: list[ScoreComponent] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class MemoryStats:
+    """Counts of the memories a caller sees that match a filter."""
+
+    total: int
+    by_scope: dict[Scope, int]
+    by_layer: dict[Layer, int]
+    by_kind: dict[Kind, int]
+    by_status: dict[Status, int]
+    newest: datetime | None  # the latest occurred_at counted
+    awaiting_context: int = 0  # the tenant's sessions whose turn windows are not built yet
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,14 @@
 """Admin: tenants, agents, API keys, domains and grants, every change written to the audit log."""
 from __future__ import annotations
 
-from typing import Any
-
-import asyncpg
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 from ..core.caller import Caller, Role
 from ..core.errors import Code, MemplaneError, denied, invalid, not_found
 from ..core.keys import is_key_id, new_key
 from ..core.paging import decode_position, encode_token
+from ..core.tenancy import Agent, ApiKey, AuditEvent, Domain, DomainGrant, Tenant
 from ..core.validation import MAX_NAME_BYTES, MAX_NOTE_BYTES, check_identifier, check_text, clamp_page_size
 from ..stores.postgres.tenancy import DuplicateError, MissingParentError, TenancyStore
 
@@ -17,9 +17,14 @@ def _exists(what: str) -> MemplaneError:
     return MemplaneError(Code.ALREADY_EXISTS, f"{what.upper()}_EXISTS", f"{what} already exists")
 
 
-def _page(rows: list, size: int, key: str) -> tuple[list, str]:
-    page = rows[:size]
-    return page, encode_token([page[-1][key]]) if len(rows) > size else ""
+T = TypeVar("T")
+
+
+def _page(rows: Sequence[T], size: int, key: str) -> tuple[list[T], str]:
+    """The first size of rows (one more was read to learn whether a next page exists) and the
+    token of that next page: the key attribute of the last row shown."""
+    page = list(rows[:size])
+    return page, encode_token([getattr(page[-1], key)]) if len(rows) > size else ""
 
 
 def _after(token: str, kind: str = "text") -> Any:
@@ -54,7 +59,7 @@ class AdminService:
 
     async def create_tenant(
         self, caller: Caller, tenant_id: str, display_name: str, max_memories: int, with_admin_key: bool
-    ) -> tuple[asyncpg.Record, asyncpg.Record | None, str]:
+    ) -> tuple[Tenant, ApiKey | None, str]:
         self._platform(caller)
         check_identifier(tenant_id, "tenant")
         check_text(display_name, "display_name", MAX_NAME_BYTES)
@@ -70,34 +75,34 @@ class AdminService:
             key, secret = await self._new_key(caller, tenant_id, None, Role.TENANT_ADMIN, "tenant admin")
         return tenant, key, secret
 
-    async def get_tenant(self, caller: Caller, tenant_id: str) -> asyncpg.Record:
+    async def get_tenant(self, caller: Caller, tenant_id: str) -> Tenant:
         self._tenant_admin(caller, tenant_id)
         check_identifier(tenant_id, "tenant")
-        row = await self.store.get_tenant(tenant_id)
-        if row is None:
+        tenant = await self.store.get_tenant(tenant_id)
+        if tenant is None:
             raise not_found("tenant")
-        return row
+        return tenant
 
-    async def list_tenants(self, caller: Caller, page_size: int, token: str) -> tuple[list, str]:
+    async def list_tenants(self, caller: Caller, page_size: int, token: str) -> tuple[list[Tenant], str]:
         self._platform(caller)
         size = clamp_page_size(page_size)
         return _page(await self.store.list_tenants(_after(token), size + 1), size, "id")
 
-    async def create_agent(self, caller: Caller, tenant_id: str, agent_id: str, display_name: str) -> asyncpg.Record:
+    async def create_agent(self, caller: Caller, tenant_id: str, agent_id: str, display_name: str) -> Agent:
         self._tenant_admin(caller, tenant_id)
         check_identifier(tenant_id, "tenant")
         check_identifier(agent_id, "agent")
         check_text(display_name, "display_name", MAX_NAME_BYTES)
         try:
-            row = await self.store.create_agent(tenant_id, agent_id, display_name)
+            agent = await self.store.create_agent(tenant_id, agent_id, display_name)
         except DuplicateError:
             raise _exists("agent") from None
         except MissingParentError:
             raise not_found("tenant") from None
         await self._audit(caller, tenant_id, "CreateAgent", agent_id)
-        return row
+        return agent
 
-    async def list_agents(self, caller: Caller, tenant_id: str, page_size: int, token: str) -> tuple[list, str]:
+    async def list_agents(self, caller: Caller, tenant_id: str, page_size: int, token: str) -> tuple[list[Agent], str]:
         self._tenant_admin(caller, tenant_id)
         check_identifier(tenant_id, "tenant")
         size = clamp_page_size(page_size)
@@ -105,18 +110,18 @@ class AdminService:
 
     async def _new_key(
         self, caller: Caller, tenant_id: str | None, agent_id: str | None, role: Role, name: str
-    ) -> tuple[asyncpg.Record, str]:
+    ) -> tuple[ApiKey, str]:
         key_id, secret, digest = new_key()
         try:
-            row = await self.store.create_key(key_id, tenant_id, agent_id, role.value, digest, name)
+            key = await self.store.create_key(key_id, tenant_id, agent_id, role, digest, name)
         except MissingParentError:
             raise not_found("agent" if agent_id else "tenant") from None
         await self._audit(caller, tenant_id, "CreateApiKey", key_id, {"role": role.value, "agent_id": agent_id})
-        return row, secret
+        return key, secret
 
     async def create_api_key(
         self, caller: Caller, tenant_id: str | None, agent_id: str | None, role: Role | None, name: str
-    ) -> tuple[asyncpg.Record, str]:
+    ) -> tuple[ApiKey, str]:
         if role is None:
             raise invalid("ROLE_REQUIRED", "role is required")
         check_text(name, "display_name", MAX_NAME_BYTES)
@@ -135,7 +140,9 @@ class AdminService:
             check_identifier(agent_id, "agent")
         return await self._new_key(caller, tenant_id, agent_id or None, role, name)
 
-    async def list_api_keys(self, caller: Caller, tenant_id: str | None, page_size: int, token: str) -> tuple[list, str]:
+    async def list_api_keys(
+        self, caller: Caller, tenant_id: str | None, page_size: int, token: str
+    ) -> tuple[list[ApiKey], str]:
         if tenant_id:
             self._tenant_admin(caller, tenant_id)
         else:
@@ -143,51 +150,53 @@ class AdminService:
         size = clamp_page_size(page_size)
         return _page(await self.store.list_keys(_tenant_id(tenant_id), _after(token), size + 1), size, "id")
 
-    async def revoke_api_key(self, caller: Caller, key_id: str) -> asyncpg.Record:
+    async def revoke_api_key(self, caller: Caller, key_id: str) -> ApiKey:
         if not is_key_id(key_id):
             raise not_found("api_key")  # as unknown as an id that does not exist
-        row = await self.store.get_key(key_id)
-        if row is None or (caller.role is not Role.PLATFORM_ADMIN and row["tenant_id"] != caller.tenant_id):
+        key = await self.store.get_key(key_id)
+        if key is None or (caller.role is not Role.PLATFORM_ADMIN and key.tenant_id != caller.tenant_id):
             raise not_found("api_key")
-        if row["tenant_id"] is None:
+        if key.tenant_id is None:
             self._platform(caller)
         else:
-            self._tenant_admin(caller, row["tenant_id"])
+            self._tenant_admin(caller, key.tenant_id)
         revoked = await self.store.revoke_key(key_id)
-        await self._audit(caller, row["tenant_id"], "RevokeApiKey", key_id)
+        if revoked is None:  # deleted since it was read
+            raise not_found("api_key")
+        await self._audit(caller, key.tenant_id, "RevokeApiKey", key_id)
         return revoked
 
-    async def create_domain(self, caller: Caller, name: str, description: str) -> asyncpg.Record:
+    async def create_domain(self, caller: Caller, name: str, description: str) -> Domain:
         self._platform(caller)
         check_identifier(name, "domain")
         check_text(description, "description", MAX_NOTE_BYTES)
         try:
-            row = await self.store.create_domain(name, description)
+            created = await self.store.create_domain(name, description)
         except DuplicateError:
             raise _exists("domain") from None
         await self._audit(caller, None, "CreateDomain", name)
-        return row
+        return created
 
-    async def list_domains(self, caller: Caller, page_size: int, token: str) -> tuple[list, str]:
+    async def list_domains(self, caller: Caller, page_size: int, token: str) -> tuple[list[Domain], str]:
         size = clamp_page_size(page_size)
-        rows = await self.store.list_domains(_after(token), size + 1)
+        domains = await self.store.list_domains(_after(token), size + 1)
         if caller.role is not Role.PLATFORM_ADMIN:
             # A tenant learns only the domains it is a member of.
-            rows = [r for r in rows if r["name"] in caller.domains]
-        return _page(rows, size, "name")
+            domains = [d for d in domains if d.name in caller.domains]
+        return _page(domains, size, "name")
 
-    async def grant_domain(self, caller: Caller, domain: str, tenant_id: str, can_write: bool | None) -> asyncpg.Record:
+    async def grant_domain(self, caller: Caller, domain: str, tenant_id: str, can_write: bool | None) -> DomainGrant:
         self._platform(caller)
         if can_write is None:
             raise invalid("ACCESS_REQUIRED", "access is required")
         check_identifier(domain, "domain")
         check_identifier(tenant_id, "tenant")
         try:
-            row = await self.store.grant(domain, tenant_id, can_write)
+            grant = await self.store.grant(domain, tenant_id, can_write)
         except MissingParentError:
             raise not_found("domain_or_tenant") from None
         await self._audit(caller, tenant_id, "GrantDomain", domain, {"can_write": can_write})
-        return row
+        return grant
 
     async def revoke_domain_grant(self, caller: Caller, domain: str, tenant_id: str) -> None:
         self._platform(caller)
@@ -197,13 +206,15 @@ class AdminService:
             raise not_found("grant")
         await self._audit(caller, tenant_id, "RevokeDomainGrant", domain)
 
-    async def list_domain_grants(self, caller: Caller, domain: str | None, tenant_id: str | None) -> list:
+    async def list_domain_grants(self, caller: Caller, domain: str | None, tenant_id: str | None) -> list[DomainGrant]:
         if caller.role is not Role.PLATFORM_ADMIN:
             self._tenant_admin(caller, tenant_id or "")
         domain = check_identifier(domain, "domain") if domain else None
         return await self.store.list_grants(domain, _tenant_id(tenant_id))
 
-    async def list_audit_events(self, caller: Caller, tenant_id: str | None, page_size: int, token: str) -> tuple[list, str]:
+    async def list_audit_events(
+        self, caller: Caller, tenant_id: str | None, page_size: int, token: str
+    ) -> tuple[list[AuditEvent], str]:
         if caller.role is not Role.PLATFORM_ADMIN:
             self._tenant_admin(caller, tenant_id or "")
         size = clamp_page_size(page_size)

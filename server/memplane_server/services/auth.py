@@ -38,21 +38,20 @@ class Authenticator:
 
     async def _resolve(self, presented: str, acting_agent: str | None) -> Caller:
         parts = split_key(presented)
-        row = await self.tenancy.get_key(parts[0]) if parts else None
+        key = await self.tenancy.get_key(parts[0]) if parts else None
         # Compare against something even when the key id is unknown, so timing does not tell.
-        valid = secret_matches(parts[1] if parts else presented, row["secret_hash"] if row else _DUMMY_HASH)
-        if row is None or not valid or row["revoked_at"] is not None:
+        valid = secret_matches(parts[1] if parts else presented, key.secret_hash if key else _DUMMY_HASH)
+        if key is None or not valid or key.revoked_at is not None:
             raise unauthenticated()
-        role = Role(row["role"])
-        agent = row["agent_id"]
+        agent = key.agent_id
         if acting_agent:
             if agent is not None and acting_agent != agent:
                 raise MemplaneError(Code.PERMISSION_DENIED, "AGENT_MISMATCH", "this key is bound to another agent")
-            if role is Role.PLATFORM_ADMIN:
+            if key.role is Role.PLATFORM_ADMIN:
                 raise MemplaneError(Code.PERMISSION_DENIED, "NO_TENANT", "platform admin keys act on no tenant")
             check_identifier(acting_agent, "agent")
-            if not await self.tenancy.agent_exists(row["tenant_id"], acting_agent):
+            if not await self.tenancy.agent_exists(key.tenant_id, acting_agent):
                 raise not_found("agent")
             agent = acting_agent
-        domains = await self.tenancy.grants_of(row["tenant_id"]) if row["tenant_id"] else {}
-        return Caller(key_id=row["id"], role=role, tenant_id=row["tenant_id"], agent_id=agent, domains=domains)
+        domains = await self.tenancy.grants_of(key.tenant_id) if key.tenant_id else {}
+        return Caller(key_id=key.id, role=key.role, tenant_id=key.tenant_id, agent_id=agent, domains=domains)

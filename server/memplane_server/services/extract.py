@@ -2,17 +2,22 @@
 operations on structured facts, which are applied like any write (supersede, re-observe)."""
 from __future__ import annotations
 
+import logging
 import uuid
 from datetime import datetime, timezone
 from dataclasses import dataclass, field
 
 from ..core.caller import Caller, caller_to_json
-from ..core.errors import Code, MemplaneError
-from ..core.model import Kind, MemoryDraft, MemoryFilter, MemoryRecord
+from ..core.errors import Code, MemplaneError, invalid
+from ..core.model import Kind, Layer, MemoryDraft, MemoryFilter, MemoryRecord
+from ..core.operations import Operation
+from ..core.requests import RequestKey
 from ..core.timezones import parse_time_zone, render
 from ..llm.extraction import KnownFact, Turn, extract
 from .deps import Deps
-from .operations import OperationView, operation_from_row
+from .write import WriteService
+
+log = logging.getLogger(__name__)
 
 CONTEXT_TURNS = 20
 KNOWN_FACTS = 30
@@ -25,13 +30,40 @@ class ExtractOutcome:
 
 
 class ExtractService:
-    def __init__(self, deps: Deps) -> None:
+    def __init__(self, deps: Deps, writes: WriteService) -> None:
         self.deps = deps
+        self.writes = writes
 
-    async def enqueue(self, caller: Caller, turn_ids: list[str], time_zone: str | None = None) -> OperationView:
+    async def write_with_infer(
+        self, caller: Caller, drafts: list[MemoryDraft], infer: str | None, time_zone: str | None = None,
+        request: RequestKey | None = None,
+    ) -> tuple[list[MemoryRecord], list[MemoryRecord], Operation | None]:
+        """Stores the raw input first; extraction (if asked) runs after, so an LLM failure loses nothing.
+
+        Returns the stored input, the memories extraction produced (sync only) and, when extraction
+        runs in the background or failed and will be retried, its operation.
+        """
+        parse_time_zone(time_zone)  # refuse a bad zone before anything is stored
+        if infer is None:
+            return await self.writes.write(caller, drafts, request), [], None
+        if self.deps.llm is None:
+            raise MemplaneError(Code.FAILED_PRECONDITION, "LLM_NOT_CONFIGURED", "set MEMPLANE_LLM_MODEL to use infer")
+        if not any(d.kind is Kind.TURN for d in drafts):
+            raise invalid("TURNS_REQUIRED", "infer extracts from turns: write at least one memory of kind TURN")
+        if any(d.layer is Layer.WORKING for d in drafts):
+            raise invalid("INFER_NOT_FOR_WORKING", "infer applies to persistent turns, not working memory")
+        records = await self.writes.write(caller, drafts, request)
+        turn_ids = [str(r.id) for r in records if r.kind is Kind.TURN]
+        if infer == "sync":
+            try:
+                return records, (await self.run(caller, turn_ids, time_zone)).memories, None
+            except Exception as exc:  # the model failed: keep the write, leave a retriable job
+                log.warning("synchronous extraction failed, queued for retry: %s", exc)
+        return records, [], await self.enqueue(caller, turn_ids, time_zone)
+
+    async def enqueue(self, caller: Caller, turn_ids: list[str], time_zone: str | None = None) -> Operation:
         payload = {"turn_ids": turn_ids, "time_zone": time_zone}
-        row = await self.deps.jobs.enqueue(caller, "extract", payload, caller_to_json(caller))
-        return operation_from_row(row)
+        return await self.deps.jobs.enqueue(caller, "extract", payload, caller_to_json(caller))
 
     async def run(self, caller: Caller, turn_ids: list[str], time_zone: str | None = None) -> ExtractOutcome:
         if self.deps.llm is None:
@@ -65,8 +97,6 @@ class ExtractService:
         return await self._apply(caller, first, operations)
 
     async def _apply(self, caller: Caller, first: MemoryRecord, operations) -> ExtractOutcome:
-        from .write import WriteService
-
         outcome = ExtractOutcome()
         drafts = [
             MemoryDraft(
@@ -78,7 +108,7 @@ class ExtractService:
             for op in operations if op.op in ("ADD", "UPDATE")
         ]
         if drafts:
-            outcome.memories = await WriteService(self.deps).write(caller, drafts)
+            outcome.memories = await self.writes.write(caller, drafts)
         for op in operations:
             if op.op == "DELETE":
                 current = await self.deps.memories.list(

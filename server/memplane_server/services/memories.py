@@ -7,7 +7,7 @@ from typing import Any
 
 from ..core.caller import Caller
 from ..core.errors import denied, invalid, not_found
-from ..core.model import UPDATABLE_FIELDS, HistoryEntry, MemoryFilter, MemoryRecord, Status
+from ..core.model import UPDATABLE_FIELDS, HistoryEntry, MemoryFilter, MemoryRecord, MemoryStats, Status
 from ..core.paging import decode_position, encode_token
 from ..core.tokens import keyword_tokens
 from ..core.validation import (
@@ -174,8 +174,7 @@ class MemoriesService:
             out.append(record)
         return out
 
-    async def stats(self, caller: Caller, f: MemoryFilter) -> dict[str, Any]:
+    async def stats(self, caller: Caller, f: MemoryFilter) -> MemoryStats:
         caller.require_tenant()
         stats = await self.deps.memories.stats(caller, f if f.statuses else replace(f, statuses=tuple(Status)))
-        stats["awaiting_context"] = await self.deps.contexts.backlog(caller)
-        return stats
+        return replace(stats, awaiting_context=await self.deps.contexts.backlog(caller))

@@ -13,6 +13,7 @@ import numpy as np
 from ..core.caller import Caller, caller_to_json
 from ..core.errors import invalid
 from ..core.model import Kind, MemoryDraft, MemoryFilter
+from ..core.operations import Operation
 from ..core.reflection import (
     ReflectInput, ReflectOutcome, input_to_json, near_duplicate_groups, session_summary, task_summary, task_transcript,
 )
@@ -21,7 +22,6 @@ from ..core.validation import (
 )
 from ..llm.reflection import reflect as reflect_with_model
 from .deps import Deps
-from .operations import OperationView, operation_from_row
 from .write import WriteService
 
 class ReflectService:
@@ -56,21 +56,20 @@ class ReflectService:
             check_identifier(r.domain, "domain")
         caller.check_write_scope(r.scope or caller.default_scope(), r.domain)
 
-    async def reflect(self, caller: Caller, r: ReflectInput) -> ReflectOutcome | OperationView:
+    async def reflect(self, caller: Caller, r: ReflectInput) -> ReflectOutcome | Operation:
         self._check(caller, r)
         size = len(r.task.steps) if r.task else await self._session_size(caller, r)
         if r.mode == "async" or (r.mode == "auto" and size > self.deps.settings.reflect_sync_max_items):
             return await self.enqueue(caller, r)
         return await self.run(caller, r)
 
-    async def enqueue(self, caller: Caller, r: ReflectInput) -> OperationView:
+    async def enqueue(self, caller: Caller, r: ReflectInput) -> Operation:
         caller.require_tenant()
-        row = await self.deps.jobs.enqueue(caller, "reflect", input_to_json(r), caller_to_json(caller))
-        return operation_from_row(row)
+        return await self.deps.jobs.enqueue(caller, "reflect", input_to_json(r), caller_to_json(caller))
 
     async def _session_size(self, caller: Caller, r: ReflectInput) -> int:
         stats = await self.deps.memories.stats(caller, MemoryFilter(session_id=r.session_id, user_id=r.user_id))
-        return stats["total"]
+        return stats.total
 
     async def run(self, caller: Caller, r: ReflectInput) -> ReflectOutcome:
         caller.require_writer()  # merging changes memories: refuse before anything is touched

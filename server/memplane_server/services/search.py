@@ -26,12 +26,13 @@ from ..core.timezones import parse_time_zone
 from ..core.tokens import keyword_tokens, lookup_names, tsquery_from_tokens
 from ..core.transcript import read_transcript
 from ..core.validation import MAX_FILTER_VALUES
+from ..core.working import item_to_record
 from ..llm.query_rewrite import QueryRewriter
 from ..logs import OncePerCause, cause_of
 from ..llm.rerank import MAX_CANDIDATES, Reranker
+from ..stores.redis.working import WorkingSession
 from .deps import Deps
 from .search_channels import PREFERENCES, QueryParts, plan_channels
-from .working import WorkingService, item_to_record
 
 log = logging.getLogger(__name__)
 
@@ -154,18 +155,19 @@ class SearchService:
         return reranked + hits[MAX_CANDIDATES:]
 
     async def _working_channel(self, caller: Caller, q: SearchQuery, query_vector: np.ndarray, limit: int) -> list[Scored]:
-        contents = await WorkingService(self.deps).contents(caller, q.filter.session_id or "", with_vectors=True)
         f = q.filter
-        items = [i for i in contents.items if i["id"] in contents.vectors]
+        session = WorkingSession(caller.require_tenant(), caller.agent_id, f.session_id or "")
+        contents = await self.deps.working.read(session, with_vectors=True)
         items = [
-            i for i in items
-            if (not f.kinds or any(k.value == i["kind"] for k in f.kinds))
-            and (not f.user_id or i["user_id"] == f.user_id)
-            and set(f.tags) <= set(i["tags"])
+            i for i in contents.items
+            if i.id in contents.vectors
+            and (not f.kinds or i.kind in f.kinds)
+            and (not f.user_id or i.user_id == f.user_id)
+            and set(f.tags) <= set(i.tags)
         ]
         if not items:
             return []
-        vectors = np.stack([np.frombuffer(contents.vectors[i["id"]], dtype=np.float32) for i in items])
+        vectors = np.stack([contents.vectors[i.id] for i in items])
         similarities = vectors @ query_vector
         order = np.argsort(-similarities)[:limit]
         return [Scored(item_to_record(items[i]), float(similarities[i])) for i in order]

@@ -2,32 +2,24 @@
 working-layer items in Redis."""
 from __future__ import annotations
 
-import logging
 from dataclasses import replace
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..core.caller import Caller, caller_to_json
 from ..core.errors import Code, MemplaneError, invalid, request_id_reused
-from ..core.model import KIND_LAYER, Kind, Layer, MemoryDraft, MemoryRecord, Scope, Status
-from ..core.timezones import parse_time_zone
+from ..core.model import KIND_LAYER, Layer, MemoryDraft, MemoryRecord, Scope, Status
 from ..core.tokens import keyword_tokens
 from ..core.requests import RequestKey
 from ..core.validation import (
     check_confidence, check_content, check_free_id, check_identifier, check_metadata, check_tags, check_text,
     check_time, check_ttl,
 )
+from ..core.working import WorkingItem, item_to_record, new_item
 from ..stores.postgres.memory_writes import QuotaExceeded, RequestReused, Stored, StoredDraft
 from ..stores.redis.working import WorkingSession
 from .deps import Deps
-from .operations import OperationView
-
-if TYPE_CHECKING:
-    from .extract import ExtractService
-
-log = logging.getLogger(__name__)
 
 
 class WriteService:
@@ -136,46 +128,16 @@ class WriteService:
     async def _write_working(
         self, caller: Caller, items: list[tuple[int, MemoryDraft]], vectors: np.ndarray, now: datetime
     ) -> list[MemoryRecord]:
-        from .working import item_to_record, new_item, vector_bytes
-
-        by_session: dict[str, list[dict]] = {}
-        records = []
+        made: list[WorkingItem] = []
+        by_session: dict[str, list[tuple[WorkingItem, np.ndarray]]] = {}
         for i, d in items:
-            ttl = d.ttl_seconds or self.deps.settings.working_ttl_seconds
-            item = new_item(caller, d, now, ttl)
-            by_session.setdefault(d.session_id or "", []).append((item, vector_bytes(vectors[i])))
-            records.append(item_to_record(item))
+            item = new_item(caller, d, now, d.ttl_seconds or self.deps.settings.working_ttl_seconds)
+            made.append(item)
+            by_session.setdefault(item.session_id, []).append((item, vectors[i]))
+        # The answer gives the items as they read back later, times at the precision stored.
+        stored: dict[str, WorkingItem] = {}
         for session_id, session_items in by_session.items():
-            await self.deps.working.append(
-                WorkingSession(caller.require_tenant(), caller.agent_id, session_id), session_items,
-                expire_at=max(it["expire_at"] for it, _ in session_items), caller=caller_to_json(caller),
-            )
-        return records
-
-
-    async def write_with_infer(
-        self, caller: Caller, drafts: list[MemoryDraft], infer: str | None, extractor: ExtractService,
-        time_zone: str | None = None, request: RequestKey | None = None,
-    ) -> tuple[list[MemoryRecord], list[MemoryRecord], OperationView | None]:
-        """Stores the raw input first; extraction (if asked) runs after, so an LLM failure loses nothing.
-
-        Returns the stored input, the memories extraction produced (sync only) and, when extraction
-        runs in the background or failed and will be retried, its operation.
-        """
-        parse_time_zone(time_zone)  # refuse a bad zone before anything is stored
-        if infer is None:
-            return await self.write(caller, drafts, request), [], None
-        if self.deps.llm is None:
-            raise MemplaneError(Code.FAILED_PRECONDITION, "LLM_NOT_CONFIGURED", "set MEMPLANE_LLM_MODEL to use infer")
-        if not any(d.kind is Kind.TURN for d in drafts):
-            raise invalid("TURNS_REQUIRED", "infer extracts from turns: write at least one memory of kind TURN")
-        if any(d.layer is Layer.WORKING for d in drafts):
-            raise invalid("INFER_NOT_FOR_WORKING", "infer applies to persistent turns, not working memory")
-        records = await self.write(caller, drafts, request)
-        turn_ids = [str(r.id) for r in records if r.kind is Kind.TURN]
-        if infer == "sync":
-            try:
-                return records, (await extractor.run(caller, turn_ids, time_zone)).memories, None
-            except Exception as exc:  # the model failed: keep the write, leave a retriable job
-                log.warning("synchronous extraction failed, queued for retry: %s", exc)
-        return records, [], await extractor.enqueue(caller, turn_ids, time_zone)
+            session = WorkingSession(caller.require_tenant(), caller.agent_id, session_id)
+            for item in await self.deps.working.append(session, session_items, caller=caller_to_json(caller)):
+                stored[item.id] = item
+        return [item_to_record(stored[item.id]) for item in made]

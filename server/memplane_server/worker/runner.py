@@ -11,6 +11,7 @@ from ..core.caller import caller_from_json
 from ..services.extract import ExtractService
 from ..core.reflection import input_from_json
 from ..services.reflect import ReflectService
+from ..services.write import WriteService
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +22,7 @@ class JobRunner:
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
         self.reflect = ReflectService(deps)
-        self.extract = ExtractService(deps)
+        self.extract = ExtractService(deps, WriteService(deps))
         self._stopping = asyncio.Event()
         self._failures = OncePerCause(log)
 
@@ -54,24 +55,24 @@ class JobRunner:
         if job is None:
             return False
         try:
-            caller = caller_from_json(job["caller"])
-            if job["type"] == "reflect":
-                outcome = await self.reflect.run(caller, input_from_json(job["payload"]))
-                result = {"memory_ids": [str(m.id) for m in outcome.memories], "summary": outcome.summary}
-            elif job["type"] == "extract":
-                extracted = await self.extract.run(caller, job["payload"]["turn_ids"], job["payload"].get("time_zone"))
-                result = {"memory_ids": [str(m.id) for m in extracted.memories],
-                          "summary": f"{len(extracted.memories)} facts added or updated, {len(extracted.deleted)} deleted"}
+            caller = caller_from_json(job.caller)
+            if job.type == "reflect":
+                outcome = await self.reflect.run(caller, input_from_json(job.payload))
+                memories, summary = outcome.memories, outcome.summary
+            elif job.type == "extract":
+                extracted = await self.extract.run(caller, job.payload["turn_ids"], job.payload.get("time_zone"))
+                memories = extracted.memories
+                summary = f"{len(extracted.memories)} facts added or updated, {len(extracted.deleted)} deleted"
             else:
-                raise MemplaneError(Code.INTERNAL, "UNKNOWN_JOB_TYPE", f"unknown job type {job['type']}")
-            if await self.deps.jobs.is_cancelled(job["id"]):
+                raise MemplaneError(Code.INTERNAL, "UNKNOWN_JOB_TYPE", f"unknown job type {job.type}")
+            if await self.deps.jobs.is_cancelled(job.id):
                 return True
-            await self.deps.jobs.succeed(job["id"], result)
+            await self.deps.jobs.succeed(job.id, [str(m.id) for m in memories], summary)
         except Exception as exc:
             reason = exc.reason if isinstance(exc, MemplaneError) else type(exc).__name__.upper()
-            last = job["attempts"] >= self.deps.settings.job_max_attempts
-            delay = None if last else min(60.0, 2.0 ** job["attempts"])
-            log.warning("job %s attempt %s failed: %s", job["id"], job["attempts"], exc)
-            await self.deps.jobs.fail(job["id"], reason, str(exc), retry_in_seconds=delay)
+            last = job.attempts >= self.deps.settings.job_max_attempts
+            delay = None if last else min(60.0, 2.0 ** job.attempts)
+            log.warning("job %s attempt %s failed: %s", job.id, job.attempts, exc)
+            await self.deps.jobs.fail(job.id, reason, str(exc), retry_in_seconds=delay)
         return True
 

@@ -2,12 +2,26 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 import asyncpg
 
 from ...core.caller import Caller
+from ...core.operations import Job, Operation
 from .session import caller_session
+
+
+def _operation(row: asyncpg.Record) -> Operation:
+    result = row["result"] or {}
+    return Operation(
+        id=row["id"], type=row["type"], state=row["state"], attempts=row["attempts"],
+        error_reason=row["error_reason"], error_message=row["error_message"], created_at=row["created_at"],
+        updated_at=row["updated_at"], result_memory_ids=tuple(result.get("memory_ids", [])),
+        result_summary=result.get("summary", ""),
+    )
+
+
+def _job(row: asyncpg.Record) -> Job:
+    return Job(id=row["id"], type=row["type"], payload=row["payload"], caller=row["caller"], attempts=row["attempts"])
 
 
 class JobStore:
@@ -17,17 +31,17 @@ class JobStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
 
-    async def enqueue(self, caller: Caller, job_type: str, payload: dict, caller_json: dict) -> asyncpg.Record:
+    async def enqueue(self, caller: Caller, job_type: str, payload: dict, caller_json: dict) -> Operation:
         async with caller_session(self.pool, caller) as conn:
-            return await conn.fetchrow(
+            return _operation(await conn.fetchrow(
                 "INSERT INTO jobs (tenant_id, id, type, state, payload, caller) VALUES ($1, $2, $3, 'pending', $4, $5)"
                 " RETURNING *",
                 caller.tenant_id, uuid.uuid4(), job_type, payload, caller_json,
-            )
+            ))
 
-    async def claim(self) -> asyncpg.Record | None:
+    async def claim(self) -> Job | None:
         """Takes the oldest ready job; a crashed worker's job becomes ready again after its lease."""
-        return await self.pool.fetchrow(
+        row = await self.pool.fetchrow(
             """
             UPDATE jobs SET state = 'running', attempts = attempts + 1, updated_at = now(),
                 run_after = now() + interval '10 minutes'
@@ -38,12 +52,13 @@ class JobStore:
             RETURNING *
             """
         )
+        return _job(row) if row else None
 
-    async def succeed(self, job_id: uuid.UUID, result: dict[str, Any]) -> None:
+    async def succeed(self, job_id: uuid.UUID, memory_ids: list[str], summary: str) -> None:
         await self.pool.execute(
             "UPDATE jobs SET state = 'succeeded', result = $2, updated_at = now(), error_reason = '', error_message = ''"
             " WHERE id = $1 AND state = 'running'",
-            job_id, result,
+            job_id, {"memory_ids": memory_ids, "summary": summary},
         )
 
     async def fail(self, job_id: uuid.UUID, reason: str, message: str, *, retry_in_seconds: float | None) -> None:
@@ -55,32 +70,32 @@ class JobStore:
             job_id, reason, message[:2000], retry_in_seconds,
         )
 
-    async def get(self, caller: Caller, job_id: uuid.UUID) -> asyncpg.Record | None:
+    async def get(self, caller: Caller, job_id: uuid.UUID) -> Operation | None:
         async with caller_session(self.pool, caller) as conn:
-            return await conn.fetchrow("SELECT * FROM jobs WHERE tenant_id = $1 AND id = $2", caller.tenant_id, job_id)
+            row = await conn.fetchrow("SELECT * FROM jobs WHERE tenant_id = $1 AND id = $2", caller.tenant_id, job_id)
+        return _operation(row) if row else None
 
-    async def list(
-        self, caller: Caller, state: str | None, after: tuple | None, limit: int
-    ) -> list[asyncpg.Record]:
+    async def list(self, caller: Caller, state: str | None, after: tuple | None, limit: int) -> list[Operation]:
         async with caller_session(self.pool, caller) as conn:
-            return await conn.fetch(
+            rows = await conn.fetch(
                 "SELECT * FROM jobs WHERE tenant_id = $1 AND ($2::text IS NULL OR state = $2)"
                 " AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4::uuid))"
                 " ORDER BY created_at DESC, id DESC LIMIT $5",
                 caller.tenant_id, state, after[0] if after else None, after[1] if after else None, limit,
             )
+        return [_operation(r) for r in rows]
 
-    async def cancel(self, caller: Caller, job_id: uuid.UUID) -> asyncpg.Record | None:
-        """Cancels an unfinished job; returns the row either way (None when not the tenant's)."""
+    async def cancel(self, caller: Caller, job_id: uuid.UUID) -> Operation | None:
+        """Cancels an unfinished job; returns it either way (None when not the tenant's)."""
         async with caller_session(self.pool, caller) as conn:
             row = await conn.fetchrow(
                 "UPDATE jobs SET state = 'cancelled', updated_at = now()"
                 " WHERE tenant_id = $1 AND id = $2 AND state IN ('pending', 'running') RETURNING *",
                 caller.tenant_id, job_id,
-            )
-            return row or await conn.fetchrow(
+            ) or await conn.fetchrow(
                 "SELECT * FROM jobs WHERE tenant_id = $1 AND id = $2", caller.tenant_id, job_id
             )
+        return _operation(row) if row else None
 
     async def is_cancelled(self, job_id: uuid.UUID) -> bool:
         return await self.pool.fetchval("SELECT state = 'cancelled' FROM jobs WHERE id = $1", job_id) or False

@@ -12,7 +12,9 @@ import asyncpg
 import numpy as np
 
 from ...core.caller import Caller
-from ...core.model import UPDATABLE_FIELDS, HistoryEntry, MemoryFilter, MemoryRecord, Scored, Status
+from ...core.model import (
+    UPDATABLE_FIELDS, HistoryEntry, Kind, Layer, MemoryFilter, MemoryRecord, MemoryStats, Scope, Scored, Status,
+)
 from ...core.time_expressions import TimeRange
 from .contexts import WINDOW_KINDS, mark_sessions
 from ...core.requests import RequestKey
@@ -321,7 +323,7 @@ class MemoryStore:
             for r in rows
         ]
 
-    async def stats(self, caller: Caller, f: MemoryFilter) -> dict[str, Any]:
+    async def stats(self, caller: Caller, f: MemoryFilter) -> MemoryStats:
         p = Params()
         where = " AND ".join([visibility(caller, p), *filter_clauses(f, p)])
         async with self.session(caller) as conn:
@@ -330,15 +332,20 @@ class MemoryStore:
                 f" FROM memories m WHERE {where} GROUP BY m.scope, m.layer, m.kind, m.status",
                 *p.values,
             )
-        out: dict[str, Any] = {"total": 0, "scope": {}, "layer": {}, "kind": {}, "status": {}, "newest": None}
+        by_scope: dict[Scope, int] = {}
+        by_layer: dict[Layer, int] = {}
+        by_kind: dict[Kind, int] = {}
+        by_status: dict[Status, int] = {}
+        newest: datetime | None = None
         for r in rows:
-            out["total"] += r["n"]
-            for key in ("scope", "layer", "kind", "status"):
-                out[key][r[key]] = out[key].get(r[key], 0) + r["n"]
-            newest = aware(r["newest"])
-            if out["newest"] is None or newest > out["newest"]:
-                out["newest"] = newest
-        return out
+            for counts, value in ((by_scope, Scope(r["scope"])), (by_layer, Layer(r["layer"])),
+                                  (by_kind, Kind(r["kind"])), (by_status, Status(r["status"]))):
+                counts[value] = counts.get(value, 0) + r["n"]
+            group_newest = aware(r["newest"])
+            if newest is None or group_newest > newest:
+                newest = group_newest
+        return MemoryStats(total=sum(r["n"] for r in rows), by_scope=by_scope, by_layer=by_layer, by_kind=by_kind,
+                           by_status=by_status, newest=newest)
 
     async def embeddings_of(self, caller: Caller, f: MemoryFilter) -> list[tuple[MemoryRecord, np.ndarray]]:
         """Visible memories matching f with their vectors, oldest first (for reflection)."""

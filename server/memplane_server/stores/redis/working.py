@@ -7,11 +7,22 @@ expired session held before Redis drops it.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
+import numpy as np
 import redis.asyncio as redis
+
+from ...core.model import Kind
+from ...core.validation import EARLIEST_TIME, LATEST_TIME
+from ...core.working import SessionContents, WorkingItem
+from ...logs import OncePerCause, cause_of
+
+log = logging.getLogger(__name__)
+_unreadable = OncePerCause(log)
 
 _NO_AGENT = "-"
 EXPIRY_INDEX = "mp:wm:expiry"
@@ -67,13 +78,51 @@ class WorkingSession:
         return cls(tenant_id, agent_id, session_id)
 
 
-@dataclass(frozen=True)
-class SessionContents:
-    state: dict[str, str]
-    items: list[dict[str, Any]]  # live items, newest first
-    expires_at: float | None  # Unix time; None when the session does not exist or has expired
-    caller: dict[str, Any] | None
-    vectors: dict[str, bytes]  # item id -> float32 vector bytes, when asked for
+def _time(v: float | None) -> datetime | None:
+    """Unix time from Redis back to a datetime in the storable range. Total: an item stored before
+    TTLs were bounded may expire past year 9999, and a float near either end of the range reads
+    back a little outside it (9999-12-30T23:59:59.999999 as 9999-12-31), which promotion would refuse."""
+    if v is None:
+        return None
+    try:
+        moment = datetime.fromtimestamp(v, timezone.utc)
+    except (ValueError, OverflowError, OSError):
+        return LATEST_TIME if v > 0 else EARLIEST_TIME
+    return min(max(moment, EARLIEST_TIME), LATEST_TIME)
+
+
+def item_to_json(item: WorkingItem) -> dict[str, Any]:
+    """An item as stored: times as Unix seconds, so the append script and reads compare numbers."""
+    return {
+        "id": item.id, "tenant_id": item.tenant_id, "agent_id": item.agent_id, "session_id": item.session_id,
+        "user_id": item.user_id, "kind": item.kind.value, "content": item.content, "context": item.context,
+        "state_key": item.state_key, "tags": list(item.tags), "metadata": item.metadata,
+        "confidence": item.confidence, "source_type": item.source_type, "source_id": item.source_id,
+        "occurred_at": item.occurred_at.timestamp(), "created_at": item.created_at.timestamp(),
+        "expire_at": item.expire_at.timestamp(),
+    }
+
+
+def item_from_json(d: dict[str, Any]) -> WorkingItem:
+    return WorkingItem(
+        id=d["id"], tenant_id=d["tenant_id"], agent_id=d["agent_id"], session_id=d["session_id"],
+        user_id=d["user_id"], kind=Kind(d["kind"]), content=d["content"], context=d["context"],
+        state_key=d["state_key"], tags=tuple(d["tags"]), metadata=dict(d["metadata"]),
+        confidence=float(d["confidence"]), source_type=d["source_type"], source_id=d["source_id"],
+        occurred_at=_time(d["occurred_at"]), created_at=_time(d["created_at"]), expire_at=_time(d["expire_at"]),
+    )
+
+
+def items_from_json(stored: list[dict[str, Any]]) -> list[WorkingItem]:
+    """Total, like reading memories: an item no rule foresaw is logged and left out, so it cannot
+    fail every read of its session."""
+    items = []
+    for d in stored:
+        try:
+            items.append(item_from_json(d))
+        except (KeyError, ValueError, TypeError) as exc:
+            _unreadable.log(cause_of(exc), "a working item does not read as one; left out", level=logging.WARNING)
+    return items
 
 
 class WorkingStore:
@@ -83,17 +132,21 @@ class WorkingStore:
         self._append = client.register_script(_APPEND)
 
     async def append(
-        self, session: WorkingSession, items: list[tuple[dict[str, Any], bytes]], expire_at: float,
-        caller: dict[str, Any],
-    ) -> None:
-        """Adds items with their vectors (newest first) and state keys; extends the session to
-        expire_at if later. The vectors live apart from the items so reads need not carry them."""
+        self, session: WorkingSession, items: list[tuple[WorkingItem, np.ndarray]], caller: dict[str, Any],
+    ) -> list[WorkingItem]:
+        """Adds items with their vectors (newest first) and state keys; extends the session to the
+        latest item expiry if later. The vectors live apart from the items so reads need not carry
+        them. Returns the items as a read gives them back (times at the precision stored)."""
+        stored = [item_to_json(item) for item, _ in items]
+        expire_at = max(d["expire_at"] for d in stored)
         args: list[Any] = [int(expire_at) + 1, GRACE_SECONDS, session.member, json.dumps(caller), self.max_items]
-        for item, vector in items:
-            args += [json.dumps(item, ensure_ascii=False), item["id"], item.get("state_key") or "", item["content"],
-                     vector]
+        for d, (item, vector) in zip(stored, items):
+            # Stored beside the item so Search can rank working items without re-embedding them.
+            vector_bytes = np.asarray(vector, dtype=np.float32).tobytes()
+            args += [json.dumps(d, ensure_ascii=False), item.id, item.state_key or "", item.content, vector_bytes]
         keys = [session.key(part) for part in ("items", "state", "meta", "vectors")] + [EXPIRY_INDEX]
         await self._append(keys=keys, args=args)
+        return [item_from_json(d) for d in stored]
 
     async def read(
         self, session: WorkingSession, *, include_expired: bool = False, with_vectors: bool = False
@@ -112,8 +165,8 @@ class WorkingStore:
             return SessionContents({}, [], None, caller, {})
         items = [i for i in (json.loads(raw) for raw in items_raw) if include_expired or i["expire_at"] > now]
         state = {k.decode(): v.decode() for k, v in state_raw.items()}
-        by_id = {k.decode(): v for k, v in vectors[0].items()} if vectors else {}
-        return SessionContents(state, items, expires, caller, by_id)
+        by_id = {k.decode(): np.frombuffer(v, dtype=np.float32) for k, v in vectors[0].items()} if vectors else {}
+        return SessionContents(state, items_from_json(items), _time(expires), caller, by_id)
 
     async def delete(self, session: WorkingSession) -> None:
         async with self.client.pipeline(transaction=True) as pipe:

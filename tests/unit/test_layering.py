@@ -1,0 +1,103 @@
+"""The server's layers point one way (DESIGN §7): api -> services -> core, services -> stores and
+llm; nothing imports api but the composition root; and no module imports itself back through a
+cycle, also not through an import inside a function."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import memplane_server
+
+PACKAGE = Path(memplane_server.__file__).parent
+ROOT = "memplane_server"
+
+# What each part may import from the server package (besides itself).
+ALLOWED = {
+    "core": set(),
+    "logs": set(),
+    "settings": set(),
+    "telemetry": set(),
+    "embedded": {"logs"},
+    "llm": {"core", "logs"},
+    "stores": {"core", "logs"},
+    "services": {"core", "stores", "llm", "logs", "settings"},
+    "worker": {"core", "services", "logs", "settings"},
+    "api": {"core", "services", "logs", "settings"},
+    # The composition root and the command line put everything together.
+    "runtime": {"*"},
+    "cli": {"*"},
+    "__init__": set(),
+}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path: Path) -> set[str]:
+    """Every server module the file imports, at the top or inside functions."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith(ROOT))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.startswith(ROOT):
+                found.add(target)
+                # `from .x import y` may name a module y of package x.
+                found.update(f"{target}.{a.name}" for a in node.names)
+    return found
+
+
+MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+GRAPH = {name: {m for m in imports_of(path) if m in MODULES and m != name} for name, path in MODULES.items()}
+
+
+def part_of(name: str) -> str:
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_imports_follow_the_layers(name):
+    allowed = ALLOWED[part_of(name)]
+    if "*" in allowed:
+        return
+    # The package itself holds only the version, which anything may read.
+    wrong = sorted(m for m in GRAPH[name] if part_of(m) not in (part_of(name), "__init__", *allowed))
+    assert not wrong, f"{name} imports {wrong}: {part_of(name)} may import only {sorted(allowed)}"
+
+
+def test_no_import_cycles():
+    state: dict[str, int] = {}  # 1 visiting, 2 done
+    stack: list[str] = []
+
+    def visit(name: str) -> None:
+        state[name] = 1
+        stack.append(name)
+        for dep in sorted(GRAPH[name]):
+            if state.get(dep) == 1:
+                cycle = stack[stack.index(dep):] + [dep]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if dep not in state:
+                visit(dep)
+        stack.pop()
+        state[name] = 2
+
+    for name in sorted(GRAPH):
+        if name not in state:
+            visit(name)
+
+
+def test_the_rules_see_every_part():
+    assert {part_of(n) for n in MODULES} <= set(ALLOWED)
