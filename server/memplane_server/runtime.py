@@ -10,23 +10,29 @@ import asyncpg
 import redis.asyncio as redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
-from grpc_health.v1 import health
 
 from .api.drain import Drain
-from .api.server import build_server, set_serving
+from .api.server import build_server, set_serving, watch_database
 from .embedded import EmbeddedPostgres, EmbeddedRedis
 from .embedded._process import write_private_file
 from .embedded.guardian import Guardian
 from .embedded.supervisor import Supervisor
-from .llm.embedders import create_embedder
 from .llm.chat import ChatModel
-from .logs import OncePerCause, cause_of
+from .llm.embedders import create_embedder
 from .services.admin import AdminService
+from .services.auth import Authenticator
 from .services.availability import Availability
 from .services.context import ContextService
 from .services.deps import Deps
+from .services.extract import ExtractService
+from .services.forget import ForgetService
 from .services.idempotency import Idempotency
+from .services.memories import MemoriesService
+from .services.operations import OperationsService
 from .services.rate_limits import RateLimits
+from .services.reflect import ReflectService
+from .services.registry import Services
+from .services.search import SearchService
 from .services.working import WorkingService
 from .services.write import WriteService
 from .settings import Settings
@@ -41,12 +47,12 @@ from .stores.redis.idempotency import IdempotencyStore
 from .stores.redis.rate_limit import RateLimiter
 from .stores.redis.working import WorkingStore
 from .telemetry import setup_telemetry
-from .worker.runner import IDLE_POLL_SECONDS, JobRunner
+from .worker.loops import build_turn_windows, sweep_expired
+from .worker.runner import JobRunner
 
 log = logging.getLogger(__name__)
 REDIS_TIMEOUT_SECONDS = 2.0
 POOL_CLOSE_SECONDS = 1.0
-HEALTH_PROBE_SECONDS = 1.0
 # After the grace time, how long gRPC gets to cancel the calls still running.
 SERVER_STOP_SECONDS = 0.5
 
@@ -116,7 +122,6 @@ class Runtime:
     pool: asyncpg.Pool | None = None
     redis_client: redis.Redis | None = None
     deps: Deps | None = None
-    bootstrap_secrets: tuple[str, str] | None = None
 
     async def open(self) -> Deps:
         s = self.settings
@@ -145,14 +150,12 @@ class Runtime:
             ChatModel(s.llm_model, api_base=s.llm_api_base, api_key=s.llm_api_key, timeout=s.llm_timeout_seconds)
             if s.llm_model else None
         )
-        tenancy = TenancyStore(self.pool)
         self.deps = Deps(
-            settings=s, memories=MemoryStore(self.pool, default_max_memories=s.max_memories_per_tenant), tenancy=tenancy, jobs=JobStore(self.pool),
+            settings=s, memories=MemoryStore(self.pool, default_max_memories=s.max_memories_per_tenant),
+            tenancy=TenancyStore(self.pool), jobs=JobStore(self.pool),
             contexts=ContextStore(self.pool),
             working=WorkingStore(self.redis_client, s.working_max_items), embedder=embedder, llm=model,
         )
-        if s.bootstrap_tenant:
-            self.bootstrap_secrets = await AdminService(tenancy).bootstrap(s.bootstrap_tenant)
         return self.deps
 
     async def close(self) -> None:
@@ -167,45 +170,27 @@ class Runtime:
                 self.pool.terminate()
 
 
-async def sweep_expired(deps: Deps, runner: JobRunner) -> None:
-    """Until the runner is told to stop: promotes expired working-memory sessions and forgets
-    recorded write requests older than the idempotency window."""
-    working = WorkingService(deps, WriteService(deps))
-    failures = OncePerCause(log)
-    while not runner.stopping:
-        try:
-            await working.promote_expired()
-            await deps.memories.prune_write_requests(deps.settings.idempotency_ttl_seconds)
-        except Exception as exc:  # Redis or PostgreSQL hiccups: try again next round
-            failures.log(cause_of(exc), "sweep of expired sessions and requests failed")
-        await runner.wait(deps.settings.working_sweep_seconds)
-
-
-async def build_turn_windows(deps: Deps, runner: JobRunner) -> None:
-    """Builds windows of marked sessions until the runner is told to stop."""
-    windows = ContextService(deps, quiet_seconds=deps.settings.context_quiet_seconds)
-    failures = OncePerCause(log)
-    while not runner.stopping:
-        try:
-            built = await windows.refresh_next()
-        except Exception as exc:  # a lost connection or a failed embedding: the lease runs out, the session comes back
-            failures.log(cause_of(exc), "building turn windows failed")
-            built = False
-        if not built:
-            await runner.wait(IDLE_POLL_SECONDS)
-
-
-async def watch_database(availability: Availability, health: health.aio.HealthServicer, drain: Drain) -> None:
-    """Health follows the database: NOT_SERVING while it does not answer, SERVING once it does."""
-    serving = True
-    while not drain.draining:
-        answers = await availability.database_answers()
-        if answers != serving and not drain.draining:
-            serving = answers
-            log.warning("database %s: health %s", "back" if serving else "unreachable",
-                        "SERVING" if serving else "NOT_SERVING")
-            await set_serving(health, serving)
-        await asyncio.sleep(HEALTH_PROBE_SECONDS)
+def build_services(deps: Deps, runtime: Runtime) -> Services:
+    """Every use case, once; those that write through another get that one."""
+    s = deps.settings
+    writes = WriteService(deps)
+    return Services(
+        writes=writes,
+        extractions=ExtractService(deps, writes),
+        searches=SearchService(deps),
+        reflections=ReflectService(deps, writes),
+        forgets=ForgetService(deps),
+        memories=MemoriesService(deps),
+        working=WorkingService(deps, writes),
+        operations=OperationsService(deps),
+        contexts=ContextService(deps, quiet_seconds=s.context_quiet_seconds),
+        admin=AdminService(deps.tenancy),
+        auth=Authenticator(deps.tenancy),
+        idempotency=Idempotency(IdempotencyStore(runtime.redis_client, s.idempotency_ttl_seconds)),
+        rate_limits=RateLimits(RateLimiter(runtime.redis_client, per_second=s.rate_limit_per_second,
+                                           burst=s.rate_limit_burst)),
+        availability=Availability(database_ping(runtime.pool)),
+    )
 
 
 async def serve(settings: Settings, database_url: str, redis_url: str, *, ready: asyncio.Event | None = None) -> None:
@@ -215,32 +200,27 @@ async def serve(settings: Settings, database_url: str, redis_url: str, *, ready:
     setup_telemetry(settings.telemetry_exporter)
     runtime = Runtime(settings, database_url, redis_url)
     deps = await runtime.open()
+    services = build_services(deps, runtime)
+    bootstrap = await services.admin.bootstrap(settings.bootstrap_tenant) if settings.bootstrap_tenant else None
     drain = Drain()
-    availability = Availability(database_ping(runtime.pool))
-    server, health_servicer = build_server(
-        deps,
-        Idempotency(IdempotencyStore(runtime.redis_client, settings.idempotency_ttl_seconds)),
-        RateLimits(RateLimiter(runtime.redis_client, per_second=settings.rate_limit_per_second,
-                               burst=settings.rate_limit_burst)),
-        availability,
-        drain,
-    )
+    server, health_servicer = build_server(services, drain)
     port = server.add_insecure_port(settings.listen)
     if port == 0:
         raise SystemExit(f"cannot listen on {settings.listen}")
-    runners = [JobRunner(deps) for _ in range(settings.workers)]
+    runners = [JobRunner(deps, services.reflections, services.extractions) for _ in range(settings.workers)]
     tasks = [asyncio.create_task(r.run_forever()) for r in runners]
     if settings.workers:
-        tasks.append(asyncio.create_task(sweep_expired(deps, runners[0])))
+        tasks.append(asyncio.create_task(
+            sweep_expired(services.working, services.writes, settings.working_sweep_seconds, runners[0])))
     if settings.workers and settings.context_window:
-        tasks.append(asyncio.create_task(build_turn_windows(deps, runners[0])))
+        tasks.append(asyncio.create_task(build_turn_windows(services.contexts, runners[0])))
     await server.start()
     await set_serving(health_servicer, True)
-    tasks.append(asyncio.create_task(watch_database(availability, health_servicer, drain)))
+    tasks.append(asyncio.create_task(watch_database(services.availability, health_servicer, drain)))
     host = settings.listen.rsplit(":", 1)[0]
     print(f"memplane listening on {host}:{port}", flush=True)
-    if runtime.bootstrap_secrets:
-        platform_secret, tenant_secret = runtime.bootstrap_secrets
+    if bootstrap:
+        platform_secret, tenant_secret = bootstrap
         print(
             f"created tenant '{settings.bootstrap_tenant}'. These keys are shown once; store them now:\n"
             f"  tenant admin key:   {tenant_secret}\n  platform admin key: {platform_secret}",

@@ -16,7 +16,7 @@ from memplane_server.services.extract import ExtractService
 from memplane_server.services.memories import MemoriesService
 from memplane_server.services.search import SearchQuery, SearchService
 from memplane_server.services.write import WriteService
-from memplane_server.worker.runner import JobRunner
+from tests.support.services import job_runner
 from tests.support.fake_llm import Reply
 from tests.support.jobs import run_jobs_until
 
@@ -122,7 +122,7 @@ async def test_a_failed_extraction_keeps_the_turn_and_leaves_a_job_that_retries(
     assert (await MemoriesService(llm_deps).get(world.writer, str(records[0].id))).content == "I live in Rome"
     fake_llm.replies.clear()
     fake_llm.script(answer("ADD", "Rome"))
-    done = await run_jobs_until(JobRunner(llm_deps), llm_deps, world.writer, op.id, lambda v: v.state == "succeeded")
+    done = await run_jobs_until(job_runner(llm_deps), llm_deps, world.writer, op.id, lambda v: v.state == "succeeded")
     assert len(done.result_memory_ids) == 1
 
 

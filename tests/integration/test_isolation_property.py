@@ -57,12 +57,12 @@ from memplane_server.services.forget import ForgetService
 from memplane_server.services.memories import MemoriesService
 from memplane_server.services.operations import OperationsService
 from memplane_server.core.reflection import ReflectInput, Task
-from memplane_server.services.reflect import ReflectService
 from memplane_server.services.context import ContextService
 from memplane_server.services.search import SearchQuery, SearchService
 from memplane_server.services.working import WorkingService
 from memplane_server.services.write import WriteService
 from memplane_server.stores.redis.working import WorkingSession
+from tests.support.services import reflect_service
 from tests.integration.conftest import PLATFORM
 
 # CI budget: at least MIN_CALLS service calls in well under 90 s on 2 cores. A longer soak:
@@ -685,7 +685,7 @@ class IsolationMachine(RuleBasedStateMachine):
             self.register(c, records, drafts)
         # One pending operation per tenant, for others to poke at.
         for t in self.tenants:
-            op = await ReflectService(deps).reflect(
+            op = await reflect_service(deps).reflect(
                 self.direct[(t, "writer")], ReflectInput(task=Task(task_id="job", request="tidy up"), mode="async")
             )
             STATS["calls"] += 1
@@ -1090,7 +1090,7 @@ class IsolationMachine(RuleBasedStateMachine):
             return
         summary_draft = MemoryDraft(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.SUMMARY,
                                     content="summary", session_id=session, source_type="session", source_id=session)
-        service, request = ReflectService(self.deps), ReflectInput(session_id=session, mode="sync")
+        service, request = reflect_service(self.deps), ReflectInput(session_id=session, mode="sync")
         outcome, err = await self.mutate(
             "Reflect(session)" if not direct else "ReflectService.run(session)", c,
             service.run(c, request) if direct else service.reflect(c, request),
@@ -1111,7 +1111,7 @@ class IsolationMachine(RuleBasedStateMachine):
             return
         op, err = await self.mutate(
             "Reflect(task)", c,
-            ReflectService(self.deps).reflect(c, ReflectInput(task=Task(task_id="t1", request="ship it"), mode="async")),
+            reflect_service(self.deps).reflect(c, ReflectInput(task=Task(task_id="t1", request="ship it"), mode="async")),
         )
         if c.role not in WRITING_ROLES:
             self.check_error("Reflect(task)", c, err, {Code.PERMISSION_DENIED})

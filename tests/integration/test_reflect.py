@@ -13,9 +13,8 @@ from memplane_server.llm.chat import ChatModel
 from memplane_server.services.memories import MemoriesService
 from memplane_server.core.reflection import ReflectInput, Task, TaskStep
 from memplane_server.services.operations import OperationsService
-from memplane_server.services.reflect import ReflectService
 from memplane_server.services.write import WriteService
-from memplane_server.worker.runner import JobRunner
+from tests.support.services import reflect_service, job_runner
 from tests.support.fake_llm import Reply
 from tests.support.jobs import run_jobs_until
 
@@ -48,7 +47,7 @@ async def test_session_reflection_merges_near_duplicates_newest_wins(deps, make_
     [old] = await write.write(world.writer, [draft("The user moved to Shanghai, China", kind=Kind.EVENT)])
     [new] = await write.write(world.writer, [draft("The user moved to Shanghai, China.", kind=Kind.EVENT)])
     [other] = await write.write(world.writer, [draft("The user adopted two cats", kind=Kind.EVENT)])
-    outcome = await ReflectService(deps).run(world.writer, ReflectInput(session_id="s1"))
+    outcome = await reflect_service(deps).run(world.writer, ReflectInput(session_id="s1"))
     assert outcome.merged_count == 1 and not outcome.used_llm
     assert (await MemoriesService(deps).get(world.writer, str(old.id))).status is Status.SUPERSEDED
     assert (await MemoriesService(deps).get(world.writer, str(new.id))).status is Status.ACTIVE
@@ -61,7 +60,7 @@ async def test_session_reflection_summarises_current_facts(deps, make_tenant):
         draft("Lives in Shanghai", entity="user", attribute="city", value="Shanghai"),
         draft("Likes green tea", kind=Kind.PREFERENCE),
     ])
-    outcome = await ReflectService(deps).run(world.writer, ReflectInput(session_id="s1"))
+    outcome = await reflect_service(deps).run(world.writer, ReflectInput(session_id="s1"))
     assert "user.city = Shanghai" in outcome.summary and "preference: Likes green tea" in outcome.summary
     assert [m.kind for m in outcome.memories] == [Kind.SUMMARY]
 
@@ -71,7 +70,7 @@ async def test_task_reflection_with_an_llm_stores_typed_memories(llm_deps, fake_
     fake_llm.script(Reply(GOOD))
     task = Task("t1", "Deploy the API", (TaskStep("helm upgrade", "CrashLoopBackOff: missing column"),), "failure",
                 "you forgot the migrations")
-    outcome = await ReflectService(llm_deps).run(world.writer, ReflectInput(task=task))
+    outcome = await reflect_service(llm_deps).run(world.writer, ReflectInput(task=task))
     assert outcome.used_llm
     assert [(m.kind, m.status) for m in outcome.memories] == [
         (Kind.LESSON, Status.ACTIVE), (Kind.PREFERENCE, Status.PENDING), (Kind.SUMMARY, Status.ACTIVE)]
@@ -83,17 +82,17 @@ async def test_task_reflection_with_an_llm_stores_typed_memories(llm_deps, fake_
 async def test_malformed_model_output_is_retried_once(llm_deps, fake_llm, make_tenant):
     world = await make_tenant()
     fake_llm.script(Reply("sure! here are memories"), Reply(GOOD))
-    outcome = await ReflectService(llm_deps).run(world.writer, ReflectInput(task=Task("t2", "Deploy")))
+    outcome = await reflect_service(llm_deps).run(world.writer, ReflectInput(task=Task("t2", "Deploy")))
     assert len(fake_llm.requests) == 2 and len(outcome.memories) == 3
 
 
 async def test_failed_llm_job_is_retried_by_the_worker_and_succeeds(llm_deps, fake_llm, make_tenant):
     world = await make_tenant()
-    service = ReflectService(llm_deps)
+    service = reflect_service(llm_deps)
     op = await service.reflect(world.writer, ReflectInput(task=Task("t3", "Deploy"), mode="async"))
     assert isinstance(op, Operation) and op.state == "pending"
     fake_llm.script(Reply("provider down", status=503))
-    runner = JobRunner(llm_deps)
+    runner = job_runner(llm_deps)
     failed_once = await run_jobs_until(runner, llm_deps, world.writer, op.id, lambda v: v.attempts == 1)
     assert failed_once.state == "pending" and failed_once.error_reason
     fake_llm.script(Reply(GOOD))
@@ -103,7 +102,7 @@ async def test_failed_llm_job_is_retried_by_the_worker_and_succeeds(llm_deps, fa
 
 async def test_cancelled_operation_is_not_run(deps, make_tenant):
     world = await make_tenant()
-    op = await ReflectService(deps).reflect(world.writer, ReflectInput(task=Task("t4", "x"), mode="async"))
+    op = await reflect_service(deps).reflect(world.writer, ReflectInput(task=Task("t4", "x"), mode="async"))
     cancelled = await OperationsService(deps).cancel(world.writer, str(op.id))
     assert cancelled.state == "cancelled"
     other = await make_tenant()

@@ -13,12 +13,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from memplane_server.api.drain import Drain
 from memplane_server.api.server import build_server
-from memplane_server.services.availability import Availability
-from memplane_server.services.idempotency import Idempotency
-from memplane_server.services.rate_limits import RateLimits
-from memplane_server.stores.postgres.pool import database_ping
-from memplane_server.stores.redis.idempotency import IdempotencyStore
-from memplane_server.stores.redis.rate_limit import RateLimiter
+from memplane_server.runtime import build_services
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -31,9 +26,7 @@ async def test_rpcs_are_traced_and_timed(runtime, deps):
     reader = InMemoryMetricReader()
     metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
 
-    server, _ = build_server(deps, Idempotency(IdempotencyStore(runtime.redis_client, 60)),
-                             RateLimits(RateLimiter(runtime.redis_client, per_second=0, burst=1)),
-                             Availability(database_ping(runtime.pool)), Drain())
+    server, _ = build_server(build_services(deps, runtime), Drain())
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     try:

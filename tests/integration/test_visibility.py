@@ -10,9 +10,9 @@ from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter, Scope
 from memplane_server.services.forget import ForgetService
 from memplane_server.services.memories import MemoriesService
 from memplane_server.core.reflection import ReflectInput
-from memplane_server.services.reflect import ReflectService
 from memplane_server.services.search import SearchQuery, SearchService
 from memplane_server.services.write import WriteService
+from tests.support.services import reflect_service
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -113,7 +113,7 @@ async def test_feedback_cannot_touch_other_tenants(deps, worlds):
 
 async def test_reflect_merges_only_what_the_caller_sees(deps, worlds):
     a, b, c, m = worlds
-    await ReflectService(deps).run(c.writer, ReflectInput(session_id="shared-session"))
+    await reflect_service(deps).run(c.writer, ReflectInput(session_id="shared-session"))
     assert await visible_ids(deps, a.agent1) >= {x.id for x in m.values()}
 
 

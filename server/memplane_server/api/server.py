@@ -1,6 +1,9 @@
 """Builds the grpc.aio server: servicers, interceptors, health and reflection."""
 from __future__ import annotations
 
+import asyncio
+import logging
+
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
@@ -8,20 +11,8 @@ from memplane.v1 import admin_service_pb2, memory_service_pb2, operations_servic
 from memplane.v1 import admin_service_pb2_grpc, memory_service_pb2_grpc, operations_service_pb2_grpc
 from opentelemetry.instrumentation.grpc import aio_server_interceptor
 
-from ..services.admin import AdminService
-from ..services.auth import Authenticator
-from ..services.deps import Deps
-from ..services.extract import ExtractService
-from ..services.forget import ForgetService
-from ..services.memories import MemoriesService
-from ..services.operations import OperationsService
-from ..services.reflect import ReflectService
-from ..services.search import SearchService
-from ..services.working import WorkingService
-from ..services.write import WriteService
 from ..services.availability import Availability
-from ..services.idempotency import Idempotency
-from ..services.rate_limits import RateLimits
+from ..services.registry import Services
 from .admin_servicer import AdminServicer
 from .drain import Drain
 from .interceptors import (
@@ -37,19 +28,20 @@ SERVICE_NAMES = (
     operations_service_pb2.DESCRIPTOR.services_by_name["OperationsService"].full_name,
 )
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+HEALTH_PROBE_SECONDS = 1.0
+
+log = logging.getLogger(__name__)
 
 
-def build_server(
-    deps: Deps, idempotency: Idempotency, limits: RateLimits, availability: Availability, drain: Drain,
-) -> tuple[grpc.aio.Server, health.aio.HealthServicer]:
+def build_server(services: Services, drain: Drain) -> tuple[grpc.aio.Server, health.aio.HealthServicer]:
     interceptors = [
         aio_server_interceptor(),  # outermost: the trace spans everything below
         MetricsInterceptor(),
-        ErrorInterceptor(availability),
+        ErrorInterceptor(services.availability),
         DrainInterceptor(drain),
-        AuthInterceptor(Authenticator(deps.tenancy)),
-        RateLimitInterceptor(limits),
-        IdempotencyInterceptor(idempotency),
+        AuthInterceptor(services.auth),
+        RateLimitInterceptor(services.rate_limits),
+        IdempotencyInterceptor(services.idempotency),
     ]
     server = grpc.aio.server(
         interceptors=interceptors,
@@ -58,15 +50,14 @@ def build_server(
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
         ],
     )
-    writes = WriteService(deps)
     memory_service_pb2_grpc.add_MemoryServiceServicer_to_server(
-        MemoryServicer(SearchService(deps), ReflectService(deps), ForgetService(deps), MemoriesService(deps),
-                       WorkingService(deps, writes), ExtractService(deps, writes)),
+        MemoryServicer(services.searches, services.reflections, services.forgets, services.memories,
+                       services.working, services.extractions),
         server,
     )
-    admin_service_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(AdminService(deps.tenancy)), server)
+    admin_service_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(services.admin), server)
     operations_service_pb2_grpc.add_OperationsServiceServicer_to_server(
-        OperationsServicer(OperationsService(deps)), server
+        OperationsServicer(services.operations), server
     )
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
@@ -79,3 +70,16 @@ async def set_serving(health_servicer: health.aio.HealthServicer, serving: bool)
     status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
     for name in ("", *SERVICE_NAMES):
         await health_servicer.set(name, status)
+
+
+async def watch_database(availability: Availability, health_servicer: health.aio.HealthServicer, drain: Drain) -> None:
+    """Health follows the database: NOT_SERVING while it does not answer, SERVING once it does."""
+    serving = True
+    while not drain.draining:
+        answers = await availability.database_answers()
+        if answers != serving and not drain.draining:
+            serving = answers
+            log.warning("database %s: health %s", "back" if serving else "unreachable",
+                        "SERVING" if serving else "NOT_SERVING")
+            await set_serving(health_servicer, serving)
+        await asyncio.sleep(HEALTH_PROBE_SECONDS)

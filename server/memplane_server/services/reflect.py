@@ -25,9 +25,9 @@ from .deps import Deps
 from .write import WriteService
 
 class ReflectService:
-    def __init__(self, deps: Deps) -> None:
+    def __init__(self, deps: Deps, writes: WriteService) -> None:
         self.deps = deps
-        self.writer = WriteService(deps)
+        self.writer = writes
 
     def _check(self, caller: Caller, r: ReflectInput) -> None:
         caller.require_writer()

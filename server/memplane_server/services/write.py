@@ -114,6 +114,10 @@ class WriteService:
                 out[i] = record
         return [r for r in out if r is not None]
 
+    async def forget_old_requests(self) -> int:
+        """Recorded write requests older than the idempotency window stop deduplicating."""
+        return await self.deps.memories.prune_write_requests(self.deps.settings.idempotency_ttl_seconds)
+
     async def _insert(self, caller: Caller, request: RequestKey | None, items: list[StoredDraft], **kwargs) -> Stored:
         try:
             return await self.deps.memories.insert(caller, items, request=request, **kwargs)

@@ -4,14 +4,13 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from ..core.caller import caller_from_json
 from ..core.errors import Code, MemplaneError
+from ..core.reflection import input_from_json
 from ..logs import OncePerCause, cause_of
 from ..services.deps import Deps
-from ..core.caller import caller_from_json
 from ..services.extract import ExtractService
-from ..core.reflection import input_from_json
 from ..services.reflect import ReflectService
-from ..services.write import WriteService
 
 log = logging.getLogger(__name__)
 
@@ -19,10 +18,10 @@ IDLE_POLL_SECONDS = 0.5
 
 
 class JobRunner:
-    def __init__(self, deps: Deps) -> None:
+    def __init__(self, deps: Deps, reflections: ReflectService, extractions: ExtractService) -> None:
         self.deps = deps
-        self.reflect = ReflectService(deps)
-        self.extract = ExtractService(deps, WriteService(deps))
+        self.reflect = reflections
+        self.extract = extractions
         self._stopping = asyncio.Event()
         self._failures = OncePerCause(log)
 

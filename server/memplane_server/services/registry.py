@@ -1,0 +1,38 @@
+"""Every use case, built once by the composition root (runtime.build_services) and handed to
+the servicers, interceptors and background loops that need them."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .admin import AdminService
+from .auth import Authenticator
+from .availability import Availability
+from .context import ContextService
+from .extract import ExtractService
+from .forget import ForgetService
+from .idempotency import Idempotency
+from .memories import MemoriesService
+from .operations import OperationsService
+from .rate_limits import RateLimits
+from .reflect import ReflectService
+from .search import SearchService
+from .working import WorkingService
+from .write import WriteService
+
+
+@dataclass(frozen=True)
+class Services:
+    writes: WriteService
+    extractions: ExtractService
+    searches: SearchService
+    reflections: ReflectService
+    forgets: ForgetService
+    memories: MemoriesService
+    working: WorkingService
+    operations: OperationsService
+    contexts: ContextService
+    admin: AdminService
+    auth: Authenticator
+    idempotency: Idempotency
+    rate_limits: RateLimits
+    availability: Availability

@@ -1,0 +1,17 @@
+"""Use cases wired as the composition root wires them, over whatever deps a test built."""
+from __future__ import annotations
+
+from memplane_server.services.deps import Deps
+from memplane_server.services.extract import ExtractService
+from memplane_server.services.reflect import ReflectService
+from memplane_server.services.write import WriteService
+from memplane_server.worker.runner import JobRunner
+
+
+def reflect_service(deps: Deps) -> ReflectService:
+    return ReflectService(deps, WriteService(deps))
+
+
+def job_runner(deps: Deps) -> JobRunner:
+    writes = WriteService(deps)
+    return JobRunner(deps, ReflectService(deps, writes), ExtractService(deps, writes))
