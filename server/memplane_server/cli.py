@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, is_dataclass
 from datetime import datetime
 from enum import Enum
+from typing import NoReturn
 
 from .settings import Settings
 
@@ -43,8 +44,9 @@ def tool_database(settings: Settings) -> Iterator[str]:
         postgres.stop()
 
 
-def _serve(settings: Settings) -> int:
+def _serve(settings: Settings) -> NoReturn:
     from .runtime import Embedded, serve
+    from .telemetry import shutdown_telemetry
 
     embedded = Embedded(settings)
     try:
@@ -54,7 +56,13 @@ def _serve(settings: Settings) -> int:
         pass
     finally:
         embedded.stop()
-    return 0
+    # Everything is closed above. The interpreter's own teardown of this heap (the model, grpc,
+    # litellm) took 1-1.5 s on a loaded machine, which the shutdown grace cannot spare.
+    shutdown_telemetry()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _migrate(settings: Settings) -> int:

@@ -23,3 +23,10 @@ def setup_telemetry(exporter: str) -> None:
         readers.append(PeriodicExportingMetricReader(ConsoleMetricExporter(), export_interval_millis=60_000))
     trace.set_tracer_provider(tracer_provider)
     metrics.set_meter_provider(MeterProvider(resource=resource, metric_readers=readers))
+
+
+def shutdown_telemetry() -> None:
+    """Flushes what the exporters hold; the process may then end without its exit handlers."""
+    for provider in (trace.get_tracer_provider(), metrics.get_meter_provider()):
+        if isinstance(provider, (TracerProvider, MeterProvider)):
+            provider.shutdown()
