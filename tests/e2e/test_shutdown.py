@@ -77,5 +77,6 @@ def test_sigterm_drains_within_the_grace_time(draining_server):
     took = time.monotonic() - sent
     for w in writers:
         w.join(30)
+    print(f"SIGTERM to exit: {took:.2f} s (grace {GRACE:g} s)")
     assert code == 0 and took <= GRACE + 2, f"exit {code} after {took:.1f}s"
     assert len(outcomes) == IN_FLIGHT and set(outcomes) <= {"OK", "CANCELLED", "UNAVAILABLE"}, outcomes
