@@ -122,11 +122,11 @@ async def test_a_builder_that_read_before_a_forget_cannot_save_the_old_window(de
     await drain_windows(deps)
     kept, gone = await WriteService(deps).write(world.writer, turns("Hal: the password?", "Ivy: thistle"))
     leased = await deps.contexts.lease_next(60)
-    assert leased["tenant_id"] == world.tenant_id
+    assert leased.tenant_id == world.tenant_id
     stale = windows_to_build(await deps.contexts.session_turns(world.tenant_id, "s1", with_vectors=False), 1, deps.embedder.model_id)
     await ForgetService(deps).forget(world.writer, ids=[str(gone.id)], f=None, hard=True, dry_run=False, reason="")
     await deps.contexts.save(world.tenant_id, [(w, "thistl", None) for w in stale])
-    await deps.contexts.finish(world.tenant_id, "s1", leased["marked_at"])
+    await deps.contexts.finish(world.tenant_id, "s1", leased.marked_at)
     assert by_words(await search(deps, world.writer, "thistle")) == []
     await build_windows(deps, world.writer)
     assert by_words(await search(deps, world.writer, "thistle")) == []

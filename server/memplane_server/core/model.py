@@ -163,6 +163,22 @@ class MemoryFilter:
 
 
 @dataclass(frozen=True)
+class StaleEmbedding:
+    """A memory whose vector comes from another embedding model than the one wanted."""
+
+    tenant_id: str
+    id: UUID
+    session_id: str | None
+    kind: Kind
+    content: str
+    context: str
+
+    @property
+    def embedding_text(self) -> str:  # as MemoryDraft.embedding_text embeds it
+        return f"{self.content}\n{self.context}" if self.context else self.content
+
+
+@dataclass(frozen=True)
 class Scored:
     """A retrieval channel's candidate and its score in that channel."""
 

@@ -9,9 +9,19 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from datetime import datetime
 from itertools import groupby
 
 import numpy as np
+
+
+@dataclass(frozen=True)
+class LeasedSession:
+    """A session whose windows one worker builds now; marked_at tells a later change from this one."""
+
+    tenant_id: str
+    session_id: str
+    marked_at: datetime
 
 
 @dataclass(frozen=True)

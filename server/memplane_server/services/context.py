@@ -30,7 +30,7 @@ class ContextService:
         leased = await self.store.lease_next(LEASE_SECONDS, self.quiet_seconds)
         if leased is None:
             return False
-        tenant_id, session_id = leased["tenant_id"], leased["session_id"]
+        tenant_id, session_id = leased.tenant_id, leased.session_id
         average = self.deps.settings.context_vectors == "average"
         turns = await self.store.session_turns(tenant_id, session_id, with_vectors=average)
         # The way vectors are made is part of the fingerprint: changing it rebuilds every window.
@@ -44,6 +44,6 @@ class ContextService:
             vectors = await self.deps.embedder.embed_passages([w.text for w in shared]) if shared else []
         vector_of = {w.id: v for w, v in zip(shared, vectors)}
         await self.store.save(tenant_id, [(w, k, vector_of.get(w.id)) for w, k in zip(built, keywords)])
-        await self.store.finish(tenant_id, session_id, leased["marked_at"])
+        await self.store.finish(tenant_id, session_id, leased.marked_at)
         return True
 

@@ -25,10 +25,9 @@ async def reembed(
         rows = await store.stale_batch(embedder.model_id, tenant_id, after, batch_size)
         if not rows:
             break
-        texts = [f"{r['content']}\n{r['context']}" if r["context"] else r["content"] for r in rows]
-        vectors = await embedder.embed_passages(texts)
+        vectors = await embedder.embed_passages([r.embedding_text for r in rows])
         done += await store.save(rows, vectors, embedder.model_id)
-        after = (rows[-1]["tenant_id"], rows[-1]["id"])
+        after = (rows[-1].tenant_id, rows[-1].id)
         batches += 1
         progress(done, total)
     return done

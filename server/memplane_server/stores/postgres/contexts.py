@@ -8,7 +8,7 @@ import asyncpg
 import numpy as np
 
 from ...core.caller import Caller
-from ...core.windows import SessionTurn, Window
+from ...core.windows import LeasedSession, SessionTurn, Window
 from .session import caller_session
 
 WINDOW_KINDS = ("turn",)
@@ -30,10 +30,10 @@ class ContextStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
 
-    async def lease_next(self, lease_seconds: float, quiet_seconds: float = 0.0) -> asyncpg.Record | None:
+    async def lease_next(self, lease_seconds: float, quiet_seconds: float = 0.0) -> LeasedSession | None:
         """The session marked longest ago, and not for quiet_seconds, that no worker holds; a
         crashed worker's lease runs out."""
-        return await self.pool.fetchrow(
+        row = await self.pool.fetchrow(
             """
             UPDATE context_queue SET leased_until = clock_timestamp() + make_interval(secs => $1)
             WHERE (tenant_id, session_id) = (
@@ -44,6 +44,7 @@ class ContextStore:
             """,
             lease_seconds, quiet_seconds,
         )
+        return LeasedSession(row["tenant_id"], row["session_id"], row["marked_at"]) if row else None
 
     async def session_turns(self, tenant_id: str, session_id: str, *, with_vectors: bool) -> list[SessionTurn]:
         rows = await self.pool.fetch(
