@@ -121,6 +121,13 @@ def test_redis_down_keeps_postgres_reads_serving_and_recovers(faulty_server, red
             with pytest.raises(UnavailableError) as err:
                 client.write([{"content": "note", "kind": "turn", "layer": "working", "session_id": "s"}])
             assert err.value.reason == "REDIS_UNAVAILABLE"
+            # Persistent writes go on, deduplicated by PostgreSQL: a retry gets the first write back.
+            request_id = str(uuid.uuid4())
+            [first] = client.write([{"content": "written while Redis is down", "kind": "event"}],
+                                   request_id=request_id).memories
+            [again] = client.write([{"content": "written while Redis is down", "kind": "event"}],
+                                   request_id=request_id).memories
+            assert again.id == first.id
             with pytest.raises(UnavailableError):
                 client.get_working_memory("s")
             assert health(faulty_server.target) == health_pb2.HealthCheckResponse.SERVING

@@ -233,7 +233,8 @@ class IdempotencyInterceptor(grpc.aio.ServerInterceptor):
                     finally:
                         reset_request_key(token)
 
-                return await self.idempotency.run_once(key, call, original)
+                # Write records its request key in PostgreSQL with the memories it stores.
+                return await self.idempotency.run_once(key, call, original, recorded_in_postgres=method == "Write")
 
             return once
 

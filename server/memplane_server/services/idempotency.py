@@ -3,30 +3,45 @@ including while that call still runs (stores/redis/idempotency.py keeps the reco
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from ..core.errors import request_id_reused
 from ..core.requests import RequestKey
+from ..logs import OncePerCause
+from ..stores.outage import REDIS, outage_of
 from ..stores.redis.idempotency import RENEW_EVERY_SECONDS, Claim, IdempotencyConflict, IdempotencyStore
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 ABANDON_SECONDS = 1.0
 
 
 class Idempotency:
     def __init__(self, store: IdempotencyStore) -> None:
         self.store = store
+        self._log = OncePerCause(log)
 
     async def run_once(
-        self, request: RequestKey, call: Callable[[], Awaitable[T]], serialize: Callable[[T], bytes]
+        self, request: RequestKey, call: Callable[[], Awaitable[T]], serialize: Callable[[T], bytes], *,
+        recorded_in_postgres: bool = False,
     ) -> T | bytes:
         """The response of call, or the serialized response of the first call with this key. The
-        same request id with another request is REQUEST_ID_REUSED."""
+        same request id with another request is REQUEST_ID_REUSED.
+
+        A call that records its request key in PostgreSQL itself (Write) still runs while Redis is
+        unreachable: PostgreSQL then answers repeats, so writes go on through a Redis outage."""
         try:
             claim = await self.store.begin(request)
         except IdempotencyConflict:
             raise request_id_reused() from None
+        except Exception as exc:
+            if not (recorded_in_postgres and outage_of(exc) == REDIS):
+                raise
+            self._log.log("redis", "Redis unreachable: writes are deduplicated by PostgreSQL alone until it is back",
+                          level=logging.WARNING, exc_info=False)
+            return await call()
         if isinstance(claim, bytes):
             return claim
         renewing = asyncio.ensure_future(self._renew(claim))
@@ -37,7 +52,12 @@ class Idempotency:
             await self._abandon(claim)
             raise
         renewing.cancel()
-        await self.store.complete(claim, serialize(response))
+        try:
+            await self.store.complete(claim, serialize(response))
+        except Exception as exc:
+            if not (recorded_in_postgres and outage_of(exc) == REDIS):
+                raise
+            # Done and recorded in PostgreSQL: a repeat is answered from there.
         return response
 
     async def _renew(self, claim: Claim) -> None:
