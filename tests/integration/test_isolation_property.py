@@ -63,6 +63,9 @@ from memplane_server.services.working import WorkingService
 from memplane_server.services.write import WriteService
 from memplane_server.stores.redis.working import WorkingSession
 from tests.integration.conftest import PLATFORM
+from tests.support.isolation_oracle import (
+    WRITING_ROLES, Mem, Violation, WorkItem, can_change, can_read, matches, statuses_of, write_problem,
+)
 
 # CI budget: at least MIN_CALLS service calls in well under 90 s on 2 cores. A longer soak:
 # MEMPLANE_ISOLATION_EXAMPLES=400 (a different seed too: it changes what is generated).
@@ -89,7 +92,6 @@ TEXTS = (
     "用户喜欢喝茶",
 )
 QUERIES = ("vault code", "what does the user like", "how do I deploy", "payments", "Berlin", "喝茶")
-WRITING_ROLES = {Role.WRITER, Role.AGENT, Role.TENANT_ADMIN}
 
 # Callers of every tenant: label -> (role, agent). "@a" means a tenant key acting as agent a.
 DIRECT = {
@@ -113,81 +115,7 @@ REVOKED = "key:revoked"
 LABELS = (*DIRECT, *KEYED, REVOKED)
 
 
-# ---------------------------------------------------------------------------------- oracle
-
-
-@dataclass
-class Mem:
-    """What the oracle knows of a persistent memory: fixed at write time, status refreshed."""
-
-    id: uuid.UUID
-    tenant: str
-    scope: Scope
-    domain: str | None
-    agent: str | None
-    kind: Kind
-    layer: Layer
-    session: str | None
-    user: str | None
-    entity: str | None
-    tags: tuple[str, ...] = ()
-    exists: bool = True
-    status: Status = Status.ACTIVE
-    confidence: float = 1.0
-
-
-@dataclass(frozen=True)
-class WorkItem:
-    id: str
-    tenant: str
-    agent: str | None
-    session: str
-
-
-def can_read(c: Caller, m: Mem) -> bool:
-    if m.scope is Scope.GLOBAL:
-        return m.tenant == c.tenant_id
-    if m.scope is Scope.DOMAIN:
-        return m.domain in c.domains
-    return m.tenant == c.tenant_id and c.agent_id is not None and m.agent == c.agent_id
-
-
-def can_change(c: Caller, m: Mem) -> bool:
-    """DESIGN §1: global needs a writer key of the tenant, domain a read-write grant, private the owning agent."""
-    if c.role not in WRITING_ROLES:
-        return False
-    if m.scope is Scope.DOMAIN:
-        return c.domains.get(m.domain or "", False)
-    if m.scope is Scope.GLOBAL and c.role is Role.AGENT:
-        return False
-    return can_read(c, m)
-
-
-def statuses_of(f: MemoryFilter, *, all_by_default: bool) -> set[Status]:
-    if f.statuses:
-        return set(f.statuses)
-    if all_by_default:
-        return set(Status)
-    return {Status.ACTIVE, Status.PENDING} if f.include_pending else {Status.ACTIVE}
-
-
-def matches(m: Mem, f: MemoryFilter, statuses: set[Status]) -> bool:
-    if f.scopes and m.scope not in f.scopes:
-        return False
-    if f.layers and m.layer not in [layer for layer in f.layers if layer is not Layer.WORKING]:
-        return False
-    if f.kinds and m.kind not in f.kinds:
-        return False
-    if f.domains and m.domain not in f.domains:
-        return False
-    for attr, wanted in (("agent", f.agent_id), ("user", f.user_id), ("session", f.session_id), ("entity", f.entity)):
-        if wanted and getattr(m, attr) != wanted:
-            return False
-    if f.tags and not set(f.tags) <= set(m.tags):
-        return False
-    if f.min_confidence and not m.confidence >= f.min_confidence:
-        return False
-    return m.status in statuses
+# ------------------------------------------------------------------------------- snapshots
 
 
 @dataclass
@@ -293,10 +221,6 @@ def action(**arguments: st.SearchStrategy):
         return method
 
     return register
-
-
-class Violation(AssertionError):
-    """The isolation property does not hold (or the oracle and the service disagree)."""
 
 
 # --------------------------------------------------------------------------- state machine
@@ -604,19 +528,6 @@ class IsolationMachine(RuleBasedStateMachine):
             session_id=spec["session"] or (SESSIONS[0] if working else None),
         )
 
-    def write_problem(self, c: Caller, d: MemoryDraft) -> Code | None:
-        """Why the oracle expects a draft to be refused, or None."""
-        if c.role not in WRITING_ROLES:
-            return Code.PERMISSION_DENIED
-        scope = d.scope or (Scope.PRIVATE if c.agent_id else Scope.GLOBAL)
-        if scope is Scope.GLOBAL and c.role is Role.AGENT:
-            return Code.PERMISSION_DENIED
-        if scope is Scope.PRIVATE and c.agent_id is None:
-            return Code.INVALID_ARGUMENT
-        if scope is Scope.DOMAIN and not c.domains.get(d.domain or "", False):
-            return Code.PERMISSION_DENIED
-        return None
-
     def batches(self, specs: list) -> dict[tuple[str, str], list[MemoryDraft]]:
         """Drafts each given an author allowed to write them; one batch per author."""
         out: dict[tuple[str, str], list[MemoryDraft]] = {}
@@ -702,7 +613,7 @@ class IsolationMachine(RuleBasedStateMachine):
         if c is None:
             return
         drafts = [self.draft(s) for s in specs]
-        problems = {p for p in (self.write_problem(c, d) for d in drafts) if p}
+        problems = {p for p in (write_problem(c, d) for d in drafts) if p}
         result, err = await self.mutate("Write", c, WriteService(self.deps).write(c, drafts),
                                         new_from=lambda records: self.register(c, records, drafts))
         if problems:
@@ -725,7 +636,7 @@ class IsolationMachine(RuleBasedStateMachine):
         answers = []
         for c in (a, b):
             SEEN["replayed request ids"] += 1
-            problems = {p for p in (self.write_problem(c, d) for d in drafts) if p}
+            problems = {p for p in (write_problem(c, d) for d in drafts) if p}
             key = request_key(c, "Write", request_id, body)
             result, err = await self.mutate("Write(replay)", c, WriteService(self.deps).write(c, drafts, key),
                                             new_from=lambda records: self.register(c, records, drafts))
