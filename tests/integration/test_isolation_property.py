@@ -49,7 +49,7 @@ import os
 import time
 import uuid
 from collections import Counter
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest_asyncio
 from hypothesis import HealthCheck, settings as hsettings, strategies as st
@@ -57,7 +57,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_sta
 
 from memplane_server.core.caller import Caller
 from memplane_server.core.errors import Code, MemplaneError
-from memplane_server.core.model import Kind, Layer, MemoryDraft, MemoryFilter, Scope, Status
+from memplane_server.core.model import Kind, Layer, MemoryDraft, MemoryFilter, Status
 from memplane_server.core.requests import RequestKey, request_key
 from memplane_server.services.context import ContextService
 from memplane_server.services.forget import ForgetService
@@ -67,14 +67,14 @@ from memplane_server.services.reflect import ReflectInput, ReflectService, Task
 from memplane_server.services.search import SearchQuery, SearchService
 from memplane_server.services.working import WorkingService
 from memplane_server.services.write import WriteService
+from tests.support import isolation_inputs as inputs
+from tests.support.isolation_inputs import DraftSpec, FilterSpec, OperationPick, Pick, Who
 from tests.support.isolation_oracle import (
     WRITING_ROLES, Mem, Names, Oracle, OperationTarget, Target, Violation, can_change, can_read, matches, statuses_of,
     write_problem,
 )
 from tests.support.isolation_snapshots import Snapshot, check_unchanged, take_snapshot
-from tests.support.isolation_world import (
-    AGENTS, CALLER_LABELS, DIRECT, ENTITIES, QUERIES, SESSIONS, TAGS, TEXTS, USERS, World, build_world, seed_world,
-)
+from tests.support.isolation_world import DIRECT, ENTITIES, QUERIES, SESSIONS, World, build_world, seed_world
 
 # CI budget: at least MIN_CALLS service calls in well under 90 s on 2 cores. A longer soak:
 # MEMPLANE_ISOLATION_EXAMPLES=400 (a different seed too: it changes what is generated).
@@ -85,129 +85,6 @@ MIN_CALLS = 2000
 STATS = {"calls": 0, "examples": 0}
 # What the run exercised, printed at the end: calls per use case and the interesting cases.
 SEEN: Counter = Counter()
-
-# What the machine draws. Values that name something of the world are drawn as the small types
-# below and resolved against the world and the caller when a step runs, so a drawn step means the
-# same in every world: a `Who` becomes a Caller, a `Pick` a Target, an `OperationPick` an
-# OperationTarget, a `FilterSpec` a MemoryFilter and a `DraftSpec` a MemoryDraft.
-
-
-class Who(NamedTuple):
-    """A caller: a label of DIRECT, KEYED or the revoked key, of the tenant-th tenant."""
-
-    tenant: int
-    label: str
-
-
-class Pick(NamedTuple):
-    """A memory id from a pool of `Oracle.target`."""
-
-    pool: str
-    index: int
-
-
-class OperationPick(NamedTuple):
-    """An operation id from a pool of `Oracle.operation_target`."""
-
-    pool: str
-    index: int
-
-
-class FilterSpec(dict):
-    """The fields of a MemoryFilter, domains as indexes of the world's."""
-
-
-class DraftSpec(dict):
-    """The fields of a MemoryDraft, its domain as an index of the world's."""
-
-
-callers = st.tuples(st.integers(0, 3), st.sampled_from(CALLER_LABELS)).map(Who._make)
-# Mostly ids the caller can see, often ones it cannot, sometimes unknown or malformed ones.
-picks = st.tuples(
-    st.sampled_from(["visible", "visible", "visible", "invisible", "invisible", "any", "unknown", "malformed"]),
-    st.integers(0, 10_000),
-)
-targets = picks.map(Pick._make)
-operation_targets = picks.map(OperationPick._make)
-
-FILTER_FIELDS = {
-    "scopes": st.lists(st.sampled_from([s.value for s in Scope]), min_size=1, max_size=2, unique=True),
-    "layers": st.lists(st.sampled_from([x.value for x in Layer]), min_size=1, max_size=2, unique=True),
-    "kinds": st.lists(st.sampled_from([k.value for k in Kind]), min_size=1, max_size=3, unique=True),
-    "domains": st.lists(st.integers(0, 2), min_size=1, max_size=2, unique=True),
-    "agent_id": st.sampled_from(AGENTS),
-    "user_id": st.sampled_from(USERS),
-    "session_id": st.sampled_from(SESSIONS),
-    "entity": st.sampled_from(ENTITIES),
-    "tags": st.lists(st.sampled_from(TAGS), min_size=1, max_size=2, unique=True),
-    "min_confidence": st.sampled_from([0.75, 0.95]),
-    "include_pending": st.booleans(),
-    "statuses": st.lists(st.sampled_from([s.value for s in Status]), min_size=1, max_size=2, unique=True),
-}
-# No filter, one condition, or any combination (which mostly selects nothing).
-filter_fields = st.one_of(
-    st.just({}),
-    st.one_of([st.fixed_dictionaries({name: values}) for name, values in FILTER_FIELDS.items()]),
-    st.fixed_dictionaries({}, optional=FILTER_FIELDS),
-)
-filters = filter_fields.map(FilterSpec)
-# Search: any filter, often narrowed to a session.
-search_filters = st.tuples(filter_fields, st.sampled_from([None, *SESSIONS])).map(
-    lambda drawn: FilterSpec({**drawn[0], "session_id": drawn[1]} if drawn[1] else drawn[0])
-)
-# Mostly one shared condition (so forgets do reach rows), sometimes several, sometimes none.
-forget_filters = st.one_of(
-    st.fixed_dictionaries({"user_id": st.sampled_from(USERS)}),
-    st.fixed_dictionaries({"session_id": st.sampled_from(SESSIONS)}),
-    st.fixed_dictionaries({"entity": st.sampled_from(ENTITIES)}),
-    st.fixed_dictionaries(
-        {"kinds": st.lists(st.sampled_from([k.value for k in Kind]), min_size=1, max_size=3, unique=True)}
-    ),
-    st.fixed_dictionaries(
-        {},
-        optional={
-            "user_id": st.sampled_from(USERS),
-            "session_id": st.sampled_from(SESSIONS),
-            "entity": st.sampled_from(ENTITIES),
-            "scopes": st.lists(st.sampled_from([s.value for s in Scope]), min_size=1, max_size=1),
-            "statuses": st.lists(st.sampled_from([s.value for s in Status]), min_size=1, max_size=2, unique=True),
-        },
-    ),
-).map(FilterSpec)
-# scope: None (the caller's default), a scope, or "working" (working layer, caller's default scope).
-draft_fields = st.fixed_dictionaries(
-    {
-        "scope": st.sampled_from([None, "global", "domain", "private", "working"]),
-        "domain": st.integers(0, 2),
-        "kind": st.sampled_from([k.value for k in Kind]),
-        "text": st.integers(0, len(TEXTS) - 1),
-        "session": st.sampled_from([None, *SESSIONS]),
-        "user": st.sampled_from([None, *USERS]),
-        "entity": st.sampled_from([None, *ENTITIES]),
-        "confidence": st.sampled_from([1.0, 0.9, 0.5]),
-        "tags": st.lists(st.sampled_from(TAGS), max_size=2, unique=True),
-    }
-)
-drafts = draft_fields.map(DraftSpec)
-# Seeds (tenant index, author label, draft fields) lean to domain scope, so members of a domain
-# see memories of other tenants; `World.batches` gives each an author allowed to write it.
-seeds = st.tuples(
-    st.integers(0, 3),
-    st.sampled_from(["writer", "agent-a1", "agent-a2"]),
-    draft_fields | st.builds(lambda d: {**d, "scope": "domain"}, draft_fields),
-)
-# Changes as UpdateMemory takes them: none or a superseded status or a confidence of 1.5 are invalid.
-changes = st.fixed_dictionaries(
-    {},
-    optional={
-        "content": st.sampled_from(TEXTS),
-        "tags": st.lists(st.sampled_from(TAGS), max_size=2, unique=True),
-        "confidence": st.sampled_from([0.2, 0.8, 1.0, 1.5]),
-        "status": st.sampled_from(["active", "pending", "deleted", "superseded"]).map(Status),
-    },
-)
-grants = st.sampled_from(["none", "read", "rw"])
-
 
 # Use cases the machine calls: name -> strategies of its arguments. One rule draws among them
 # uniformly (hypothesis' swarm testing would switch whole use cases off for an example, which
@@ -232,8 +109,8 @@ class IsolationMachine(RuleBasedStateMachine):
 
     @initialize(
         tenant_count=st.integers(3, 4),
-        grants=st.lists(grants, min_size=8, max_size=8),
-        seeds=st.lists(seeds, min_size=1, max_size=24),
+        grants=st.lists(inputs.grants, min_size=8, max_size=8),
+        seeds=st.lists(inputs.seeds, min_size=1, max_size=24),
     )
     def new_world(self, tenant_count: int, grants: list[str], seeds: list) -> None:
         STATS["examples"] += 1
@@ -438,12 +315,12 @@ class IsolationMachine(RuleBasedStateMachine):
 
     # -- rules: writes
 
-    @action(caller=callers, drafts=st.lists(drafts, min_size=1, max_size=3))
+    @action(caller=inputs.callers, drafts=st.lists(inputs.drafts, min_size=1, max_size=3))
     async def write(self, caller: Caller, drafts: list[MemoryDraft]) -> None:
         _, err = await self.write_between_snapshots("Write", caller, drafts)
         self.check_write("Write", caller, drafts, err)
 
-    @action(first=callers, second=callers, drafts=st.lists(drafts, min_size=1, max_size=2))
+    @action(first=inputs.callers, second=inputs.callers, drafts=st.lists(inputs.drafts, min_size=1, max_size=2))
     async def replay(self, first: Caller, second: Caller, drafts: list[MemoryDraft]) -> None:
         """One request id and body sent by two callers: the same caller gets its first answer
         again (nothing new stored); another caller gets a write of its own, never the first's."""
@@ -459,7 +336,7 @@ class IsolationMachine(RuleBasedStateMachine):
         if same and answers[0] is not None and answers[1] != answers[0]:
             raise Violation(f"a repeated request by {self.names.who(first)} was stored again: {answers}")
 
-    @action(seeds=st.lists(seeds, min_size=1, max_size=3), twice=st.booleans())
+    @action(seeds=st.lists(inputs.seeds, min_size=1, max_size=3), twice=st.booleans())
     async def remember(self, seeds: list, twice: bool) -> None:
         """Writes that are allowed, so the world keeps growing while other rules delete; written
         twice, the same things are observed again (or become near-duplicates for Reflect)."""
@@ -470,7 +347,7 @@ class IsolationMachine(RuleBasedStateMachine):
 
     # -- rules: reads
 
-    @action(caller=callers, query=st.sampled_from(QUERIES), memory_filter=search_filters,
+    @action(caller=inputs.callers, query=st.sampled_from(QUERIES), memory_filter=inputs.search_filters,
             top_k=st.sampled_from([0, 5, 50]))
     async def search(self, caller: Caller, query: str, memory_filter: MemoryFilter, top_k: int) -> None:
         service = SearchService(self.deps)
@@ -503,7 +380,7 @@ class IsolationMachine(RuleBasedStateMachine):
         if leaks:
             raise Violation(f"turn windows hold words from outside their session and visibility: {leaks[:5]}")
 
-    @action(caller=callers, target=targets)
+    @action(caller=inputs.callers, target=inputs.targets)
     async def get(self, caller: Caller, target: Target) -> None:
         service = MemoriesService(self.deps)
         record, err = await self.attempt(service.get(caller, target.id))
@@ -515,7 +392,7 @@ class IsolationMachine(RuleBasedStateMachine):
         else:
             await self.check_hidden("GetMemory", caller, target.known, err, lambda i: service.get(caller, i))
 
-    @action(caller=callers, memory_filter=filters, page_size=st.sampled_from([0, 1, 3, 7]))
+    @action(caller=inputs.callers, memory_filter=inputs.filters, page_size=st.sampled_from([0, 1, 3, 7]))
     async def list_memories(self, caller: Caller, memory_filter: MemoryFilter, page_size: int) -> None:
         seen: list = []
         token = ""
@@ -536,7 +413,7 @@ class IsolationMachine(RuleBasedStateMachine):
                 raise Violation(f"ListMemories for {self.names.who(caller)} with {memory_filter}: missing "
                                 f"{[self.names.describe(self.oracle.mems[i]) for i in expected - set(seen)]}")
 
-    @action(caller=callers, memory_filter=filters)
+    @action(caller=inputs.callers, memory_filter=inputs.filters)
     async def stats(self, caller: Caller, memory_filter: MemoryFilter) -> None:
         out, err = await self.attempt(MemoriesService(self.deps).stats(caller, memory_filter))
         self.check_ok("MemoryStats", caller, err)
@@ -549,7 +426,7 @@ class IsolationMachine(RuleBasedStateMachine):
             raise Violation(f"MemoryStats for {self.names.who(caller)} with {memory_filter}: {out['total']}"
                             f" {out['scope']}, expected {len(expected)} {by_scope}")
 
-    @action(caller=callers, target=targets, page_size=st.sampled_from([0, 2]))
+    @action(caller=inputs.callers, target=inputs.targets, page_size=st.sampled_from([0, 2]))
     async def history_of_memory(self, caller: Caller, target: Target, page_size: int) -> None:
         service = MemoriesService(self.deps)
 
@@ -568,7 +445,7 @@ class IsolationMachine(RuleBasedStateMachine):
         else:
             await self.check_hidden("GetHistory", caller, target.known, err, call)
 
-    @action(caller=callers, entity=st.sampled_from(ENTITIES))
+    @action(caller=inputs.callers, entity=st.sampled_from(ENTITIES))
     async def history_of_entity(self, caller: Caller, entity: str) -> None:
         result, err = await self.attempt(MemoriesService(self.deps).history(
             caller, memory_id=None, entity=entity, attribute=None, page_size=500, page_token=""))
@@ -578,7 +455,7 @@ class IsolationMachine(RuleBasedStateMachine):
             if m.entity != entity or e.snapshot.tenant_id != m.tenant:
                 raise Violation(f"GetHistory(entity={entity}) returned {self.names.describe(m)} about {m.entity}")
 
-    @action(caller=callers, session=st.sampled_from(SESSIONS))
+    @action(caller=inputs.callers, session=st.sampled_from(SESSIONS))
     async def read_working(self, caller: Caller, session: str) -> None:
         result, err = await self.attempt(WorkingService(self.deps).read(caller, session))
         self.check_ok("ReadWorking", caller, err)
@@ -593,7 +470,7 @@ class IsolationMachine(RuleBasedStateMachine):
 
     # -- rules: changes
 
-    @action(caller=callers, target=targets, changes=changes)
+    @action(caller=inputs.callers, target=inputs.targets, changes=inputs.changes)
     async def update(self, caller: Caller, target: Target, changes: dict) -> None:
         service = MemoriesService(self.deps)
 
@@ -617,7 +494,7 @@ class IsolationMachine(RuleBasedStateMachine):
         else:
             self.check_error("UpdateMemory", caller, err, {Code.NOT_FOUND, Code.PERMISSION_DENIED})
 
-    @action(caller=callers, targets=st.lists(targets, min_size=1, max_size=2), useful=st.booleans())
+    @action(caller=inputs.callers, targets=st.lists(inputs.targets, min_size=1, max_size=2), useful=st.booleans())
     async def feedback(self, caller: Caller, targets: list[Target], useful: bool) -> None:
         service = MemoriesService(self.deps)
         result, err = await self.mutate("Feedback", caller, service.feedback(caller, [t.id for t in targets], useful,
@@ -637,7 +514,7 @@ class IsolationMachine(RuleBasedStateMachine):
         else:
             self.check_error("Feedback", caller, err, {Code.NOT_FOUND})
 
-    @action(caller=callers, targets=st.lists(targets, min_size=1, max_size=3), hard=st.booleans(),
+    @action(caller=inputs.callers, targets=st.lists(inputs.targets, min_size=1, max_size=3), hard=st.booleans(),
             dry_run=st.booleans())
     async def forget_ids(self, caller: Caller, targets: list[Target], hard: bool, dry_run: bool) -> None:
         # Decided before the call, which may erase what the oracle knows of the targets.
@@ -660,7 +537,7 @@ class IsolationMachine(RuleBasedStateMachine):
         else:
             self.check_error("Forget(ids)", caller, err, {Code.NOT_FOUND})
 
-    @action(caller=callers, memory_filter=forget_filters, hard=st.booleans(), dry_run=st.booleans())
+    @action(caller=inputs.callers, memory_filter=inputs.forget_filters, hard=st.booleans(), dry_run=st.booleans())
     async def forget_filter(self, caller: Caller, memory_filter: MemoryFilter, hard: bool, dry_run: bool) -> None:
         expected = self.oracle.forgettable(caller, memory_filter, hard=hard)
         result, err = await self.mutate(
@@ -673,7 +550,7 @@ class IsolationMachine(RuleBasedStateMachine):
         else:
             self.check_forgotten("Forget(filter)", caller, result, err, expected)
 
-    @action(caller=callers, session=st.sampled_from(SESSIONS), direct=st.booleans())
+    @action(caller=inputs.callers, session=st.sampled_from(SESSIONS), direct=st.booleans())
     async def reflect_session(self, caller: Caller, session: str, direct: bool) -> None:
         """Reflection writes a summary of the session, as the caller (the use case, or its runner directly)."""
         summary = MemoryDraft(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.SUMMARY, content="summary",
@@ -689,7 +566,7 @@ class IsolationMachine(RuleBasedStateMachine):
         elif err is not None:
             self.check_error("Reflect(session)", caller, err, {Code.RESOURCE_EXHAUSTED})
 
-    @action(caller=callers)
+    @action(caller=inputs.callers)
     async def reflect_task(self, caller: Caller) -> None:
         task = ReflectInput(task=Task(task_id="t1", request="ship it"), mode="async")
         op, err = await self.mutate("Reflect(task)", caller, ReflectService(self.deps).reflect(caller, task))
@@ -701,7 +578,7 @@ class IsolationMachine(RuleBasedStateMachine):
 
     # -- rules: operations
 
-    @action(caller=callers, target=operation_targets, cancel=st.booleans())
+    @action(caller=inputs.callers, target=inputs.operation_targets, cancel=st.booleans())
     async def operation(self, caller: Caller, target: OperationTarget, cancel: bool) -> None:
         service = OperationsService(self.deps)
         what = "CancelOperation" if cancel else "GetOperation"
@@ -717,7 +594,7 @@ class IsolationMachine(RuleBasedStateMachine):
         else:
             await self.check_hidden(what, caller, target.owner, err, call, own_failures)
 
-    @action(caller=callers)
+    @action(caller=inputs.callers)
     async def list_operations(self, caller: Caller) -> None:
         result, err = await self.attempt(OperationsService(self.deps).list(caller, None, 500, ""))
         self.check_ok("ListOperations", caller, err)
