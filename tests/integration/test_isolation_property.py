@@ -275,13 +275,13 @@ class IsolationMachine(RuleBasedStateMachine):
         SEEN["returned: another tenant's domain memory" if foreign else "returned: own tenant's memory"] += 1
         return m
 
-    def check_selected(self, what: str, caller: Caller, records, f: MemoryFilter) -> None:
+    def check_selected(self, what: str, caller: Caller, records, memory_filter: MemoryFilter) -> None:
         """Every record returned is visible and within the filter (default statuses of a read)."""
-        wanted = statuses_of(f, all_by_default=False)
+        wanted = statuses_of(memory_filter, all_by_default=False)
         for record in records:
             m = self.check_visible(what, caller, record.id, record)
-            if not matches(m, f, wanted):
-                raise Violation(f"{what}: a {self.names.describe(m)} outside the filter {f}")
+            if not matches(m, memory_filter, wanted):
+                raise Violation(f"{what}: a {self.names.describe(m)} outside the filter {memory_filter}")
 
     def check_working_item(self, what: str, caller: Caller, session: str, ident: str, tenant, agent,
                            item_session) -> None:
@@ -294,6 +294,7 @@ class IsolationMachine(RuleBasedStateMachine):
         SEEN["returned: own working item"] += 1
 
     def check_forgotten(self, what: str, caller: Caller, result, err, expected: set) -> None:
+        """A read-only key may forget nothing; any other caller forgets exactly what is expected."""
         if caller.role not in WRITING_ROLES:
             self.check_error(what, caller, err, {Code.PERMISSION_DENIED})
             return
@@ -497,8 +498,8 @@ class IsolationMachine(RuleBasedStateMachine):
     @action(caller=inputs.callers, targets=st.lists(inputs.targets, min_size=1, max_size=2), useful=st.booleans())
     async def feedback(self, caller: Caller, targets: list[Target], useful: bool) -> None:
         service = MemoriesService(self.deps)
-        result, err = await self.mutate("Feedback", caller, service.feedback(caller, [t.id for t in targets], useful,
-                                                                             "property"))
+        ids = [t.id for t in targets]
+        result, err = await self.mutate("Feedback", caller, service.feedback(caller, ids, useful, "property"))
         blocked = self.first_unchangeable(caller, targets)
         if caller.role not in WRITING_ROLES:
             self.check_error("Feedback", caller, err, {Code.PERMISSION_DENIED})

@@ -43,14 +43,11 @@ class DraftSpec(dict):
     """The fields of a MemoryDraft, its domain as an index of the world's."""
 
 
-callers = st.tuples(st.integers(0, 3), st.sampled_from(CALLER_LABELS)).map(Who._make)
+callers = st.builds(Who, st.integers(0, 3), st.sampled_from(CALLER_LABELS))
 # Mostly ids the caller can see, often ones it cannot, sometimes unknown or malformed ones.
-picks = st.tuples(
-    st.sampled_from(["visible", "visible", "visible", "invisible", "invisible", "any", "unknown", "malformed"]),
-    st.integers(0, 10_000),
-)
-targets = picks.map(Pick._make)
-operation_targets = picks.map(OperationPick._make)
+pools = st.sampled_from(["visible", "visible", "visible", "invisible", "invisible", "any", "unknown", "malformed"])
+targets = st.builds(Pick, pools, st.integers(0, 10_000))
+operation_targets = st.builds(OperationPick, pools, st.integers(0, 10_000))
 
 FILTER_FIELDS = {
     "scopes": st.lists(st.sampled_from([s.value for s in Scope]), min_size=1, max_size=2, unique=True),
