@@ -134,10 +134,15 @@ class IsolationMachine(RuleBasedStateMachine):
     # -- the opening every rule shares
 
     async def step(self, name: str, drawn: dict) -> None:
-        """Resolves what was drawn, then runs the rule: callers first (the step ends there if one
-        is the revoked key, after checking it is refused), then targets, filters and drafts as
-        that caller would send them in this world."""
-        callers = {key: await self.caller(who) for key, who in drawn.items() if isinstance(who, Who)}
+        """Resolves what was drawn, then runs the rule: callers first, in order (the step ends there
+        if one is the revoked key, after checking it is refused), then targets, filters and drafts
+        as the first caller would send them in this world."""
+        callers: dict[str, Caller | None] = {}
+        previous = None
+        for key in ACTIONS[name]:  # in the rule's order: hypothesis shuffles the keys of a drawn dict
+            if isinstance(drawn[key], Who):
+                previous = drawn[key].after(previous)
+                callers[key] = await self.caller(previous)
         if None in callers.values():
             return
         caller = next(iter(callers.values()), None)  # rules that pick targets draw one caller
@@ -321,19 +326,21 @@ class IsolationMachine(RuleBasedStateMachine):
         _, err = await self.write_between_snapshots("Write", caller, drafts)
         self.check_write("Write", caller, drafts, err)
 
-    @action(first=inputs.callers, second=inputs.callers, drafts=st.lists(inputs.drafts, min_size=1, max_size=2))
+    @action(first=inputs.callers, second=inputs.resenders,
+            drafts=st.lists(inputs.persistent_drafts, min_size=1, max_size=2))
     async def replay(self, first: Caller, second: Caller, drafts: list[MemoryDraft]) -> None:
         """One request id and body sent by two callers: the same caller gets its first answer
         again (nothing new stored); another caller gets a write of its own, never the first's."""
         request_id, body = str(uuid.uuid4()), repr(drafts).encode()
+        same = (first.tenant_id, first.key_id, first.agent_id) == (second.tenant_id, second.key_id, second.agent_id)
+        SEEN["replayed by " + ("the same caller" if same else "another caller of the tenant"
+                               if first.tenant_id == second.tenant_id else "another tenant")] += 1
         answers = []
         for caller in (first, second):
-            SEEN["replayed request ids"] += 1
             key = request_key(caller, "Write", request_id, body)
             records, err = await self.write_between_snapshots("Write(replay)", caller, drafts, key)
             self.check_write("Write(replay)", caller, drafts, err)
             answers.append(None if err else [r.id for r in records])
-        same = (first.tenant_id, first.key_id, first.agent_id) == (second.tenant_id, second.key_id, second.agent_id)
         if same and answers[0] is not None and answers[1] != answers[0]:
             raise Violation(f"a repeated request by {self.names.who(first)} was stored again: {answers}")
 

@@ -15,10 +15,15 @@ from .isolation_world import AGENTS, CALLER_LABELS, ENTITIES, SESSIONS, TAGS, TE
 
 
 class Who(NamedTuple):
-    """A caller: a label of DIRECT, KEYED or the revoked key, of the tenant-th tenant."""
+    """A caller: a label of DIRECT, KEYED or the revoked key, of the tenant-th tenant. Either may
+    be left open (None), to be taken from the Who drawn before it in the same step."""
 
-    tenant: int
-    label: str
+    tenant: int | None
+    label: str | None
+
+    def after(self, previous: Who | None) -> Who:
+        return Who(previous.tenant if self.tenant is None else self.tenant,
+                   previous.label if self.label is None else self.label)
 
 
 class Pick(NamedTuple):
@@ -43,11 +48,16 @@ class DraftSpec(dict):
     """The fields of a MemoryDraft, its domain as an index of the world's."""
 
 
-callers = st.builds(Who, st.integers(0, 3), st.sampled_from(CALLER_LABELS))
+callers = st.builds(Who, tenant=st.integers(0, 3), label=st.sampled_from(CALLER_LABELS))
+# Who sends a request id again: the same caller, another caller of its tenant, or anyone (two
+# independent draws would seldom be the same caller, or even of the same tenant).
+resenders = st.one_of(
+    st.just(Who(None, None)), st.builds(Who, tenant=st.none(), label=st.sampled_from(CALLER_LABELS)), callers
+)
 # Mostly ids the caller can see, often ones it cannot, sometimes unknown or malformed ones.
 pools = st.sampled_from(["visible", "visible", "visible", "invisible", "invisible", "any", "unknown", "malformed"])
-targets = st.builds(Pick, pools, st.integers(0, 10_000))
-operation_targets = st.builds(OperationPick, pools, st.integers(0, 10_000))
+targets = st.builds(Pick, pool=pools, index=st.integers(0, 10_000))
+operation_targets = st.builds(OperationPick, pool=pools, index=st.integers(0, 10_000))
 
 FILTER_FIELDS = {
     "scopes": st.lists(st.sampled_from([s.value for s in Scope]), min_size=1, max_size=2, unique=True),
@@ -93,21 +103,26 @@ forget_filters = st.one_of(
         },
     ),
 ).map(FilterSpec)
-# scope: None (the caller's default), a scope, or "working" (working layer, caller's default scope).
-draft_fields = st.fixed_dictionaries(
-    {
-        "scope": st.sampled_from([None, "global", "domain", "private", "working"]),
-        "domain": st.integers(0, 2),
-        "kind": st.sampled_from([k.value for k in Kind]),
-        "text": st.integers(0, len(TEXTS) - 1),
-        "session": st.sampled_from([None, *SESSIONS]),
-        "user": st.sampled_from([None, *USERS]),
-        "entity": st.sampled_from([None, *ENTITIES]),
-        "confidence": st.sampled_from([1.0, 0.9, 0.5]),
-        "tags": st.lists(st.sampled_from(TAGS), max_size=2, unique=True),
-    }
-)
+
+DRAFT_FIELDS = {
+    # None: the caller's default scope; "working": the working layer, in the caller's default scope.
+    "scope": st.sampled_from([None, "global", "domain", "private", "working"]),
+    "domain": st.integers(0, 2),
+    "kind": st.sampled_from([k.value for k in Kind]),
+    "text": st.integers(0, len(TEXTS) - 1),
+    "session": st.sampled_from([None, *SESSIONS]),
+    "user": st.sampled_from([None, *USERS]),
+    "entity": st.sampled_from([None, *ENTITIES]),
+    "confidence": st.sampled_from([1.0, 0.9, 0.5]),
+    "tags": st.lists(st.sampled_from(TAGS), max_size=2, unique=True),
+}
+draft_fields = st.fixed_dictionaries(DRAFT_FIELDS)
 drafts = draft_fields.map(DraftSpec)
+# A write's request id is recorded with its persistent memories only (a retry writes its working
+# items again, and a replay answers without them), so replays draw none.
+persistent_drafts = st.fixed_dictionaries(
+    {**DRAFT_FIELDS, "scope": st.sampled_from([None, "global", "domain", "private"])}
+).map(DraftSpec)
 # Seeds (tenant index, author label, draft fields) lean to domain scope, so members of a domain
 # see memories of other tenants; `World.batches` gives each an author allowed to write it.
 seeds = st.tuples(
