@@ -330,7 +330,9 @@ class IsolationMachine(RuleBasedStateMachine):
             drafts=st.lists(inputs.persistent_drafts, min_size=1, max_size=2))
     async def replay(self, first: Caller, second: Caller, drafts: list[MemoryDraft]) -> None:
         """One request id and body sent by two callers: the same caller gets its first answer
-        again (nothing new stored); another caller gets a write of its own, never the first's."""
+        again (nothing stored again); another caller gets a write of its own, never the first's.
+        Answers are told apart by when their memories last changed: a write of its own inserts
+        or observes again, so it changes every memory it returns; a replay changes none."""
         request_id, body = str(uuid.uuid4()), repr(drafts).encode()
         same = (first.tenant_id, first.key_id, first.agent_id) == (second.tenant_id, second.key_id, second.agent_id)
         SEEN["replayed by " + ("the same caller" if same else "another caller of the tenant"
@@ -340,9 +342,13 @@ class IsolationMachine(RuleBasedStateMachine):
             key = request_key(caller, "Write", request_id, body)
             records, err = await self.write_between_snapshots("Write(replay)", caller, drafts, key)
             self.check_write("Write(replay)", caller, drafts, err)
-            answers.append(None if err else [r.id for r in records])
-        if same and answers[0] is not None and answers[1] != answers[0]:
+            answers.append(None if err else [(r.id, r.updated_at) for r in records])
+        if answers[0] is None:
+            return
+        if same and answers[1] != answers[0]:
             raise Violation(f"a repeated request by {self.names.who(first)} was stored again: {answers}")
+        if not same and answers[1] == answers[0]:
+            raise Violation(f"{self.names.who(second)} got the answer to the same request of {self.names.who(first)}")
 
     @action(seeds=st.lists(inputs.seeds, min_size=1, max_size=3), twice=st.booleans())
     async def remember(self, seeds: list, twice: bool) -> None:
