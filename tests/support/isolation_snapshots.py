@@ -1,0 +1,94 @@
+"""Database snapshots for the isolation property test: everything a call could change, read
+straight from PostgreSQL (as the owner, past row-level security) and Redis, so what a call
+changed can be held against what its caller may change.
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from memplane_server.core.caller import Caller
+from memplane_server.stores.redis.working import WorkingSession
+
+from .isolation_oracle import Oracle, Violation, can_change, can_read
+from .isolation_world import AGENTS, SESSIONS
+
+
+@dataclass
+class Snapshot:
+    rows: dict[uuid.UUID, tuple]  # the world's memories, column by column
+    history: dict[uuid.UUID, int]  # history entries per memory
+    outside: tuple  # every row outside the world (earlier examples, other tests) as one digest
+    jobs: dict[uuid.UUID, tuple]  # the world's operations
+    working: dict[tuple, tuple]  # (tenant, agent, session) -> working items and state
+
+
+async def take_snapshot(deps, tenants: list[str]) -> Snapshot:
+    async with deps.memories.pool.acquire() as conn:
+        rows = await conn.fetch(
+            "SELECT id, tenant_id, scope, domain, agent_id, kind, layer, session_id, user_id, entity,"
+            " content, status, confidence, tags, updated_at FROM memories WHERE tenant_id = ANY($1::text[])",
+            tenants,
+        )
+        history = await conn.fetch(
+            "SELECT memory_id, count(*) AS n FROM memory_history WHERE tenant_id = ANY($1::text[])"
+            " GROUP BY memory_id",
+            tenants,
+        )
+        outside = await conn.fetchrow(
+            "SELECT (SELECT count(*) FROM memories WHERE tenant_id <> ALL($1::text[])) AS n,"
+            " (SELECT md5(coalesce(string_agg(id::text || status || confidence::text || md5(content)"
+            "   || tags::text || updated_at::text, ',' ORDER BY id), ''))"
+            "   FROM memories WHERE tenant_id <> ALL($1::text[])) AS digest,"
+            " (SELECT count(*) FROM memory_history WHERE tenant_id <> ALL($1::text[])) AS history,"
+            " (SELECT md5(coalesce(string_agg(id::text || state || updated_at::text, ',' ORDER BY id), ''))"
+            "   FROM jobs WHERE tenant_id <> ALL($1::text[])) AS jobs",
+            tenants,
+        )
+        jobs = await conn.fetch(
+            "SELECT id, tenant_id, state, updated_at FROM jobs WHERE tenant_id = ANY($1::text[])", tenants
+        )
+    sessions = [(t, a, s) for t in tenants for a in (None, *AGENTS) for s in SESSIONS]
+    async with deps.working.client.pipeline(transaction=False) as pipe:
+        for t, a, s in sessions:
+            ws = WorkingSession(t, a, s)
+            pipe.lrange(ws.key("items"), 0, -1)
+            pipe.hgetall(ws.key("state"))
+        raw = await pipe.execute()
+    return Snapshot(
+        rows={r["id"]: tuple(r.values()) for r in rows},
+        history={r["memory_id"]: r["n"] for r in history},
+        outside=tuple(outside.values()),
+        jobs={r["id"]: tuple(r.values()) for r in jobs},
+        working={key: (tuple(raw[2 * i]), tuple(sorted(raw[2 * i + 1].items()))) for i, key in enumerate(sessions)},
+    )
+
+
+def check_unchanged(what: str, caller: Caller, before: Snapshot, after: Snapshot, oracle: Oracle, *,
+                    nothing: bool, new: set) -> None:
+    """Nothing the caller may not change has changed (nothing at all when `nothing`: a failed
+    call or a dry run), and no row appeared but the `new` ones the call reported."""
+    names = oracle.names
+    for ident, row in before.rows.items():
+        m = oracle.mems[ident]
+        if not nothing and can_change(caller, m):
+            continue
+        if after.rows.get(ident) != row or after.history.get(ident) != before.history.get(ident):
+            why = "a dry run / failed call" if nothing and can_change(caller, m) else (
+                "read-only" if can_read(caller, m) else "invisible")
+            gone = "erased" if ident not in after.rows else "changed"
+            raise Violation(f"{what}: {names.who(caller)} {gone} a {why} {names.describe(m)}:"
+                            f" {row} -> {after.rows.get(ident)}")
+    for ident in after.rows.keys() - before.rows.keys():
+        if nothing or ident not in new:
+            raise Violation(f"{what}: a row appeared that the call did not report: {after.rows[ident]}")
+    for ident, row in before.jobs.items():
+        if (nothing or row[1] != caller.tenant_id) and after.jobs.get(ident) != row:
+            raise Violation(f"{what}: {names.who(caller)} changed an operation of {names.tenant(row[1])}")
+    for key, value in before.working.items():
+        own = key[0] == caller.tenant_id and key[1] == caller.agent_id
+        if (nothing or not own) and after.working[key] != value:
+            raise Violation(f"{what}: {names.who(caller)} changed working memory of"
+                            f" {names.tenant(key[0])}/{key[1]}/{key[2]}")
+    if before.outside != after.outside:
+        raise Violation(f"{what}: {names.who(caller)} changed rows of tenants outside this world (earlier examples)")
