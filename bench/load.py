@@ -138,8 +138,9 @@ def count_retries(client: AsyncMemoryClient, stats: Stats) -> None:
 
 class Client:
     def __init__(self, n: int, caller: Caller, address: str, texts: list[str], questions: list[str],
-                 stats: Stats, grow: bool) -> None:
-        self.n, self.caller, self.stats, self.grow = n, caller, stats, grow
+                 stats: Stats, args: argparse.Namespace) -> None:
+        self.n, self.caller, self.stats, self.grow = n, caller, stats, args.grow
+        self.mix, self.session_turns = args.mix, args.session_turns
         self.rng = random.Random(SEED + n)
         self.texts, self.questions = texts, questions
         self.client = AsyncMemoryClient(address, caller.key, agent_id=caller.agent_id, default_timeout=CALL_TIMEOUT)
@@ -157,7 +158,7 @@ class Client:
         return self.texts[self.text_no % len(self.texts)]
 
     async def run(self, until: float) -> None:
-        ops, weights = list(MIX), list(MIX.values())
+        ops, weights = list(self.mix), list(self.mix.values())
         while self.stats.now() < until:
             op = self.rng.choices(ops, weights)[0]
             await getattr(self, op)()
@@ -185,7 +186,7 @@ class Client:
         items = [{"content": self.next_text(), "kind": "turn", "session_id": self.session} for _ in range(n)]
         await self.remember(await self.stats.call("Write", self.client.write(items)))
         self.turns_in_session += n
-        if self.turns_in_session >= SESSION_TURNS:
+        if self.turns_in_session >= self.session_turns:
             # The working session ends with the conversation; its items are not promoted (that would add rows).
             await self.stats.call("CloseSession", self.client.close_session(self.session, promote=False))
             self.session_no += 1
@@ -344,6 +345,8 @@ class Sampler:
     def __init__(self, server_pid: int, dsn: str, redis_url: str, stats: Stats) -> None:
         self.server_pid, self.dsn, self.redis_url, self.stats = server_pid, dsn, redis_url, stats
         self.samples: list[dict] = []
+        self.windows: dict = {}  # memory id -> the fingerprint of its window at the last sample
+        self.built = self.emptied = 0
 
     async def open(self) -> None:
         self.conn = await asyncpg.connect(self.dsn)
@@ -365,6 +368,7 @@ class Sampler:
             "SELECT (SELECT count(*) FROM memories) AS rows,"
             " (SELECT count(*) FROM memories WHERE status = 'active') AS active,"
             " (SELECT count(*) FROM memory_history) AS history,"
+            " (SELECT count(*) FROM write_requests) AS write_requests,"
             " (SELECT count(*) FROM context_queue) AS awaiting,"
             " (SELECT coalesce(extract(epoch FROM clock_timestamp() - min(marked_at)), 0) FROM context_queue)::float"
             "  AS window_lag_s,"
@@ -391,6 +395,21 @@ class Sampler:
             **{k: row[k] for k in row.keys()},
         }
         s["table_mb"] = s.pop("table_bytes") / 2**20
+        # Windows (re)built or emptied since the last sample: their fingerprints changed.
+        now = {r["id"]: r["context_of"] for r in await self.conn.fetch(
+            "SELECT id, context_of FROM memories WHERE kind = 'turn' AND context_of IS NOT NULL")}
+        for memory_id, mark in now.items():
+            if self.windows.get(memory_id) != mark:
+                if mark:
+                    self.built += 1
+                elif self.windows.get(memory_id):
+                    self.emptied += 1
+        self.windows = now
+        s["windows_built"], s["windows_emptied"] = self.built, self.emptied
+        waiting = await self.conn.fetch(
+            "SELECT wait_event, left(regexp_replace(query, '\\s+', ' ', 'g'), 90) AS q, count(*) AS n"
+            " FROM pg_stat_activity WHERE wait_event_type = 'Lock' GROUP BY 1, 2 ORDER BY 3 DESC")
+        s["lock_waiters"] = [(r["n"], f"{r['wait_event']}: {r['q']}") for r in waiting]
         self.samples.append(s)
         return s
 
@@ -421,7 +440,7 @@ def interval_rows(stats: Stats, samples: list[dict], duration: float, interval: 
         errors = Counter(f"{r.rpc} {r.code} {r.reason}".strip() for r in recs if r.code != "OK")
         inside = [s for s in samples if lo <= s["t"] <= hi + 1] or samples[-1:]
         last = inside[-1] if inside else {}
-        cpu = {}
+        cpu, windows = {}, {}
         if samples:
             a_ = min(samples, key=lambda x: abs(x["t"] - lo))
             b_ = min(samples, key=lambda x: abs(x["t"] - hi))
@@ -430,12 +449,15 @@ def interval_rows(stats: Stats, samples: list[dict], duration: float, interval: 
                 for k in ("server", "postgres", "redis", "bench", "host"):
                     cpu[k] = (b_[f"cpu_{k}_s"] - a_[f"cpu_{k}_s"]) / span  # cores busy on average
                 cpu["others"] = max(0.0, cpu["host"] - cpu["server"] - cpu["postgres"] - cpu["redis"] - cpu["bench"])
+                windows = {k: (b_[k] - a_[k]) * (hi - lo) / span for k in ("windows_built", "windows_emptied")}
         rows.append({
             "from_s": lo, "to_s": hi, "calls_per_s": len(ok) / (hi - lo), "ok": len(ok), "errors": dict(errors),
             "retries": sum(1 for t in stats.retries if lo <= t < hi), "rpc": by_rpc,
             "all_p50": statistics.median([r.ms for r in ok]) if ok else None,
             "all_p95": pct([r.ms for r in ok], 95) if ok else None,
-            "resources": last, "cpu_cores": cpu,
+            "resources": last, "cpu_cores": cpu, "windows": windows,
+            "lock_waiters": dict(sum((Counter({q: n}) for smp in inside for n, q in smp.get("lock_waiters", [])),
+                                     Counter())),
             "calls_per_server_cpu_s": len(ok) / (cpu["server"] * (hi - lo)) if cpu.get("server") else None,
             "max": {k: max(s[k] for s in inside) for k in ("server_rss_mb", "pg_rss_mb", "redis_rss_mb", "running",
                                                            "lock_waits", "awaiting")} if inside else {},
@@ -463,15 +485,22 @@ def print_interval(r: dict) -> None:
         print(f"  CPU (cores busy): server {cpu['server']:.2f}, postgres {cpu['postgres']:.2f}, redis {cpu['redis']:.2f},"
               f" this bench {cpu['bench']:.2f}, other processes {cpu['others']:.2f} (load average {res.get('loadavg', 0):.1f});"
               f" {fmt(r['calls_per_server_cpu_s'], 0)} calls per server CPU second")
+    if r["windows"]:
+        w = r["windows"]
+        print(f"  turn windows built {w['windows_built']:.0f}, emptied {w['windows_emptied']:.0f} "
+              f"({w['windows_built'] / max(1, r['ok']):.1f} built per call)")
     if res:
         print(f"  RSS MB: server {res['server_rss_mb']:.0f} (threads {res['server_threads']}), postgres "
               f"{res['pg_rss_mb']:.0f} ({res['pg_processes']} processes), redis {res['redis_rss_mb']:.0f} "
               f"(used {res['redis_used_mb']:.1f} MB, {res['redis_keys']} keys)")
         print(f"  memories: {res['rows']} rows ({res['active']} active, {res['dead']} dead tuples, "
-              f"{res['table_mb']:.1f} MB, autovacuums {res['autovacuums']}), history {res['history']}; "
+              f"{res['table_mb']:.1f} MB, autovacuums {res['autovacuums']}), history {res['history']}, "
+              f"write_requests {res['write_requests']}; "
               f"sessions awaiting windows {res['awaiting']} (max {mx['awaiting']}, oldest {res['window_lag_s']:.0f} s); "
               f"pg backends running {res['running']} (max {mx['running']}), waiting on a lock max {mx['lock_waits']}",
               flush=True)
+    for q, n in Counter(r["lock_waiters"]).most_common(3):
+        print(f"  waiting on a lock in {n} backend-samples: {q}")
 
 
 def summary(rows: list[dict], stats: Stats) -> dict:
@@ -514,7 +543,7 @@ def print_summary(s: dict, n_intervals: int) -> None:
 async def run_load(args, server, callers: list[Caller], texts: list[str], questions: list[str]) -> tuple:
     stats = Stats()
     stats.t0 = time.monotonic()
-    clients = [Client(i, callers[i % len(callers)], server.address, texts, questions, stats, args.grow)
+    clients = [Client(i, callers[i % len(callers)], server.address, texts, questions, stats, args)
                for i in range(args.clients)]
     sampler = Sampler(server.proc.pid, server.dsn, server.redis_url, stats)
     await sampler.open()
@@ -527,7 +556,8 @@ async def run_load(args, server, callers: list[Caller], texts: list[str], questi
         sampler.samples.clear()
         stats.t0 = time.monotonic()
         print(f"load: {args.clients} clients for {args.duration:.0f} s, intervals of {args.interval:.0f} s"
-              f" ({'growing' if args.grow else f'steady at ~{args.rows} rows'})", flush=True)
+              f" ({'growing' if args.grow else f'steady at ~{args.rows} rows'}; sessions of {args.session_turns} turns;"
+              f" mix {', '.join(f'{k}={v:g}' for k, v in args.mix.items())})", flush=True)
 
         async def reporter() -> None:
             shown = 0
@@ -564,6 +594,10 @@ def main() -> int:
     ap.add_argument("--grow", action="store_true", help="do not forget the oldest rows: the table grows")
     ap.add_argument("--warmup", type=float, default=10.0, help="untimed seconds of load before measuring")
     ap.add_argument("--sample", type=float, default=5.0, help="seconds between resource samples")
+    ap.add_argument("--mix", default="", metavar="OP=WEIGHT,...",
+                    help=f"change the weights of the call mix ({', '.join(f'{k}={v}' for k, v in MIX.items())})")
+    ap.add_argument("--session-turns", type=int, default=SESSION_TURNS,
+                    help=f"turns a client writes to a session before it starts a new one (default {SESSION_TURNS})")
     ap.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE",
                     help="an environment variable for the server, e.g. MEMPLANE_CONTEXT_WINDOW=0 (repeatable)")
     ap.add_argument("--json", type=Path, help="also write the figures here as JSON")
@@ -571,6 +605,13 @@ def main() -> int:
     args = ap.parse_args()
     if args.duration <= 0 or args.interval <= 0 or args.clients < 1 or args.rows < 3 * SESSION_TURNS:
         ap.error(f"--duration and --interval must be positive, --clients >= 1, --rows >= {3 * SESSION_TURNS}")
+    mix = dict(MIX)
+    for pair in filter(None, args.mix.split(",")):
+        op, _, weight = pair.partition("=")
+        if op not in MIX or not weight.replace(".", "", 1).isdigit():
+            ap.error(f"--mix takes OP=WEIGHT pairs with OP one of {', '.join(MIX)}, not {pair!r}")
+        mix[op] = float(weight)
+    args.mix = mix
     for pair in args.server_env:
         name, sep, value = pair.partition("=")
         if not sep or not name.startswith("MEMPLANE_"):

