@@ -174,3 +174,45 @@ async def test_two_bearer_tokens_on_one_http_server_see_only_their_own_tenant(mc
     assert not any("bravo-222" in hit["memory"]["content"] for hit in hits_a)
     assert any("bravo-222" in hit["memory"]["content"] for hit in hits_b)
     assert not any("alpha-111" in hit["memory"]["content"] for hit in hits_b)
+
+
+async def test_http_reflect_forget_history_and_working_memory(mcp_http, tenant_keys):
+    _, writer, _ = tenant_keys
+    async with http_session(mcp_http, writer) as client:
+        for city in ("Shanghai", "Hangzhou"):
+            moved = await client.call_tool("remember", {
+                "content": f"The user lives in {city}", "kind": "fact", "entity": "user", "attribute": "city",
+                "value": city,
+            })
+            assert not moved.is_error, text_of(moved)
+        history = await client.call_tool("memory_history", {"entity": "user", "attribute": "city"})
+        assert not history.is_error, text_of(history)
+        changes = {(entry["action"], entry["memory"]["value"]) for entry in history.structured_content["entries"]}
+        assert {("created", "Shanghai"), ("superseded", "Shanghai"), ("created", "Hangzhou")} <= changes
+
+        noted = await client.call_tool("remember", {
+            "content": "step 2 of 3", "kind": "event", "layer": "working", "session_id": "chat-9",
+            "state_key": "progress", "ttl_seconds": 600,
+        })
+        assert not noted.is_error, text_of(noted)
+        working = await client.call_tool("working_memory", {"session_id": "chat-9"})
+        assert not working.is_error, text_of(working)
+        assert working.structured_content["state"] == {"progress": "step 2 of 3"}
+
+        reflected = await client.call_tool("reflect", {
+            "request": "deploy the billing service", "outcome": "failure", "feedback": "the VPN was off",
+            "steps": [{"action": "kubectl apply", "observation": "connection refused"}],
+        })
+        assert not reflected.is_error, text_of(reflected)
+        assert reflected.structured_content["summary"]
+        # Neither a task nor a session: the SDK refuses it before sending, still as a tool error.
+        aimless = await client.call_tool("reflect", {})
+        assert aimless.is_error and "INVALID_ARGUMENT" in text_of(aimless)
+
+        kept = await client.call_tool("remember", {"content": "The staging password rotates on Mondays",
+                                                   "kind": "fact", "scope": "global"})
+        forgotten = await client.call_tool("forget", {"ids": [kept.structured_content["id"]], "reason": "asked to"})
+        assert not forgotten.is_error, text_of(forgotten)
+        assert forgotten.structured_content["forgotten_ids"] == [kept.structured_content["id"]]
+        found = await client.call_tool("recall", {"query": "when does the staging password rotate?"})
+        assert kept.structured_content["id"] not in {hit["memory"]["id"] for hit in found.structured_content["hits"]}
