@@ -75,8 +75,8 @@ async def stdio_session(target: str, key: str):
 
 
 @asynccontextmanager
-async def http_session(url: str, key: str | None):
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
+async def http_session(url: str, key: str | None, **extra_headers: str):
+    headers = {**({"Authorization": f"Bearer {key}"} if key else {}), **extra_headers}
     async with create_mcp_http_client(headers=headers) as http:
         async with Client(streamable_http_client(url, http_client=http)) as client:
             yield client
@@ -216,3 +216,21 @@ async def test_http_reflect_forget_history_and_working_memory(mcp_http, tenant_k
         assert forgotten.structured_content["forgotten_ids"] == [kept.structured_content["id"]]
         found = await client.call_tool("recall", {"query": "when does the staging password rotate?"})
         assert kept.structured_content["id"] not in {hit["memory"]["id"] for hit in found.structured_content["hits"]}
+
+
+async def test_http_agent_header_picks_the_agent_a_tenant_key_acts_as(mcp_http, new_tenant):
+    _, key = new_tenant()  # a tenant admin key: bound to the tenant, not to an agent
+
+    async def as_agent(agent: str, tool: str, arguments: dict):
+        async with http_session(mcp_http, key, **{"X-Memplane-Agent": agent}) as client:
+            result = await client.call_tool(tool, arguments)
+        assert not result.is_error, text_of(result)
+        return result.structured_content
+
+    stored = await as_agent("a1", "remember", {"content": "a1 keeps its notes in the blue folder",
+                                                "kind": "fact", "scope": "private"})
+    assert stored["agent_id"] == "a1"
+    mine = await as_agent("a1", "recall", {"query": "where are the notes kept?"})
+    theirs = await as_agent("a2", "recall", {"query": "where are the notes kept?"})
+    assert stored["id"] in {hit["memory"]["id"] for hit in mine["hits"]}
+    assert stored["id"] not in {hit["memory"]["id"] for hit in theirs["hits"]}
