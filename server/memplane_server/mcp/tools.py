@@ -307,7 +307,8 @@ async def forget(
     """Forget memories by ids or by filter (one of the two), soft unless `hard`."""
     filters = given(user_id=user_id, session_id=session_id, entity=entity, kinds=kinds, scopes=scopes, tags=tags)
     async with memplane(ctx) as client:
-        result = await client.forget(ids=ids, hard=hard, dry_run=dry_run, reason=reason, **filters)
+        # Models often send `ids: []` beside a filter; an empty list names no memory, so it is no ids.
+        result = await client.forget(ids=ids or None, hard=hard, dry_run=dry_run, reason=reason, **filters)
     return view(ForgetView, result)
 
 
