@@ -68,8 +68,9 @@ def mcp_http(server, tmp_path_factory):
 
 
 @asynccontextmanager
-async def stdio_session(target: str, key: str):
-    params = StdioServerParameters(command=COMMAND[0], args=COMMAND[1:], env=mcp_env(target, MEMPLANE_API_KEY=key))
+async def stdio_session(target: str, key: str, **env: str):
+    params = StdioServerParameters(command=COMMAND[0], args=COMMAND[1:],
+                                   env=mcp_env(target, MEMPLANE_API_KEY=key, **env))
     async with Client(params) as client:
         yield client
 
@@ -234,3 +235,11 @@ async def test_http_agent_header_picks_the_agent_a_tenant_key_acts_as(mcp_http, 
     theirs = await as_agent("a2", "recall", {"query": "where are the notes kept?"})
     assert stored["id"] in {hit["memory"]["id"] for hit in mine["hits"]}
     assert stored["id"] not in {hit["memory"]["id"] for hit in theirs["hits"]}
+
+
+async def test_stdio_agent_setting_picks_the_agent_a_tenant_key_acts_as(server, new_tenant):
+    _, key = new_tenant()  # a tenant admin key: bound to the tenant, not to an agent
+    async with stdio_session(server.target, key, MEMPLANE_AGENT_ID="a2") as client:
+        stored = await client.call_tool("remember", {"content": "a2 works nights", "kind": "fact", "scope": "private"})
+    assert not stored.is_error, text_of(stored)
+    assert stored.structured_content["agent_id"] == "a2"
