@@ -1,4 +1,4 @@
-"""`memplane` command line: serve, migrate, admin."""
+"""`memplane` command line: serve, migrate, admin, mcp."""
 from __future__ import annotations
 
 import argparse
@@ -192,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
         admin.add_argument(f"--{name}")
     admin.add_argument("--role", choices=["platform_admin", "tenant_admin", "writer", "reader", "agent"])
     admin.add_argument("--access", choices=["read", "read_write"], default="read")
+    mcp = sub.add_parser("mcp", help="MCP server (stdio) calling a running Memplane; see docs/mcp.md")
+    mcp.add_argument("--http", action="store_true", help="serve streamable HTTP on MEMPLANE_MCP_LISTEN instead")
     args = parser.parse_args(argv)
     settings = Settings()
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -201,6 +203,10 @@ def main(argv: list[str] | None = None) -> int:
         return _migrate(settings)
     if args.cmd == "reembed":
         return _reembed(args, settings)
+    if args.cmd == "mcp":
+        from .mcp.server import run
+
+        return run(settings, http=args.http)
     return _admin(args, settings)
 
 

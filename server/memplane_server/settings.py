@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import Field, model_validator
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -84,6 +84,12 @@ class Settings(BaseSettings):
     shutdown_grace_seconds: float = Field(10.0, ge=0)
     telemetry_exporter: str = Field("none", pattern="^(none|console)$")
     log_level: str = "INFO"
+
+    # `memplane mcp` is a client of a running server, like any agent.
+    address: str | None = Field(None, description="server `memplane mcp` calls; unset = MEMPLANE_LISTEN")
+    api_key: SecretStr | None = Field(None, description="key `memplane mcp` (stdio) and `memplane admin` call with")
+    agent_id: str | None = Field(None, description="agent a tenant-wide key acts as in `memplane mcp` (stdio)")
+    mcp_listen: str = Field("127.0.0.1:8765", description="host:port `memplane mcp --http` binds")
 
     @model_validator(mode="after")
     def _llm_stages_need_a_model(self) -> "Settings":
