@@ -1,4 +1,4 @@
-"""`memplane` command line: serve, migrate, admin."""
+"""`memplane` command line: serve, migrate, admin, health."""
 from __future__ import annotations
 
 import argparse
@@ -192,6 +192,10 @@ def main(argv: list[str] | None = None) -> int:
         admin.add_argument(f"--{name}")
     admin.add_argument("--role", choices=["platform_admin", "tenant_admin", "writer", "reader", "agent"])
     admin.add_argument("--access", choices=["read", "read_write"], default="read")
+    health = sub.add_parser("health", help="exit 0 when the server answers SERVING on grpc.health.v1, else 1")
+    health.add_argument("--address", help="host:port of the server (default: MEMPLANE_LISTEN)")
+    health.add_argument("--service", default="", help="one service's status (default: the whole server)")
+    health.add_argument("--timeout", type=float, default=3.0, help="seconds to wait for the answer")
     args = parser.parse_args(argv)
     settings = Settings()
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -201,6 +205,10 @@ def main(argv: list[str] | None = None) -> int:
         return _migrate(settings)
     if args.cmd == "reembed":
         return _reembed(args, settings)
+    if args.cmd == "health":
+        from .commands.health import run
+
+        return run(args.address or settings.listen, service=args.service, timeout=args.timeout)
     return _admin(args, settings)
 
 

@@ -28,6 +28,7 @@ ALLOWED = {
     # The composition root and the command line put everything together.
     "runtime": {"*"},
     "cli": {"*"},
+    "commands": {"*"},
     "__init__": set(),
 }
 
