@@ -231,7 +231,8 @@ async def _finish(tasks: list[asyncio.Task], deadline: float) -> None:
 async def work(settings: Settings) -> None:
     """`memplane worker`: the background work alone, no gRPC, until SIGTERM/SIGINT; then the loops
     stop at their next safe point within the grace time and pools close."""
-    setup_telemetry(settings.telemetry_exporter)
+    setup_telemetry(settings.telemetry_exporter, otlp_endpoint=settings.otlp_endpoint,
+                    metrics_listen=settings.metrics_listen)
     runtime = Runtime(settings, settings.database_url or "", settings.redis_url or "")
     deps = await runtime.open()
     runners, tasks = start_background(deps, build_services(deps, runtime))
@@ -251,7 +252,8 @@ async def serve(settings: Settings, database_url: str, redis_url: str, *, ready:
     """Serves until SIGTERM/SIGINT, then drains within the grace time: NOT_SERVING at once, new
     calls UNAVAILABLE, in-flight calls finish (or are cancelled at the deadline), background loops
     stop at a safe point, pools close."""
-    setup_telemetry(settings.telemetry_exporter)
+    setup_telemetry(settings.telemetry_exporter, otlp_endpoint=settings.otlp_endpoint,
+                    metrics_listen=settings.metrics_listen)
     runtime = Runtime(settings, database_url, redis_url)
     deps = await runtime.open()
     services = build_services(deps, runtime)

@@ -88,7 +88,11 @@ class Settings(BaseSettings):
     )
     job_max_attempts: int = Field(3, ge=1)
     shutdown_grace_seconds: float = Field(10.0, ge=0)
-    telemetry_exporter: str = Field("none", pattern="^(none|console)$")
+    telemetry_exporter: str = Field("none", pattern="^(none|console|otlp)$")
+    otlp_endpoint: str = Field("localhost:4317", description="OTLP/gRPC collector host:port for the otlp exporter")
+    metrics_listen: str | None = Field(
+        None, pattern=r"^.*:\d+$", description="host:port serving Prometheus metrics at /metrics; unset = none"
+    )
     log_level: str = "INFO"
 
     @model_validator(mode="after")
