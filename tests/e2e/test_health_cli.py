@@ -60,7 +60,7 @@ def server_losing_its_database(services_urls):
     shutil.rmtree(data, ignore_errors=True)
 
 
-def test_a_server_without_its_database_fails_as_not_serving(server_losing_its_database):
+def test_a_server_without_its_database_is_not_serving_but_alive(server_losing_its_database):
     proc, postgres = server_losing_its_database
     assert memplane_health("--address", proc.target).returncode == 0
     postgres.stop()
@@ -70,3 +70,5 @@ def test_a_server_without_its_database_fails_as_not_serving(server_losing_its_da
         time.sleep(0.5)
     assert result.returncode == 1
     assert "NOT_SERVING" in result.stderr
+    # Restarting it would not bring the database back: the liveness service stays SERVING.
+    assert memplane_health("--address", proc.target, "--service", "liveness").returncode == 0
