@@ -11,9 +11,10 @@ ENV PIP_NO_CACHE_DIR=1 \
 WORKDIR /src
 RUN python -m venv /opt/memplane
 COPY clients/python clients/python
+COPY pyproject.toml ./
 COPY server server
 # Not editable: the runtime stage gets /opt/memplane alone, without the sources.
-RUN /opt/memplane/bin/pip install --no-cache-dir ./clients/python ./server
+RUN /opt/memplane/bin/pip install --no-cache-dir ./clients/python .
 
 FROM ${PYTHON_IMAGE}
 # A fixed uid/gid, so Kubernetes' runAsNonRoot can check it and volumes can be chowned to it.
