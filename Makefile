@@ -6,10 +6,11 @@ STAMP := $(VENV)/.installed
 
 .PHONY: serve test generate bench
 
-$(STAMP): server/pyproject.toml clients/python/pyproject.toml
+$(STAMP): pyproject.toml clients/python/pyproject.toml scripts/install_deploy_tools.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e clients/python -e 'server[dev]'
+	$(BIN)/python -m pip install --quiet -e clients/python -e '.[dev]'
+	$(BIN)/python scripts/install_deploy_tools.py
 	touch $(STAMP)
 
 serve: $(STAMP)

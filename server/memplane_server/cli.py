@@ -1,4 +1,4 @@
-"""`memplane` command line: serve, migrate, admin, mcp."""
+"""`memplane` command line: serve, worker, migrate, admin, health, mcp."""
 from __future__ import annotations
 
 import argparse
@@ -192,6 +192,11 @@ def main(argv: list[str] | None = None) -> int:
         admin.add_argument(f"--{name}")
     admin.add_argument("--role", choices=["platform_admin", "tenant_admin", "writer", "reader", "agent"])
     admin.add_argument("--access", choices=["read", "read_write"], default="read")
+    sub.add_parser("worker", help="run the background work (jobs, expiry sweep, turn windows) without gRPC")
+    health = sub.add_parser("health", help="exit 0 when the server answers SERVING on grpc.health.v1, else 1")
+    health.add_argument("--address", help="host:port of the server (default: MEMPLANE_LISTEN)")
+    health.add_argument("--service", default="", help="one service's status (default: the whole server)")
+    health.add_argument("--timeout", type=float, default=3.0, help="seconds to wait for the answer")
     mcp = sub.add_parser("mcp", help="MCP server (stdio) calling a running Memplane; see docs/mcp.md")
     mcp.add_argument("--http", action="store_true", help="serve streamable HTTP on MEMPLANE_MCP_LISTEN instead")
     args = parser.parse_args(argv)
@@ -203,6 +208,14 @@ def main(argv: list[str] | None = None) -> int:
         return _migrate(settings)
     if args.cmd == "reembed":
         return _reembed(args, settings)
+    if args.cmd == "worker":
+        from .commands.worker import run as work
+
+        return work(settings)
+    if args.cmd == "health":
+        from .commands.health import run
+
+        return run(args.address or settings.listen, service=args.service, timeout=args.timeout)
     if args.cmd == "mcp":
         from .mcp.server import run
 

@@ -193,11 +193,67 @@ def build_services(deps: Deps, runtime: Runtime) -> Services:
     )
 
 
+def start_background(deps: Deps, services: Services) -> tuple[list[JobRunner], list[asyncio.Task]]:
+    """One process's share of the background work: job runners, the expiry sweep and the turn-window
+    builder. Each claims what it does (jobs by SKIP LOCKED, window builds by lease, expired sessions
+    by ZREM; pruning old request records is an idempotent DELETE), so any number of servers and
+    workers do each piece once."""
+    s = deps.settings
+    runners = [JobRunner(deps, services.reflections, services.extractions) for _ in range(s.workers)]
+    tasks = [asyncio.create_task(r.run_forever()) for r in runners]
+    if runners:
+        tasks.append(asyncio.create_task(
+            sweep_expired(services.working, services.writes, s.working_sweep_seconds, runners[0])))
+    if runners and s.context_window:
+        tasks.append(asyncio.create_task(build_turn_windows(services.contexts, runners[0])))
+    return runners, tasks
+
+
+def _stop_signal() -> asyncio.Event:
+    """Set on the first SIGTERM or SIGINT."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+async def _finish(tasks: list[asyncio.Task], deadline: float) -> None:
+    """Waits for the background tasks until the deadline, then cancels the late ones."""
+    if not tasks:
+        return
+    _, late = await asyncio.wait(tasks, timeout=max(0.0, deadline - asyncio.get_running_loop().time()))
+    for task in late:  # a job or a window build still running: its lease brings it back later
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def work(settings: Settings) -> None:
+    """`memplane worker`: the background work alone, no gRPC, until SIGTERM/SIGINT; then the loops
+    stop at their next safe point within the grace time and pools close."""
+    setup_telemetry(settings.telemetry_exporter, otlp_endpoint=settings.otlp_endpoint,
+                    metrics_listen=settings.metrics_listen)
+    runtime = Runtime(settings, settings.database_url or "", settings.redis_url or "")
+    deps = await runtime.open()
+    runners, tasks = start_background(deps, build_services(deps, runtime))
+    stop = _stop_signal()
+    print(f"memplane worker running {len(runners)} job runners", flush=True)
+    await stop.wait()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + settings.shutdown_grace_seconds
+    log.info("shutting down: finishing background work for up to %.0fs", settings.shutdown_grace_seconds)
+    for r in runners:
+        r.stop()
+    await _finish(tasks, deadline)
+    await runtime.close()
+
+
 async def serve(settings: Settings, database_url: str, redis_url: str, *, ready: asyncio.Event | None = None) -> None:
     """Serves until SIGTERM/SIGINT, then drains within the grace time: NOT_SERVING at once, new
     calls UNAVAILABLE, in-flight calls finish (or are cancelled at the deadline), background loops
     stop at a safe point, pools close."""
-    setup_telemetry(settings.telemetry_exporter)
+    setup_telemetry(settings.telemetry_exporter, otlp_endpoint=settings.otlp_endpoint,
+                    metrics_listen=settings.metrics_listen)
     runtime = Runtime(settings, database_url, redis_url)
     deps = await runtime.open()
     services = build_services(deps, runtime)
@@ -207,13 +263,7 @@ async def serve(settings: Settings, database_url: str, redis_url: str, *, ready:
     port = server.add_insecure_port(settings.listen)
     if port == 0:
         raise SystemExit(f"cannot listen on {settings.listen}")
-    runners = [JobRunner(deps, services.reflections, services.extractions) for _ in range(settings.workers)]
-    tasks = [asyncio.create_task(r.run_forever()) for r in runners]
-    if settings.workers:
-        tasks.append(asyncio.create_task(
-            sweep_expired(services.working, services.writes, settings.working_sweep_seconds, runners[0])))
-    if settings.workers and settings.context_window:
-        tasks.append(asyncio.create_task(build_turn_windows(services.contexts, runners[0])))
+    runners, tasks = start_background(deps, services) if settings.background_work == "in-process" else ([], [])
     await server.start()
     await set_serving(health_servicer, True)
     tasks.append(asyncio.create_task(watch_database(services.availability, health_servicer, drain)))
@@ -226,13 +276,11 @@ async def serve(settings: Settings, database_url: str, redis_url: str, *, ready:
             f"  tenant admin key:   {tenant_secret}\n  platform admin key: {platform_secret}",
             flush=True,
         )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    stop = _stop_signal()
     if ready is not None:
         ready.set()
     await stop.wait()
+    loop = asyncio.get_running_loop()
     grace = settings.shutdown_grace_seconds
     deadline = loop.time() + grace
     log.info("shutting down: draining for up to %.0fs", grace)
@@ -242,8 +290,5 @@ async def serve(settings: Settings, database_url: str, redis_url: str, *, ready:
         r.stop()
     idle = await drain.wait_idle(grace)
     await server.stop(0 if idle else SERVER_STOP_SECONDS)
-    _, late = await asyncio.wait(tasks, timeout=max(0.0, deadline - loop.time()))
-    for task in late:  # a job or a window build still running: its lease brings it back later
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    await _finish(tasks, deadline)
     await runtime.close()

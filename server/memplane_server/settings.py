@@ -79,10 +79,20 @@ class Settings(BaseSettings):
     dedup_threshold: float = Field(0.95, ge=0, le=1)
     reflect_sync_max_items: int = Field(200, ge=1, description="larger reflections run as operations")
 
-    workers: int = Field(1, ge=0, description="in-process background job workers")
+    workers: int = Field(
+        1, ge=0, description="job runners in each process doing background work (serve in-process, or a worker)"
+    )
+    background_work: str = Field(
+        "in-process", pattern="^(in-process|none)$",
+        description="whether `memplane serve` does the background work itself or leaves it to `memplane worker`",
+    )
     job_max_attempts: int = Field(3, ge=1)
     shutdown_grace_seconds: float = Field(10.0, ge=0)
-    telemetry_exporter: str = Field("none", pattern="^(none|console)$")
+    telemetry_exporter: str = Field("none", pattern="^(none|console|otlp)$")
+    otlp_endpoint: str = Field("localhost:4317", description="OTLP/gRPC collector host:port for the otlp exporter")
+    metrics_listen: str | None = Field(
+        None, pattern=r"^.*:\d+$", description="host:port serving Prometheus metrics at /metrics; unset = none"
+    )
     log_level: str = "INFO"
 
     # `memplane mcp` is a client of a running server, like any agent.

@@ -11,8 +11,12 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExport
 from . import __version__
 
 
-def setup_telemetry(exporter: str) -> None:
-    """Installs SDK providers once; with exporter 'none' spans and metrics are recorded but not sent."""
+def setup_telemetry(exporter: str, *, otlp_endpoint: str = "", metrics_listen: str | None = None) -> None:
+    """Installs SDK providers once; with exporter 'none' spans and metrics are recorded but not sent.
+
+    'otlp' sends both over OTLP/gRPC (plaintext, to a collector beside the process); metrics_listen
+    (host:port) also serves them for Prometheus to scrape at /metrics.
+    """
     if isinstance(trace.get_tracer_provider(), TracerProvider):
         return
     resource = Resource.create({"service.name": "memplane", "service.version": __version__})
@@ -21,6 +25,21 @@ def setup_telemetry(exporter: str) -> None:
     if exporter == "console":
         tracer_provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter()))
         readers.append(PeriodicExportingMetricReader(ConsoleMetricExporter(), export_interval_millis=60_000))
+    elif exporter == "otlp":
+        # Imported only when chosen: the exporters pull in more of grpc and protobuf than 'none' needs.
+        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+        tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=otlp_endpoint, insecure=True)))
+        readers.append(PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=otlp_endpoint, insecure=True),
+                                                     export_interval_millis=15_000))
+    if metrics_listen:
+        from opentelemetry.exporter.prometheus import PrometheusMetricReader
+        from prometheus_client import start_http_server
+
+        host, port = metrics_listen.rsplit(":", 1)
+        start_http_server(int(port), addr=host.strip("[]"))
+        readers.append(PrometheusMetricReader())
     trace.set_tracer_provider(tracer_provider)
     metrics.set_meter_provider(MeterProvider(resource=resource, metric_readers=readers))
 

@@ -27,9 +27,12 @@ def free_port() -> int:
 
 @dataclass
 class ServerProcess:
-    """A `memplane serve` child; its output is collected for assertions and failure messages."""
+    """A `memplane serve` (or another long-running command's) child; its output is collected for
+    assertions and failure messages. It has started once it prints a line beginning `ready`."""
 
     env: dict[str, str]
+    command: str = "serve"
+    ready: str = "memplane listening on"
     target: str = ""
     process: subprocess.Popen | None = None
     lines: list[str] = field(default_factory=list)
@@ -39,12 +42,12 @@ class ServerProcess:
         self.target = f"127.0.0.1:{port or free_port()}"
         env = {**os.environ, **self.env, "MEMPLANE_LISTEN": self.target}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "memplane_server.cli", "serve"], env=env, stdout=subprocess.PIPE,
+            [sys.executable, "-m", "memplane_server.cli", self.command], env=env, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True,
         )
         threading.Thread(target=self._pump, daemon=True).start()
         deadline = time.monotonic() + timeout
-        while not any(line.startswith("memplane listening on") for line in self.lines):
+        while not any(line.startswith(self.ready) for line in self.lines):
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError("server did not start:\n" + "".join(self.lines[-40:]))

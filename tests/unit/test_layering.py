@@ -30,6 +30,7 @@ ALLOWED = {
     # The composition root and the command line put everything together.
     "runtime": {"*"},
     "cli": {"*"},
+    "commands": {"*"},
     "__init__": set(),
 }
 

@@ -27,6 +27,9 @@ SERVICE_NAMES = (
     admin_service_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name,
     operations_service_pb2.DESCRIPTOR.services_by_name["OperationsService"].full_name,
 )
+# A health service name that answers SERVING from start to exit, also while the database is down or
+# the server drains: a liveness probe on it restarts only a process that stopped answering.
+LIVENESS_SERVICE = "liveness"
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 HEALTH_PROBE_SECONDS = 1.0
 
@@ -70,6 +73,8 @@ async def set_serving(health_servicer: health.aio.HealthServicer, serving: bool)
     status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
     for name in ("", *SERVICE_NAMES):
         await health_servicer.set(name, status)
+    if serving:
+        await health_servicer.set(LIVENESS_SERVICE, status)
 
 
 async def watch_database(availability: Availability, health_servicer: health.aio.HealthServicer, drain: Drain) -> None:

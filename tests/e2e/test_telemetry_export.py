@@ -1,0 +1,74 @@
+"""A server sends its spans over OTLP to a collector and serves its metrics to Prometheus."""
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+import urllib.request
+from concurrent import futures
+
+import grpc
+import pytest
+from memplane import MemoryClient
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+
+from tests.conftest import make_shared_tmpdir
+from tests.e2e.conftest import ServerProcess, free_port, fresh_database
+
+pytestmark = pytest.mark.slow
+
+
+class Collector(trace_service_pb2_grpc.TraceServiceServicer):
+    """The trace half of an OpenTelemetry collector's OTLP/gRPC receiver: keeps span names."""
+
+    def __init__(self) -> None:
+        self.span_names: list[str] = []
+
+    def Export(self, request, context):
+        for resource in request.resource_spans:
+            for scope in resource.scope_spans:
+                self.span_names.extend(span.name for span in scope.spans)
+        return trace_service_pb2.ExportTraceServiceResponse()
+
+
+@pytest.fixture(scope="module")
+def collector():
+    receiver = Collector()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(receiver, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    yield receiver, f"127.0.0.1:{port}"
+    server.stop(0)
+
+
+@pytest.fixture(scope="module")
+def observed_server(services_urls, collector):
+    data = make_shared_tmpdir("memplane-telemetry-")
+    metrics = f"127.0.0.1:{free_port()}"
+    proc = ServerProcess({
+        "MEMPLANE_DATABASE_URL": asyncio.run(fresh_database(services_urls[0], "memplane_telemetry")), "MEMPLANE_REDIS_URL": services_urls[1].rsplit("/", 1)[0] + "/5",
+        "MEMPLANE_DATA_DIR": str(data), "MEMPLANE_BOOTSTRAP_TENANT": "", "MEMPLANE_CONTEXT_WINDOW": "0",
+        "MEMPLANE_TELEMETRY_EXPORTER": "otlp", "MEMPLANE_OTLP_ENDPOINT": collector[1],
+        "MEMPLANE_METRICS_LISTEN": metrics,
+    }).start()
+    # One RPC, refused for want of a key: traced and timed all the same.
+    with MemoryClient(proc.target, "mpk_x_y") as client, pytest.raises(Exception):
+        client.search("anything")
+    yield proc, metrics
+    proc.stop()
+    shutil.rmtree(data, ignore_errors=True)
+
+
+def test_spans_reach_the_otlp_collector(observed_server, collector):
+    receiver, _ = collector
+    deadline = time.monotonic() + 20  # the batch processor sends every 5 s
+    while "/memplane.v1.MemoryService/Search" not in receiver.span_names:
+        assert time.monotonic() < deadline, receiver.span_names
+        time.sleep(0.2)
+
+
+def test_prometheus_scrapes_rpc_durations(observed_server):
+    _, metrics = observed_server
+    body = urllib.request.urlopen(f"http://{metrics}/metrics", timeout=10).read().decode()
+    assert "rpc_server_duration" in body, body[:2000]
