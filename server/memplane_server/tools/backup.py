@@ -6,6 +6,7 @@ Redis holds only working memory and caches, which expire anyway, and is not back
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -14,11 +15,13 @@ from pathlib import Path
 import asyncpg
 
 from ..core.backups import SchemaTooNew, backup_name, check_schema_version, names_to_prune
-from ..embedded import EmbeddedPostgres
+from ..embedded import EmbeddedError, EmbeddedPostgres
 from ..settings import Settings
 from ..stores.postgres.dump import ClientTools, DumpError, finish_restore, is_empty, prepare_restore, server_major
 from ..stores.postgres.migrations import latest_version, migrate
 from . import ToolError
+
+log = logging.getLogger(__name__)
 
 
 def backup_dir(settings: Settings) -> Path:
@@ -87,6 +90,10 @@ async def _restore(tools: ClientTools, database_url: str, archive: Path, version
 
 
 def _tools(settings: Settings, database_url: str) -> ClientTools:
+    """pg_dump and pg_restore able to read the server: those bundled with the embedded PostgreSQL
+    or those on PATH; for an external database on a machine with neither, the bundled ones are
+    unpacked first (pg0 does that at the embedded server's first start, which it then stops)."""
+
     async def major() -> int:
         conn = await asyncpg.connect(database_url)
         try:
@@ -94,7 +101,17 @@ def _tools(settings: Settings, database_url: str) -> ClientTools:
         finally:
             await conn.close()
 
+    server = asyncio.run(major())
+    embedded = EmbeddedPostgres(settings.data_dir)
     try:
-        return ClientTools.choose(EmbeddedPostgres(settings.data_dir).client_tool_dirs(), asyncio.run(major()))
+        return ClientTools.choose(embedded.client_tool_dirs(), server)
     except DumpError as exc:
+        if embedded.client_tool_dirs():
+            raise ToolError(str(exc)) from None
+        log.info("unpacking the PostgreSQL client tools bundled with pg0 into %s", settings.data_dir)
+    try:
+        embedded.start()
+        embedded.stop()
+        return ClientTools.choose(embedded.client_tool_dirs(), server)
+    except (DumpError, EmbeddedError) as exc:
         raise ToolError(str(exc)) from None

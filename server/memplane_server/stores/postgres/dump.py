@@ -34,7 +34,8 @@ class ClientTools:
         candidates = [*folders]
         on_path = shutil.which("pg_dump")
         if on_path:
-            candidates.append(Path(on_path).resolve().parent)
+            # Not resolved: Debian's pg_dump is a link to a version-picking wrapper elsewhere.
+            candidates.append(Path(on_path).parent)
         found = []
         for folder in candidates:
             if (folder / "pg_dump").exists() and (folder / "pg_restore").exists():
@@ -44,8 +45,7 @@ class ClientTools:
             seen = ", ".join(f"{t.bin_dir} ({t.major})" for t in found) or "none"
             raise DumpError(
                 f"no pg_dump/pg_restore of PostgreSQL {server_major} or newer (found: {seen}); install the"
-                f" PostgreSQL {server_major} client tools on PATH, or start the embedded database once"
-                " (`memplane migrate` without MEMPLANE_DATABASE_URL) so its bundled tools are unpacked"
+                f" PostgreSQL {server_major} client tools on PATH"
             )
         return max(usable, key=lambda t: t.major)
 
