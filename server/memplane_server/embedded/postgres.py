@@ -83,6 +83,11 @@ class EmbeddedPostgres(EmbeddedService):
         if not terminate(pid, self._data, (signal.SIGINT, signal.SIGQUIT, signal.SIGKILL), _ABANDONED_GRACE):
             logger.error("PostgreSQL (pid %d) did not stop", pid)
 
+    def client_tool_dirs(self) -> list[Path]:
+        """Folders of the client tools (pg_dump, pg_restore, psql) bundled with the server that
+        pg0 unpacked here at its first start; none before that."""
+        return sorted((self._root / "home" / ".pg0" / "installation").glob("*/bin"))
+
     @property
     def _data(self) -> Path:
         return self._root / "data"

@@ -22,6 +22,18 @@ def _migration_files() -> list[tuple[int, str, str]]:
     return sorted(found)
 
 
+def latest_version() -> int:
+    """The newest schema version this code knows."""
+    return _migration_files()[-1][0]
+
+
+async def applied_version(conn: asyncpg.Connection) -> int:
+    """The newest migration applied to the database (0 for an empty one)."""
+    if await conn.fetchval("SELECT to_regclass('schema_migrations')") is None:
+        return 0
+    return await conn.fetchval("SELECT coalesce(max(version), 0) FROM schema_migrations")
+
+
 async def migrate(conn: asyncpg.Connection) -> list[str]:
     """Applies pending migrations; returns the names applied."""
     applied: list[str] = []
