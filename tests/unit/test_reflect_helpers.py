@@ -27,7 +27,7 @@ def record(kind: Kind, content: str, entity: str | None = None, attribute: str |
 
 
 def test_session_summary_without_facts_says_so():
-    text = session_summary("s1", [record(Kind.TURN, "hello")])
+    text = session_summary("s1", [record(Kind.TURN, "hello")]).text
     assert text == "Session s1: 1 active memories.\nNo facts or preferences recorded yet."
 
 
@@ -36,7 +36,7 @@ def test_session_summary_lists_structured_facts_sorted_by_entity_and_attribute()
         record(Kind.FACT, "lives in Lyon", entity="user", attribute="city", value="Lyon"),
         record(Kind.PREFERENCE, "likes tea", entity="user", attribute="drink", value="tea"),
         record(Kind.FACT, "acme is a company", entity="acme"),
-    ])
+    ]).text
     assert text.splitlines() == [
         "Session s1: 3 active memories.",
         "- acme = acme is a company",
@@ -49,14 +49,33 @@ def test_session_summary_keeps_the_last_record_of_a_repeated_entity_attribute():
     text = session_summary("s1", [
         record(Kind.FACT, "lives in Paris", entity="user", attribute="city", value="Paris"),
         record(Kind.FACT, "lives in Lyon", entity="user", attribute="city", value="Lyon"),
-    ])
+    ]).text
     assert "- user.city = Lyon" in text
     assert "Paris" not in text
 
 
 def test_session_summary_lists_unstructured_facts_with_their_kind_and_ignores_other_kinds():
-    text = session_summary("s1", [record(Kind.PREFERENCE, "likes jazz"), record(Kind.EVENT, "booked a flight")])
+    text = session_summary("s1", [record(Kind.PREFERENCE, "likes jazz"), record(Kind.EVENT, "booked a flight")]).text
     assert text.splitlines() == ["Session s1: 2 active memories.", "- preference: likes jazz"]
+
+
+def test_session_summary_names_as_sources_exactly_the_facts_it_states():
+    city = record(Kind.FACT, "lives in Lyon", entity="user", attribute="city", value="Lyon")
+    turn = record(Kind.TURN, "I moved to Lyon")
+    assert session_summary("s1", [turn, city]).sources == (city.id,)
+
+
+def test_session_summary_stays_within_200_characters_and_counts_what_it_left_out():
+    facts = [record(Kind.FACT, f"fact {n}", entity="user", attribute=f"attribute_{n:02}", value="x" * 20)
+             for n in range(30)]
+    summary = session_summary("s1", facts)
+    assert len(summary.text) <= 200
+    assert summary.text.endswith(f"- (+{30 - len(summary.sources)} more)") and 0 < len(summary.sources) < 30
+
+
+def test_session_summary_shortens_one_long_fact_rather_than_leave_it_out():
+    summary = session_summary("s1", [record(Kind.PREFERENCE, "likes " + "very " * 80 + "long walks")])
+    assert len(summary.text) <= 200 and summary.text.endswith("…") and len(summary.sources) == 1
 
 
 def test_task_transcript_lists_request_steps_outcome_and_feedback():

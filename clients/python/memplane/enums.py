@@ -92,6 +92,7 @@ class MemoryStatus(ProtoEnum):
     PENDING = 2
     SUPERSEDED = 3
     DELETED = 4
+    STALE = 5
 
 
 class HistoryAction(ProtoEnum):
@@ -107,6 +108,7 @@ class HistoryAction(ProtoEnum):
     FEEDBACK = 7
     REOBSERVED = 8
     ERASED = 9
+    STALE = 10
 
 
 class Role(ProtoEnum):

@@ -26,12 +26,13 @@ KINDS = {pb.KIND_TURN: Kind.TURN, pb.KIND_EVENT: Kind.EVENT, pb.KIND_FACT: Kind.
          pb.KIND_PREFERENCE: Kind.PREFERENCE, pb.KIND_PROCEDURE: Kind.PROCEDURE, pb.KIND_LESSON: Kind.LESSON,
          pb.KIND_SUMMARY: Kind.SUMMARY}
 STATUSES = {pb.MEMORY_STATUS_ACTIVE: Status.ACTIVE, pb.MEMORY_STATUS_PENDING: Status.PENDING,
-            pb.MEMORY_STATUS_SUPERSEDED: Status.SUPERSEDED, pb.MEMORY_STATUS_DELETED: Status.DELETED}
+            pb.MEMORY_STATUS_SUPERSEDED: Status.SUPERSEDED, pb.MEMORY_STATUS_DELETED: Status.DELETED,
+            pb.MEMORY_STATUS_STALE: Status.STALE}
 HISTORY_ACTIONS = {"created": spb.HISTORY_ACTION_CREATED, "updated": spb.HISTORY_ACTION_UPDATED,
                    "superseded": spb.HISTORY_ACTION_SUPERSEDED, "merged": spb.HISTORY_ACTION_MERGED,
                    "deleted": spb.HISTORY_ACTION_DELETED, "restored": spb.HISTORY_ACTION_RESTORED,
                    "feedback": spb.HISTORY_ACTION_FEEDBACK, "reobserved": spb.HISTORY_ACTION_REOBSERVED,
-                   "erased": spb.HISTORY_ACTION_ERASED}
+                   "erased": spb.HISTORY_ACTION_ERASED, "stale": spb.HISTORY_ACTION_STALE}
 
 
 def enum_in(table: dict[int, E], value: int, field: str) -> E | None:

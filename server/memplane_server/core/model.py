@@ -36,6 +36,7 @@ class Status(str, enum.Enum):
     PENDING = "pending"
     SUPERSEDED = "superseded"
     DELETED = "deleted"
+    STALE = "stale"  # a summary one of whose sources changed; rebuilt by a job
 
 
 KIND_LAYER: dict[Kind, Layer] = {
@@ -87,6 +88,7 @@ class MemoryDraft:
     valid_to: datetime | None = None
     ttl_seconds: int | None = None
     state_key: str | None = None
+    derived_from: tuple[UUID, ...] = ()  # set by the server (summaries), never from a request
 
     @property
     def embedding_text(self) -> str:

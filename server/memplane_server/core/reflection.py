@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
+from uuid import UUID
 
 import numpy as np
 
@@ -90,18 +91,38 @@ def near_duplicate_groups(vectors: np.ndarray, keys: list[tuple], threshold: flo
     return [g for g in groups.values() if len(g) > 1]
 
 
-def session_summary(session_id: str, records: list[MemoryRecord]) -> str:
+SUMMARY_MAX_CHARS = 200
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    text: str
+    sources: tuple[UUID, ...]  # the memories it states: when one changes, the summary is stale
+
+
+def session_summary(session_id: str, records: list[MemoryRecord]) -> SessionSummary:
+    """The session's current facts and preferences in at most SUMMARY_MAX_CHARS characters: short
+    enough to read at a glance and to be rebuilt whenever one of them changes."""
     facts = [r for r in records if r.kind in (Kind.FACT, Kind.PREFERENCE)]
-    lines = [f"Session {session_id}: {len(records)} active memories."]
     structured = sorted({(r.entity, r.attribute): r for r in facts if r.entity}.values(), key=lambda r: (r.entity, r.attribute or ""))
-    for r in structured:
-        lines.append(f"- {r.entity}{'.' + r.attribute if r.attribute else ''} = {r.value or r.content}")
-    for r in facts:
-        if not r.entity:
-            lines.append(f"- {r.kind.value}: {r.content}")
-    if len(lines) == 1:
-        lines.append("No facts or preferences recorded yet.")
-    return "\n".join(lines)
+    lines = [(r, f"- {r.entity}{'.' + r.attribute if r.attribute else ''} = {r.value or r.content}") for r in structured]
+    lines += [(r, f"- {r.kind.value}: {r.content}") for r in facts if not r.entity]
+    text = f"Session {session_id}: {len(records)} active memories."
+    if not lines:
+        return SessionSummary(f"{text}\nNo facts or preferences recorded yet.", ())
+    stated: list[UUID] = []
+    for n, (r, line) in enumerate(lines):
+        after = len(lines) - n - 1
+        tail = f"\n- (+{after} more)" if after else ""
+        room = SUMMARY_MAX_CHARS - len(text) - 1 - len(tail)
+        if len(line) <= room:
+            text += "\n" + line
+            stated.append(r.id)
+        elif not stated and room >= 20:  # one long first fact is shortened rather than left out
+            return SessionSummary(f"{text}\n{line[:room - 1]}…{tail}", (r.id,))
+        else:
+            return SessionSummary(f"{text}\n- (+{len(lines) - n} more)"[:SUMMARY_MAX_CHARS], tuple(stated))
+    return SessionSummary(text[:SUMMARY_MAX_CHARS], tuple(stated))
 
 
 def task_transcript(task: Task) -> str:

@@ -3,20 +3,26 @@
 Without an LLM it does the deterministic part: near-duplicates of the session merge (newest
 wins) and the session's current facts are summarised. With MEMPLANE_LLM_MODEL set, the model
 is asked for typed memories, which are validated and stored like any other write.
+
+A session summary records the memories it was built from and replaces the session's earlier
+summaries. When one of its sources changes, the database marks it stale in that same
+transaction and queues a `refresh_summary` job (migration 0009), which runs refresh_summary.
 """
 from __future__ import annotations
 
+import uuid
 from datetime import datetime, timezone
 
 import numpy as np
 
 from ..core.caller import Caller, caller_to_json
 from ..core.errors import invalid
-from ..core.model import Kind, MemoryDraft, MemoryFilter
+from ..core.model import Kind, MemoryDraft, MemoryFilter, MemoryRecord, Status
 from ..core.operations import Operation
 from ..core.reflection import (
     ReflectInput, ReflectOutcome, input_to_json, near_duplicate_groups, session_summary, task_summary, task_transcript,
 )
+from ..core.requests import request_key
 from ..core.validation import (
     MAX_TASK_STEPS, check_content, check_free_id, check_identifier, check_text, check_time,
 )
@@ -74,14 +80,13 @@ class ReflectService:
     async def run(self, caller: Caller, r: ReflectInput) -> ReflectOutcome:
         caller.require_writer()  # merging changes memories: refuse before anything is touched
         outcome = ReflectOutcome()
+        sources: tuple[uuid.UUID, ...] = ()
         if r.session_id:
             outcome.merged_count = await self._merge_session(caller, r)
-            records = await self.deps.memories.list(
-                caller, MemoryFilter(session_id=r.session_id, user_id=r.user_id), limit=5000, after=None
-            )
-            records.reverse()  # oldest first reads as the session went
+            records = await self._session_records(caller, r)
             transcript = "\n".join(f"[{m.kind.value}] {m.content}" for m in records)
-            summary = session_summary(r.session_id, records)
+            made = session_summary(r.session_id, records)
+            summary, sources = made.text, made.sources
             source = ("session", r.session_id)
         else:
             assert r.task is not None
@@ -92,20 +97,64 @@ class ReflectService:
         if self.deps.llm is not None and transcript.strip():
             reflection = await reflect_with_model(self.deps.llm, transcript)
             outcome.used_llm = True
+            if reflection.summary and r.session_id:
+                sources = tuple(m.id for m in records)  # the model read all of them
             summary = reflection.summary or summary
             drafts = [self._draft(r, m.kind, m.content, m.context, m.confidence, source) for m in reflection.memories]
-        drafts.append(self._draft(r, Kind.SUMMARY, summary, "", 1.0, source))
+        drafts.append(self._draft(r, Kind.SUMMARY, summary, "", 1.0, source, derived_from=sources))
         outcome.summary = summary
         outcome.memories = await self.writer.write(caller, drafts)
+        if r.session_id:
+            await self._retire_older_summaries(caller, r.session_id, outcome.memories[-1])
         return outcome
 
-    def _draft(self, r: ReflectInput, kind: Kind, content: str, context: str, confidence: float, source: tuple) -> MemoryDraft:
+    async def refresh_summary(self, caller: Caller, summary_id: uuid.UUID) -> ReflectOutcome:
+        """Rebuilds a stale session summary from the session as it is now. Run again for the same
+        summary (a retried job), it stores nothing new: the write is keyed by the summary's id."""
+        stale = await self.deps.memories.get(caller, summary_id)
+        if stale is None or stale.status is not Status.STALE or not stale.session_id:
+            return ReflectOutcome()  # forgotten or already rebuilt meanwhile
+        r = ReflectInput(session_id=stale.session_id, user_id=stale.user_id, scope=stale.scope, domain=stale.domain)
+        records = await self._session_records(caller, r)
+        made = session_summary(stale.session_id, records)
+        summary, sources = made.text, made.sources
+        if self.deps.llm is not None and records:
+            reflection = await reflect_with_model(self.deps.llm, "\n".join(f"[{m.kind.value}] {m.content}" for m in records))
+            if reflection.summary:
+                summary, sources = reflection.summary, tuple(m.id for m in records)
+        draft = self._draft(r, Kind.SUMMARY, summary, "", 1.0, ("session", stale.session_id), derived_from=sources)
+        fresh = await self.writer.write(caller, [draft], request_key(caller, "RefreshSummary", str(summary_id), b""))
+        await self._retire_older_summaries(caller, stale.session_id, fresh[0])
+        return ReflectOutcome(summary=summary, memories=fresh)
+
+    async def _session_records(self, caller: Caller, r: ReflectInput) -> list[MemoryRecord]:
+        records = await self.deps.memories.list(
+            caller, MemoryFilter(session_id=r.session_id, user_id=r.user_id), limit=5000, after=None
+        )
+        records.reverse()  # oldest first reads as the session went
+        return records
+
+    async def _retire_older_summaries(self, caller: Caller, session_id: str, current: MemoryRecord) -> None:
+        """One summary per session is served: the earlier ones (stale or not) are superseded."""
+        earlier = await self.deps.memories.list(
+            caller, MemoryFilter(session_id=session_id, kinds=(Kind.SUMMARY,), statuses=(Status.ACTIVE, Status.STALE)),
+            limit=1000, after=None,
+        )
+        older = [m.id for m in earlier if m.source_type == "session" and m.id != current.id
+                 and (m.scope, m.domain, m.agent_id) == (current.scope, current.domain, current.agent_id)]
+        if older:
+            await self.deps.memories.supersede(
+                caller, older, action="superseded", actor="reflect", reason=f"replaced by summary {current.id}")
+
+    def _draft(self, r: ReflectInput, kind: Kind, content: str, context: str, confidence: float, source: tuple,
+               derived_from: tuple[uuid.UUID, ...] = ()) -> MemoryDraft:
         limit = self.deps.settings.max_content_bytes
         return MemoryDraft(
             scope=r.scope, domain=r.domain, agent_id=None, layer=None, kind=kind,
             content=content.encode()[:limit].decode(errors="ignore"), context=context, confidence=confidence,
             user_id=r.user_id, session_id=r.session_id or (r.task.task_id if r.task else None),
             source_type=source[0], source_id=source[1], occurred_at=datetime.now(timezone.utc),
+            derived_from=derived_from,
         )
 
     async def _merge_session(self, caller: Caller, r: ReflectInput) -> int:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 
 from ..core.caller import caller_from_json
 from ..core.errors import Code, MemplaneError
@@ -57,6 +58,9 @@ class JobRunner:
             caller = caller_from_json(job.caller)
             if job.type == "reflect":
                 outcome = await self.reflect.run(caller, input_from_json(job.payload))
+                memories, summary = outcome.memories, outcome.summary
+            elif job.type == "refresh_summary":
+                outcome = await self.reflect.refresh_summary(caller, uuid.UUID(job.payload["summary_id"]))
                 memories, summary = outcome.memories, outcome.summary
             elif job.type == "extract":
                 extracted = await self.extract.run(caller, job.payload["turn_ids"], job.payload.get("time_zone"))

@@ -44,6 +44,7 @@ class MemoryStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     MEMORY_STATUS_PENDING: _ClassVar[MemoryStatus]
     MEMORY_STATUS_SUPERSEDED: _ClassVar[MemoryStatus]
     MEMORY_STATUS_DELETED: _ClassVar[MemoryStatus]
+    MEMORY_STATUS_STALE: _ClassVar[MemoryStatus]
 SCOPE_UNSPECIFIED: Scope
 SCOPE_GLOBAL: Scope
 SCOPE_DOMAIN: Scope
@@ -66,6 +67,7 @@ MEMORY_STATUS_ACTIVE: MemoryStatus
 MEMORY_STATUS_PENDING: MemoryStatus
 MEMORY_STATUS_SUPERSEDED: MemoryStatus
 MEMORY_STATUS_DELETED: MemoryStatus
+MEMORY_STATUS_STALE: MemoryStatus
 
 class Source(_message.Message):
     __slots__ = ("type", "id")

@@ -46,6 +46,7 @@ class HistoryAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     HISTORY_ACTION_FEEDBACK: _ClassVar[HistoryAction]
     HISTORY_ACTION_REOBSERVED: _ClassVar[HistoryAction]
     HISTORY_ACTION_ERASED: _ClassVar[HistoryAction]
+    HISTORY_ACTION_STALE: _ClassVar[HistoryAction]
 
 class PromoteMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -72,6 +73,7 @@ HISTORY_ACTION_RESTORED: HistoryAction
 HISTORY_ACTION_FEEDBACK: HistoryAction
 HISTORY_ACTION_REOBSERVED: HistoryAction
 HISTORY_ACTION_ERASED: HistoryAction
+HISTORY_ACTION_STALE: HistoryAction
 PROMOTE_MODE_UNSPECIFIED: PromoteMode
 PROMOTE_MODE_PROMOTE: PromoteMode
 PROMOTE_MODE_DISCARD: PromoteMode

@@ -212,6 +212,11 @@ class WriteTransaction:
         record = record_from_row(row)
         self.inserted += 1
         await append_history(self.conn, [record], "created", self.actor, "")
+        if d.derived_from:
+            await self.conn.executemany(
+                "INSERT INTO memory_sources (tenant_id, memory_id, source_id) VALUES ($1, $2, $3)",
+                [(record.tenant_id, record.id, source) for source in dict.fromkeys(d.derived_from)],
+            )
         if replaces is not None:
             retired = await self.conn.fetchrow(
                 f"UPDATE memories m SET status = 'superseded', valid_to = coalesce(m.valid_to, $2),"

@@ -96,7 +96,7 @@ def filter_clauses(f: MemoryFilter, p: Params, *, as_of: datetime | None = None)
         at = p.add(as_of)
         where.append(
             f"m.created_at <= {at} AND (m.status = ANY({statuses}::text[])"
-            f" OR (m.status IN ('superseded', 'deleted') AND m.updated_at > {at}))"
+            f" OR (m.status IN ('superseded', 'deleted', 'stale') AND m.updated_at > {at}))"
         )
     return where
 
