@@ -155,6 +155,7 @@ class Runtime:
             tenancy=TenancyStore(self.pool), jobs=JobStore(self.pool),
             contexts=ContextStore(self.pool),
             working=WorkingStore(self.redis_client, s.working_max_items), embedder=embedder, llm=model,
+            idempotency=IdempotencyStore(self.redis_client, s.idempotency_ttl_seconds),
         )
         return self.deps
 
@@ -186,7 +187,7 @@ def build_services(deps: Deps, runtime: Runtime) -> Services:
         contexts=ContextService(deps, quiet_seconds=s.context_quiet_seconds),
         admin=AdminService(deps.tenancy),
         auth=Authenticator(deps.tenancy),
-        idempotency=Idempotency(IdempotencyStore(runtime.redis_client, s.idempotency_ttl_seconds)),
+        idempotency=Idempotency(deps.idempotency or IdempotencyStore(runtime.redis_client, s.idempotency_ttl_seconds)),
         rate_limits=RateLimits(RateLimiter(runtime.redis_client, per_second=s.rate_limit_per_second,
                                            burst=s.rate_limit_burst)),
         availability=Availability(database_ping(runtime.pool)),

@@ -92,13 +92,24 @@ async def test_a_retried_refresh_stores_its_summary_once(deps, make_tenant):
     assert len(summaries) == 2  # the stale one and its one replacement
 
 
-@pytest.mark.parametrize("hard", [False, True])
-async def test_forgetting_a_summarised_fact_marks_the_summary_stale(deps, make_tenant, hard):
+async def test_forgetting_a_summarised_fact_marks_the_summary_stale(deps, make_tenant):
     world = await make_tenant()
     fact, summary = await summarised_city(deps, world.writer)
-    await ForgetService(deps).forget(world.writer, ids=[str(fact.id)], f=None, hard=hard, dry_run=False, reason="")
+    await ForgetService(deps).forget(world.writer, ids=[str(fact.id)], f=None, hard=False, dry_run=False, reason="")
     assert await status_of(deps, world.writer, summary) is Status.STALE
     assert len(await refresh_jobs(deps, summary.id)) == 1
+
+
+async def test_hard_forgetting_a_summarised_fact_erases_the_summary_and_queues_its_rebuild(deps, make_tenant):
+    """The summary states the erased fact, so it is erased too (migration 0010); the job that
+    rebuilds it names the session, since the summary is gone."""
+    world = await make_tenant()
+    fact, summary = await summarised_city(deps, world.writer)
+    await ForgetService(deps).forget(world.writer, ids=[str(fact.id)], f=None, hard=True, dry_run=False, reason="")
+    assert await deps.memories.get(world.writer, summary.id) is None
+    [job] = await refresh_jobs(deps, summary.id)
+    payload = await deps.jobs.pool.fetchval("SELECT payload FROM jobs WHERE id = $1", job["id"])
+    assert payload["erased"] is True and payload["session_id"] == "chat-1"
 
 
 async def test_searches_that_return_a_summarised_fact_leave_its_summary_active(deps, make_tenant):

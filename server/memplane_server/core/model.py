@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -160,6 +160,20 @@ class MemoryFilter:
     def is_empty(self) -> bool:
         return self == MemoryFilter()
 
+    def narrows(self) -> bool:
+        """Whether some condition leaves memories out. include_pending, min_confidence <= 0 and a
+        list naming every scope, layer, kind or status select everything, like no condition."""
+        every = replace(
+            self,
+            include_pending=False,
+            min_confidence=None if self.min_confidence is not None and self.min_confidence <= 0 else self.min_confidence,
+            scopes=() if set(self.scopes) >= set(Scope) else self.scopes,
+            layers=() if set(self.layers) >= set(Layer) - {Layer.WORKING} else self.layers,
+            kinds=() if set(self.kinds) >= set(Kind) else self.kinds,
+            statuses=() if set(self.statuses) >= set(Status) else self.statuses,
+        )
+        return not every.is_empty()
+
     def wants_layer(self, layer: Layer) -> bool:
         return not self.layers or layer in self.layers
 
@@ -227,3 +241,24 @@ class HistoryEntry:
     actor: str
     reason: str
 
+
+
+@dataclass(frozen=True)
+class Trace:
+    """What a forgotten memory (or one derived from it) leaves to find in caches: where it lived and its text."""
+
+    tenant_id: str
+    id: UUID
+    session_id: str | None
+    user_id: str | None
+    content: str
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    """A forget's outcome: how many it selected, their ids (capped) and the traces of those and of
+    everything derived from them, for the caches to drop."""
+
+    count: int
+    ids: list[UUID]
+    traces: list[Trace] = field(default_factory=list)

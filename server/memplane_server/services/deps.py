@@ -10,6 +10,7 @@ from ..stores.postgres.contexts import ContextStore
 from ..stores.postgres.jobs import JobStore
 from ..stores.postgres.memories import MemoryStore
 from ..stores.postgres.tenancy import TenancyStore
+from ..stores.redis.idempotency import IdempotencyStore
 from ..stores.redis.working import WorkingStore
 
 
@@ -23,3 +24,5 @@ class Deps:
     working: WorkingStore
     embedder: Embedder
     llm: ChatModel | None
+    # Cached responses of request ids; forgets and erasures drop what they remove from it.
+    idempotency: IdempotencyStore | None = None

@@ -94,16 +94,26 @@ class ExtractService:
             self.deps.llm, known, [Turn(str(t.id), t.content) for t in context],
             [Turn(str(t.id), t.content) for t in turns], render(datetime.now(timezone.utc), zone),
         )
-        return await self._apply(caller, first, operations)
+        return await self._apply(caller, first, operations, [*context, *turns], turns)
 
-    async def _apply(self, caller: Caller, first: MemoryRecord, operations) -> ExtractOutcome:
+    async def _apply(
+        self, caller: Caller, first: MemoryRecord, operations, read: list[MemoryRecord], new: list[MemoryRecord],
+    ) -> ExtractOutcome:
         outcome = ExtractOutcome()
+        read_ids = {str(t.id): t.id for t in read}
+
+        def derived_from(source_turn: str | None) -> tuple[uuid.UUID, ...]:
+            # The turn the model names, else every new turn: forgetting it forgets the fact.
+            if source_turn and source_turn in read_ids:
+                return (read_ids[source_turn],)
+            return tuple(t.id for t in new)
+
         drafts = [
             MemoryDraft(
                 scope=first.scope, domain=first.domain, agent_id=None, layer=None, kind=op.kind, content=op.content,
                 entity=op.entity, attribute=op.attribute, value=op.value, confidence=op.confidence,
                 user_id=first.user_id, session_id=first.session_id, source_type="turn",
-                source_id=op.source_turn or str(first.id),
+                source_id=op.source_turn or str(first.id), derived_from=derived_from(op.source_turn),
             )
             for op in operations if op.op in ("ADD", "UPDATE")
         ]

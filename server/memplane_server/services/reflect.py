@@ -17,7 +17,7 @@ import numpy as np
 
 from ..core.caller import Caller, caller_to_json
 from ..core.errors import invalid
-from ..core.model import Kind, MemoryDraft, MemoryFilter, MemoryRecord, Status
+from ..core.model import Kind, MemoryDraft, MemoryFilter, MemoryRecord, Scope, Status
 from ..core.operations import Operation
 from ..core.reflection import (
     ReflectInput, ReflectOutcome, input_to_json, near_duplicate_groups, session_summary, task_summary, task_transcript,
@@ -100,7 +100,11 @@ class ReflectService:
             if reflection.summary and r.session_id:
                 sources = tuple(m.id for m in records)  # the model read all of them
             summary = reflection.summary or summary
-            drafts = [self._draft(r, m.kind, m.content, m.context, m.confidence, source) for m in reflection.memories]
+            # What the model distilled from a session is derived from all it read (a task's trajectory
+            # comes in the request, not from stored memories).
+            read = tuple(m.id for m in records) if r.session_id else ()
+            drafts = [self._draft(r, m.kind, m.content, m.context, m.confidence, source, derived_from=read)
+                      for m in reflection.memories]
         drafts.append(self._draft(r, Kind.SUMMARY, summary, "", 1.0, source, derived_from=sources))
         outcome.summary = summary
         outcome.memories = await self.writer.write(caller, drafts)
@@ -108,23 +112,36 @@ class ReflectService:
             await self._retire_older_summaries(caller, r.session_id, outcome.memories[-1])
         return outcome
 
-    async def refresh_summary(self, caller: Caller, summary_id: uuid.UUID) -> ReflectOutcome:
+    async def refresh_summary(self, caller: Caller, summary_id: uuid.UUID, erased: dict | None = None) -> ReflectOutcome:
         """Rebuilds a stale session summary from the session as it is now. Run again for the same
-        summary (a retried job), it stores nothing new: the write is keyed by the summary's id."""
+        summary (a retried job), it stores nothing new: the write is keyed by the summary's id.
+
+        A summary erased because a source of it was hard-forgotten (migration 0010) is gone; its
+        job names the session (`erased`: session_id, user_id, scope, domain) and the rebuild is
+        written afresh, from the memories that remain (none: no summary)."""
         stale = await self.deps.memories.get(caller, summary_id)
-        if stale is None or stale.status is not Status.STALE or not stale.session_id:
-            return ReflectOutcome()  # forgotten or already rebuilt meanwhile
-        r = ReflectInput(session_id=stale.session_id, user_id=stale.user_id, scope=stale.scope, domain=stale.domain)
+        if stale is not None:
+            if stale.status is not Status.STALE or stale.kind is not Kind.SUMMARY or not stale.session_id:
+                return ReflectOutcome()  # rebuilt meanwhile
+            r = ReflectInput(session_id=stale.session_id, user_id=stale.user_id, scope=stale.scope, domain=stale.domain)
+        elif erased and erased.get("session_id"):
+            r = ReflectInput(session_id=erased["session_id"], user_id=erased.get("user_id"),
+                             scope=Scope(erased["scope"]), domain=erased.get("domain"))
+        else:
+            return ReflectOutcome()  # forgotten meanwhile
+        assert r.session_id is not None
         records = await self._session_records(caller, r)
-        made = session_summary(stale.session_id, records)
+        if stale is None and not records:
+            return ReflectOutcome()  # nothing left to summarise
+        made = session_summary(r.session_id, records)
         summary, sources = made.text, made.sources
         if self.deps.llm is not None and records:
             reflection = await reflect_with_model(self.deps.llm, "\n".join(f"[{m.kind.value}] {m.content}" for m in records))
             if reflection.summary:
                 summary, sources = reflection.summary, tuple(m.id for m in records)
-        draft = self._draft(r, Kind.SUMMARY, summary, "", 1.0, ("session", stale.session_id), derived_from=sources)
+        draft = self._draft(r, Kind.SUMMARY, summary, "", 1.0, ("session", r.session_id), derived_from=sources)
         fresh = await self.writer.write(caller, [draft], request_key(caller, "RefreshSummary", str(summary_id), b""))
-        await self._retire_older_summaries(caller, stale.session_id, fresh[0])
+        await self._retire_older_summaries(caller, r.session_id, fresh[0])
         return ReflectOutcome(summary=summary, memories=fresh)
 
     async def _session_records(self, caller: Caller, r: ReflectInput) -> list[MemoryRecord]:

@@ -17,7 +17,7 @@ from ..core.validation import (
     check_time, check_ttl,
 )
 from ..core.working import WorkingItem, item_to_record, new_item
-from ..stores.postgres.memory_writes import QuotaExceeded, RequestReused, Stored, StoredDraft
+from ..stores.postgres.memory_writes import QuotaExceeded, RequestReused, SourceGone, Stored, StoredDraft
 from ..stores.redis.working import WorkingSession
 from .deps import Deps
 
@@ -123,6 +123,12 @@ class WriteService:
             return await self.deps.memories.insert(caller, items, request=request, **kwargs)
         except RequestReused:
             raise request_id_reused() from None
+        except SourceGone:
+            # A rebuild or extraction read a memory that was forgotten meanwhile: it runs again (a
+            # job retries) and no longer finds it.
+            raise MemplaneError(
+                Code.FAILED_PRECONDITION, "SOURCE_FORGOTTEN", "a memory this was derived from was forgotten; retry"
+            ) from None
         except QuotaExceeded as exc:
             raise MemplaneError(
                 Code.RESOURCE_EXHAUSTED, "MEMORY_QUOTA_EXCEEDED",

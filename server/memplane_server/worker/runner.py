@@ -60,7 +60,8 @@ class JobRunner:
                 outcome = await self.reflect.run(caller, input_from_json(job.payload))
                 memories, summary = outcome.memories, outcome.summary
             elif job.type == "refresh_summary":
-                outcome = await self.reflect.refresh_summary(caller, uuid.UUID(job.payload["summary_id"]))
+                outcome = await self.reflect.refresh_summary(
+                    caller, uuid.UUID(job.payload["summary_id"]), job.payload if job.payload.get("erased") else None)
                 memories, summary = outcome.memories, outcome.summary
             elif job.type == "extract":
                 extracted = await self.extract.run(caller, job.payload["turn_ids"], job.payload.get("time_zone"))

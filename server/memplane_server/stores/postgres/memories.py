@@ -13,7 +13,8 @@ import numpy as np
 
 from ...core.caller import Caller
 from ...core.model import (
-    UPDATABLE_FIELDS, HistoryEntry, Kind, Layer, MemoryFilter, MemoryRecord, MemoryStats, Scope, Scored, Status,
+    UPDATABLE_FIELDS, Forgotten, HistoryEntry, Kind, Layer, MemoryFilter, MemoryRecord, MemoryStats, Scope, Scored,
+    Status, Trace,
 )
 from ...core.time_expressions import TimeRange
 from .contexts import WINDOW_KINDS, mark_sessions
@@ -38,6 +39,14 @@ def parse_tsvector(text: str) -> dict[str, int]:
 async def _unwindow(conn: asyncpg.Connection, changed: Sequence[MemoryRecord]) -> None:
     """Windows holding a changed or forgotten turn's text are emptied and queued for rebuilding."""
     await mark_sessions(conn, [(r.tenant_id, r.session_id) for r in changed if r.kind.value in WINDOW_KINDS], clear=True)
+
+
+async def _derived_traces(conn: asyncpg.Connection, ids: Sequence[uuid.UUID]) -> list[Trace]:
+    """Memories derived from these, in any tenant (read as the owner: migration 0010)."""
+    if not ids:
+        return []
+    rows = await conn.fetch("SELECT * FROM mp_derived($1::uuid[])", list(ids))
+    return [Trace(r["tenant_id"], r["id"], r["session_id"], r["user_id"], r["content"]) for r in rows]
 
 
 class MemoryStore:
@@ -231,6 +240,23 @@ class MemoryStore:
         reason: str,
     ) -> tuple[int, list[uuid.UUID]]:
         """Soft- or hard-deletes writable memories selected by ids or filter."""
+        done = await self.forget_traced(caller, ids=ids, f=f, hard=hard, dry_run=dry_run, actor=actor, reason=reason)
+        return done.count, done.ids
+
+    async def forget_traced(
+        self,
+        caller: Caller,
+        *,
+        ids: Sequence[uuid.UUID] | None,
+        f: MemoryFilter | None,
+        hard: bool,
+        dry_run: bool,
+        actor: str,
+        reason: str,
+        everything: bool = False,
+    ) -> Forgotten:
+        """As forget, with the traces of what it forgot and of what was derived from that (which the
+        database forgets with it: migration 0010), for the caches to drop."""
         p = Params()
         where = [writable(caller, p)]
         if ids is not None:
@@ -238,18 +264,23 @@ class MemoryStore:
         if f is not None:
             # Forget by filter reaches every status that is still there to forget.
             where.extend(filter_clauses(replace(f, statuses=f.statuses or tuple(Status)), p))
+        if ids is None and f is None and not everything:
+            raise ValueError("forget needs ids, a filter or everything")
         if not hard:
             where.append("m.status <> 'deleted'")
         cond = " AND ".join(where)
         async with self.session(caller) as conn:
             if dry_run:
                 rows = await conn.fetch(f"SELECT m.id FROM memories m WHERE {cond} ORDER BY m.created_at", *p.values)
-                return len(rows), [r["id"] for r in rows][:_MAX_LISTED_IDS]
+                return Forgotten(len(rows), [r["id"] for r in rows][:_MAX_LISTED_IDS])
             if hard:
                 rows = await conn.fetch(
-                    f"SELECT m.tenant_id, m.id, m.session_id, m.kind FROM memories m WHERE {cond} FOR UPDATE", *p.values
+                    f"SELECT m.tenant_id, m.id, m.session_id, m.user_id, m.kind, m.content FROM memories m"
+                    f" WHERE {cond} FOR UPDATE", *p.values
                 )
                 tenants, ids_ = [r["tenant_id"] for r in rows], [r["id"] for r in rows]
+                traces = [Trace(r["tenant_id"], r["id"], r["session_id"], r["user_id"], r["content"]) for r in rows]
+                traces += await _derived_traces(conn, ids_)
                 # Hard delete is erasure: the history of the content goes too, one marker stays.
                 # History is changed while its memory still exists, which row-level security checks.
                 await conn.execute(
@@ -263,6 +294,7 @@ class MemoryStore:
                     " VALUES ($1, $2, 'erased', '{}', $3, $4)",
                     [(t, i, actor, reason) for t, i in zip(tenants, ids_)],
                 )
+                # Its trigger erases what was derived from these rows and scrubs the jobs naming them.
                 await conn.execute(
                     "DELETE FROM memories m USING unnest($1::text[], $2::uuid[]) AS d(tenant_id, id)"
                     " WHERE m.tenant_id = d.tenant_id AND m.id = d.id",
@@ -272,7 +304,7 @@ class MemoryStore:
                 await mark_sessions(
                     conn, [(r["tenant_id"], r["session_id"]) for r in rows if r["kind"] in WINDOW_KINDS], clear=True
                 )
-                return len(rows), ids_[:_MAX_LISTED_IDS]
+                return Forgotten(len(rows), ids_[:_MAX_LISTED_IDS], traces)
             rows = await conn.fetch(
                 f"UPDATE memories m SET status = 'deleted', updated_at = clock_timestamp() WHERE {cond}"
                 f" RETURNING {MEMORY_COLUMNS}",
@@ -281,7 +313,9 @@ class MemoryStore:
             records = [record_from_row(r) for r in rows]
             await append_history(conn, records, "deleted", actor, reason)
             await _unwindow(conn, records)
-            return len(records), [r.id for r in records][:_MAX_LISTED_IDS]
+            traces = [Trace(r.tenant_id, r.id, r.session_id, r.user_id, r.content) for r in records]
+            traces += await _derived_traces(conn, [r.id for r in records])
+            return Forgotten(len(records), [r.id for r in records][:_MAX_LISTED_IDS], traces)
 
     async def history(
         self,

@@ -40,6 +40,10 @@ class Stored:
     replayed: bool  # the request had been stored before: these are its memories as they are now
 
 
+class SourceGone(Exception):
+    """A memory the draft is derived from was forgotten since it was read."""
+
+
 class QuotaExceeded(Exception):
     def __init__(self, count: int, limit: int) -> None:
         super().__init__(f"{count} stored, limit {limit}")
@@ -118,6 +122,11 @@ class WriteTransaction:
         return [by_id[i] for i in row["memory_ids"] if i in by_id]
 
     async def _store(self, items: Sequence[StoredDraft], default_cap: int) -> list[MemoryRecord]:
+        sources = sorted({source for s in items for source in s.draft.derived_from})
+        # Locks the sources until commit (before the quota row, which a forget's delete takes after
+        # its rows): a forget of one waits, then its cascade reaches what is derived here.
+        if sources and not await self.conn.fetchval("SELECT mp_sources_alive($1::uuid[])", sources):
+            raise SourceGone()
         usage = await self.conn.fetchrow(
             # The row lock serialises a tenant's concurrent writers on the quota check.
             "SELECT u.memory_count, coalesce(nullif(t.max_memories, 0), $2) AS cap"
@@ -183,8 +192,18 @@ class WriteTransaction:
             existing.id, confidence, status.value, _source(s.draft),
         )
         record = record_from_row(row)
+        # Not linked to the draft's sources: the memory stands on its own observation already, and
+        # forgetting the new source must not take it away.
         await append_history(self.conn, [record], "reobserved", self.actor, "observed again")
         return record
+
+    async def _link_sources(self, record: MemoryRecord, sources: Sequence[uuid.UUID]) -> None:
+        """Records what the memory was derived from (forgetting one of them reaches it)."""
+        if sources:
+            await self.conn.executemany(
+                "INSERT INTO memory_sources (tenant_id, memory_id, source_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+                [(record.tenant_id, record.id, source) for source in dict.fromkeys(sources)],
+            )
 
     async def _insert(self, s: StoredDraft, *, replaces: MemoryRecord | None, action: str) -> MemoryRecord:
         d = s.draft
@@ -212,11 +231,7 @@ class WriteTransaction:
         record = record_from_row(row)
         self.inserted += 1
         await append_history(self.conn, [record], "created", self.actor, "")
-        if d.derived_from:
-            await self.conn.executemany(
-                "INSERT INTO memory_sources (tenant_id, memory_id, source_id) VALUES ($1, $2, $3)",
-                [(record.tenant_id, record.id, source) for source in dict.fromkeys(d.derived_from)],
-            )
+        await self._link_sources(record, d.derived_from)
         if replaces is not None:
             retired = await self.conn.fetchrow(
                 f"UPDATE memories m SET status = 'superseded', valid_to = coalesce(m.valid_to, $2),"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -174,6 +175,15 @@ class WorkingStore:
             pipe.zrem(EXPIRY_INDEX, session.member)
             await pipe.execute()
 
+    async def sessions_of(self, tenant_id: str, session_ids: set[str] | None = None) -> list[WorkingSession]:
+        """The tenant's live sessions of every agent (or those with these ids): one SCAN of its keys."""
+        return await tenant_sessions(self.client, tenant_id, session_ids)
+
+    async def drop(
+        self, session: WorkingSession, doomed: Callable[[dict[str, Any]], bool], *, dry_run: bool = False
+    ) -> "Dropped":
+        return await drop_items(self.client, session, doomed, dry_run=dry_run)
+
     async def claim_expired(self, limit: int) -> list[WorkingSession]:
         """Sessions past their expiry, each handed to exactly one caller (instance) by ZREM."""
         members = await self.client.zrangebyscore(EXPIRY_INDEX, "-inf", time.time(), start=0, num=limit)
@@ -182,3 +192,68 @@ class WorkingStore:
             if await self.client.zrem(EXPIRY_INDEX, member):
                 claimed.append(WorkingSession.from_member(member))
         return claimed
+
+
+def _glob_escape(text: str) -> str:
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """What drop_items removed from one session."""
+
+    items: int
+    state_keys: int
+    session_deleted: bool
+
+
+async def tenant_sessions(client: redis.Redis, tenant_id: str, session_ids: set[str] | None = None) -> list[WorkingSession]:
+    """The tenant's live working sessions (every agent), or only those with these session ids."""
+    prefix = f"mp:wm:{{{tenant_id}}}:"
+    found = []
+    async for raw in client.scan_iter(match=_glob_escape(prefix) + "*:meta", count=500):
+        middle = raw.decode()[len(prefix):-len(":meta")]
+        agent, _, quoted = middle.partition(":")
+        try:
+            session_id = json.loads(quoted)
+        except ValueError:
+            continue
+        if session_ids is None or session_id in session_ids:
+            found.append(WorkingSession(tenant_id, None if agent == _NO_AGENT else agent, session_id))
+    return found
+
+
+async def drop_items(
+    client: redis.Redis, session: WorkingSession, doomed: Callable[[dict[str, Any]], bool], *, dry_run: bool = False,
+) -> Dropped:
+    """Removes the session's items for which doomed(item as stored) holds, their vectors and the state
+    keys they set; a session left without items is deleted whole (its state was set by its items)."""
+    raw_items = await client.lrange(session.key("items"), 0, -1)
+    gone = []
+    kept = 0
+    for raw in raw_items:
+        try:
+            item = json.loads(raw)
+        except ValueError:
+            continue
+        if doomed(item):
+            gone.append((raw, item))
+        else:
+            kept += 1
+    if not gone:
+        return Dropped(0, 0, False)
+    state_keys = sorted({item["state_key"] for _, item in gone if item.get("state_key")})
+    if dry_run:
+        return Dropped(len(gone), len(state_keys), kept == 0)
+    async with client.pipeline(transaction=True) as pipe:
+        if kept == 0:
+            pipe.delete(*(session.key(part) for part in ("items", "state", "meta", "vectors")))
+            pipe.zrem(EXPIRY_INDEX, session.member)
+        else:
+            for raw, item in gone:
+                pipe.lrem(session.key("items"), 0, raw)
+                pipe.hdel(session.key("vectors"), item["id"])
+            if state_keys:
+                pipe.hdel(session.key("state"), *state_keys)
+        await pipe.execute()
+    return Dropped(len(gone), len(state_keys), kept == 0)

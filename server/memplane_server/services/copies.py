@@ -1,0 +1,71 @@
+"""The copies of forgotten memories outside PostgreSQL: working memory and cached responses (Redis).
+
+PostgreSQL forgets what was derived and empties turn windows in the forget's own transaction
+(stores/postgres/memories.py, migration 0010); right after it commits, the forget drops these.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.model import Trace
+from .deps import Deps
+
+# A working item holding a longer text that contains a forgotten memory's text goes too; below this
+# many characters only the same text counts (a short word is in too many unrelated items).
+CONTAINED_MIN_CHARS = 20
+
+
+@dataclass
+class CopiesDropped:
+    working_items: int = 0
+    working_state_keys: int = 0
+    working_sessions: int = 0
+    idempotency_entries: int = 0
+
+
+def _same_text(a: str, b: str) -> bool:
+    return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
+
+
+def _holds(item: dict[str, Any], traces: list[Trace]) -> bool:
+    content = item.get("content") or ""
+    for t in traces:
+        if item.get("source_id") == str(t.id) or _same_text(content, t.content):
+            return True
+        if len(t.content) >= CONTAINED_MIN_CHARS and t.content in content:
+            return True
+    return False
+
+
+async def drop_working(
+    deps: Deps, tenant_id: str, session_ids: set[str] | None, doomed: Callable[[dict[str, Any]], bool],
+    done: CopiesDropped, *, agent_ids: Iterable[str | None] | None = None, dry_run: bool = False,
+) -> None:
+    """Drops matching items from the tenant's working sessions (these session ids, these agents' only
+    when given), counting into done."""
+    allowed = set(agent_ids) if agent_ids is not None else None
+    for session in await deps.working.sessions_of(tenant_id, session_ids):
+        if allowed is not None and session.agent_id not in allowed:
+            continue
+        dropped = await deps.working.drop(session, doomed, dry_run=dry_run)
+        done.working_items += dropped.items
+        done.working_state_keys += dropped.state_keys
+        done.working_sessions += int(dropped.session_deleted)
+
+
+async def drop_copies(deps: Deps, traces: list[Trace]) -> CopiesDropped:
+    """Working items of the forgotten memories' sessions holding their text (or naming them as their
+    source), and cached responses naming them."""
+    done = CopiesDropped()
+    by_tenant: dict[str, list[Trace]] = {}
+    for t in traces:
+        by_tenant.setdefault(t.tenant_id, []).append(t)
+    for tenant_id, tenant_traces in by_tenant.items():
+        sessions = {t.session_id for t in tenant_traces if t.session_id}
+        if sessions:
+            await drop_working(deps, tenant_id, sessions, lambda item: _holds(item, tenant_traces), done)
+        if deps.idempotency is not None:
+            done.idempotency_entries += await deps.idempotency.purge(tenant_id, {str(t.id) for t in tenant_traces})
+    return done
