@@ -189,6 +189,10 @@ def _admin(args: argparse.Namespace, settings: Settings) -> int:
     if not key:
         print("give --api-key or set MEMPLANE_API_KEY (an admin key printed at first start)", file=sys.stderr)
         return 2
+    if args.command == "erase-user":
+        from .commands.erase_user import run as erase_user
+
+        return erase_user(args, args.target or settings.listen, key)
     action, required = ADMIN_COMMANDS[args.command]
     missing = [name for name in required if getattr(args, name) is None]
     if missing:
@@ -223,13 +227,20 @@ def main(argv: list[str] | None = None) -> int:
     import_cmd.add_argument("file", type=Path)
     import_cmd.add_argument("--tenant", help="tenant to import into (default: the exported one)")
     admin = sub.add_parser("admin", help="manage tenants, agents, keys, domains and grants")
-    admin.add_argument("command", choices=sorted(ADMIN_COMMANDS))
+    admin.add_argument("command", choices=sorted([*ADMIN_COMMANDS, "erase-user"]))
     admin.add_argument("--target", help="server address (default: MEMPLANE_LISTEN)")
     admin.add_argument("--api-key", help="admin key (default: MEMPLANE_API_KEY)")
     for name in ("id", "tenant", "agent", "domain", "name"):
         admin.add_argument(f"--{name}")
     admin.add_argument("--role", choices=["platform_admin", "tenant_admin", "writer", "reader", "agent"])
     admin.add_argument("--access", choices=["read", "read_write"], default="read")
+    # erase-user: with a tenant key (a tenant admin key reaches every agent of the tenant)
+    admin.add_argument("--user", help="erase-user: the user_id to erase")
+    admin.add_argument("--mode", choices=["sync", "async"], help="erase-user: in the call or as an operation")
+    admin.add_argument("--dry-run", action="store_true", help="erase-user: count, change nothing")
+    admin.add_argument("--reason", help="erase-user: why (kept in the memories' history markers)")
+    admin.add_argument("--wait", action="store_true", help="erase-user: wait for an erasure that runs as an operation")
+    admin.add_argument("--wait-timeout", type=float, default=600.0)
     sub.add_parser("worker", help="run the background work (jobs, expiry sweep, turn windows) without gRPC")
     health = sub.add_parser("health", help="exit 0 when the server answers SERVING on grpc.health.v1, else 1")
     health.add_argument("--address", help="host:port of the server (default: MEMPLANE_LISTEN)")

@@ -24,6 +24,7 @@ from .services.auth import Authenticator
 from .services.availability import Availability
 from .services.context import ContextService
 from .services.deps import Deps
+from .services.erasure import ErasureService
 from .services.extract import ExtractService
 from .services.forget import ForgetService
 from .services.idempotency import Idempotency
@@ -37,6 +38,7 @@ from .services.working import WorkingService
 from .services.write import WriteService
 from .settings import Settings
 from .stores.postgres.contexts import ContextStore
+from .stores.postgres.erasure import ErasureStore
 from .stores.postgres.jobs import JobStore
 from .stores.postgres.memories import MemoryStore
 from .stores.postgres.migrations import migrate
@@ -181,6 +183,7 @@ def build_services(deps: Deps, runtime: Runtime) -> Services:
         searches=SearchService(deps),
         reflections=ReflectService(deps, writes),
         forgets=ForgetService(deps),
+        erasures=ErasureService(deps, ErasureStore(runtime.pool)),
         memories=MemoriesService(deps),
         working=WorkingService(deps, writes),
         operations=OperationsService(deps),
@@ -200,7 +203,7 @@ def start_background(deps: Deps, services: Services) -> tuple[list[JobRunner], l
     by ZREM; pruning old request records is an idempotent DELETE), so any number of servers and
     workers do each piece once."""
     s = deps.settings
-    runners = [JobRunner(deps, services.reflections, services.extractions) for _ in range(s.workers)]
+    runners = [JobRunner(deps, services.reflections, services.extractions, services.erasures) for _ in range(s.workers)]
     tasks = [asyncio.create_task(r.run_forever()) for r in runners]
     if runners:
         tasks.append(asyncio.create_task(

@@ -80,6 +80,9 @@ class Settings(BaseSettings):
     pending_threshold: float = Field(0.7, ge=0, le=1)
     dedup_threshold: float = Field(0.95, ge=0, le=1)
     reflect_sync_max_items: int = Field(200, ge=1, description="larger reflections run as operations")
+    erase_sync_max_memories: int = Field(
+        1000, ge=0, description="erasures of a user reaching more memories run as operations"
+    )
 
     workers: int = Field(
         1, ge=0, description="job runners in each process doing background work (serve in-process, or a worker)"

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 from memplane_server.services.deps import Deps
+from memplane_server.services.erasure import ErasureService
 from memplane_server.services.extract import ExtractService
 from memplane_server.services.reflect import ReflectService
 from memplane_server.services.write import WriteService
+from memplane_server.stores.postgres.erasure import ErasureStore
 from memplane_server.worker.runner import JobRunner
 
 
@@ -14,4 +16,8 @@ def reflect_service(deps: Deps) -> ReflectService:
 
 def job_runner(deps: Deps) -> JobRunner:
     writes = WriteService(deps)
-    return JobRunner(deps, ReflectService(deps, writes), ExtractService(deps, writes))
+    return JobRunner(deps, ReflectService(deps, writes), ExtractService(deps, writes), erasure_service(deps))
+
+
+def erasure_service(deps: Deps) -> ErasureService:
+    return ErasureService(deps, ErasureStore(deps.memories.pool))

@@ -16,6 +16,7 @@ from .aio import AsyncMemoryClient
 from .client import MemoryClient
 from .enums import (
     DomainAccess,
+    EraseMode,
     HistoryAction,
     InferMode,
     Kind,
@@ -49,6 +50,8 @@ from .types import (
     CreatedTenant,
     Domain,
     DomainGrant,
+    ErasureReceipt,
+    ErasureResult,
     ForgetResult,
     HistoryEntry,
     Memory,
@@ -72,10 +75,10 @@ __all__ = [
     "MemoryInput", "TaskStep", "TaskTrajectory", "FilterArgs", "MemoryFields", "MemoryChanges",
     # enums
     "Scope", "Layer", "Kind", "MemoryStatus", "HistoryAction", "Role", "DomainAccess",
-    "OperationState", "TaskOutcome", "InferMode", "ReflectMode", "PromoteMode",
+    "OperationState", "TaskOutcome", "InferMode", "ReflectMode", "PromoteMode", "EraseMode",
     # results
     "Memory", "ScoreComponent", "SearchHit", "SearchResult", "WriteResult", "ReflectResult",
-    "Operation", "ForgetResult", "Page", "HistoryEntry", "WorkingMemory", "Stats",
+    "Operation", "ForgetResult", "ErasureResult", "ErasureReceipt", "Page", "HistoryEntry", "WorkingMemory", "Stats",
     "Tenant", "Agent", "ApiKey", "CreatedApiKey", "CreatedTenant", "Domain", "DomainGrant", "AuditEvent",
     # errors
     "MemplaneError", "InvalidArgumentError", "NotFoundError", "AlreadyExistsError",

@@ -114,6 +114,28 @@ def operation(pb: operation_pb2.Operation) -> types.Operation:
         update_time=time_field(pb, "update_time"),
         result_memory_ids=tuple(pb.result_memory_ids),
         result_summary=pb.result_summary,
+        erasure_receipt=erasure_receipt(pb.erasure_receipt) if pb.HasField("erasure_receipt") else None,
+    )
+
+
+def erasure_receipt(pb: operation_pb2.ErasureReceipt) -> types.ErasureReceipt:
+    """An ErasureReceipt from its proto."""
+    return types.ErasureReceipt(
+        operation_id=pb.operation_id,
+        erase_time=time_field(pb, "erase_time"),
+        subject=pb.subject,
+        counts=dict(pb.counts),
+        dry_run=pb.dry_run,
+    )
+
+
+def erasure_result(response: svc_pb.ForgetResponse) -> types.ErasureResult:
+    """The result of Forget with erase_user_id."""
+    return types.ErasureResult(
+        forgotten_count=response.forgotten_count,
+        forgotten_ids=tuple(response.forgotten_ids),
+        receipt=erasure_receipt(response.receipt) if response.HasField("receipt") else None,
+        operation=_optional_operation(response),
     )
 
 

@@ -20,6 +20,8 @@ from .enums import (
     Layer,
     MemoryStatus,
     MemoryStatusLike,
+    EraseMode,
+    EraseModeLike,
     OperationState,
     OperationStateLike,
     PromoteMode,
@@ -269,18 +271,38 @@ def forget(
     reason: str,
     request_id: str | None,
     filters: Mapping[str, Any],
+    everything: bool = False,
 ) -> PreparedCall[types.ForgetResult]:
-    """Forget by ids or by filter, never both."""
+    """Forget by ids or by filter, never both; everything alone forgets all the caller may change."""
     # A filter keyword passed as None constrains nothing, so it does not count as a filter.
     has_filter = any(v is not None for v in filters.values())
-    if (ids is None) == (not has_filter):
+    if everything and ids is not None:
+        raise ValueError("everything goes with filter arguments or alone, not with ids")
+    if not everything and (ids is None) == (not has_filter):
         raise ValueError("forget needs either ids or filter arguments, not both and not neither")
-    request = svc_pb.ForgetRequest(hard=hard, dry_run=dry_run, reason=reason, request_id=request_id or "")
+    request = svc_pb.ForgetRequest(
+        hard=hard, dry_run=dry_run, reason=reason, request_id=request_id or "", everything=everything
+    )
+    if everything and ids is None and not has_filter:
+        return PreparedCall("Forget", request, _convert.forget_result)
     if ids is not None:
         request.ids.ids.extend(_many(ids))
     else:
         request.filter.CopyFrom(memory_filter(filters))
     return PreparedCall("Forget", request, _convert.forget_result)
+
+
+def erase_user(
+    user_id: str, *, mode: EraseModeLike | None, dry_run: bool, reason: str, request_id: str | None
+) -> PreparedCall[types.ErasureResult]:
+    """Forget with an erasure target."""
+    if not user_id:
+        raise ValueError("erase_user needs a user_id")
+    request = svc_pb.ForgetRequest(
+        erase_user_id=user_id, dry_run=dry_run, reason=reason, request_id=request_id or "", hard=True,
+        erase_mode=EraseMode.parse(mode).value if mode is not None else 0,
+    )
+    return PreparedCall("Forget", request, _convert.erasure_result)
 
 
 def get_memory(id: str) -> PreparedCall[types.Memory]:

@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, AsyncIterator, Iterable, Mapping
 from . import _requests
 from ._polling import OperationWait
 from ._transport import AsyncClientBase
-from .enums import InferModeLike, KindLike, OperationStateLike, ReflectModeLike, ScopeLike
+from .enums import EraseModeLike, InferModeLike, KindLike, OperationStateLike, ReflectModeLike, ScopeLike
 from .inputs import FilterArgs, MemoryChanges, MemoryFields, MemoryInputLike, TaskTrajectoryLike
 from .types import (
+    ErasureResult,
     ForgetResult,
     HistoryEntry,
     Memory,
@@ -135,14 +136,43 @@ class AsyncMemoryClient(AsyncClientBase):
         dry_run: bool = False,
         reason: str = "",
         request_id: str | None = None,
+        everything: bool = False,
         timeout: float | None = None,
         **filters: Unpack[FilterArgs],
     ) -> ForgetResult:
-        """Forgets memories by ids or by filter keywords (one of the two), soft unless hard."""
+        """Forgets memories by ids or by filter keywords (one of the two), soft unless hard.
+
+        A filter with no condition that leaves something out is refused; everything=True (alone or
+        with such a filter) forgets every memory the key may change.
+        """
         return await self._transport.call(
             _requests.forget(
-                ids=ids, hard=hard, dry_run=dry_run, reason=reason, request_id=request_id, filters=filters
+                ids=ids, hard=hard, dry_run=dry_run, reason=reason, request_id=request_id, filters=filters,
+                everything=everything,
             ),
+            timeout,
+        )
+
+    async def erase_user(
+        self,
+        user_id: str,
+        *,
+        mode: EraseModeLike | None = None,
+        dry_run: bool = False,
+        reason: str = "",
+        request_id: str | None = None,
+        timeout: float | None = None,
+    ) -> ErasureResult:
+        """Erases everything about user_id in the key's tenant that the key reaches (a tenant admin
+        key: every agent and scope; another writing key: what it may change): every layer, table
+        and cache, derived memories included, always hard.
+
+        Returns the receipt (counts per table and store, time, operation id), or, for a large
+        erasure or mode="async", the operation to wait on (wait_operation), whose erasure_receipt
+        holds it once it succeeded. dry_run counts and changes nothing.
+        """
+        return await self._transport.call(
+            _requests.erase_user(user_id, mode=mode, dry_run=dry_run, reason=reason, request_id=request_id),
             timeout,
         )
 

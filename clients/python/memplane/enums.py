@@ -174,6 +174,14 @@ class ReflectMode(ProtoEnum):
     ASYNC = 2
 
 
+class EraseMode(ProtoEnum):
+    """How an erasure of a user runs: unspecified is in the call when small, else as an operation."""
+
+    UNSPECIFIED = 0
+    SYNC = 1
+    ASYNC = 2
+
+
 ScopeLike = Union[Scope, str, int]
 LayerLike = Union[Layer, str, int]
 KindLike = Union[Kind, str, int]
@@ -184,3 +192,4 @@ OperationStateLike = Union[OperationState, str, int]
 TaskOutcomeLike = Union[TaskOutcome, str, int]
 InferModeLike = Union[InferMode, str, int]
 ReflectModeLike = Union[ReflectMode, str, int]
+EraseModeLike = Union[EraseMode, str, int]

@@ -90,8 +90,26 @@ class SearchResult:
 
 
 @dataclass(frozen=True)
+class ErasureReceipt:
+    """Proof of an erasure of a user, also kept in the server's audit log: rows and entries removed
+    per table and store ("postgres.memories", "redis.idempotency", ...), never what they held.
+    subject is the hex sha256 of the tenant id, a NUL and the user id."""
+
+    operation_id: str
+    erase_time: datetime | None
+    subject: str
+    counts: dict[str, int]
+    dry_run: bool
+
+    @property
+    def total(self) -> int:
+        """Everything removed, all tables and stores together."""
+        return sum(self.counts.values())
+
+
+@dataclass(frozen=True)
 class Operation:
-    """A background job (reflection, extraction), polled by id."""
+    """A background job (reflection, extraction, erasure), polled by id."""
 
     id: str
     type: str
@@ -103,6 +121,7 @@ class Operation:
     update_time: datetime | None
     result_memory_ids: tuple[str, ...]
     result_summary: str
+    erasure_receipt: ErasureReceipt | None = None
 
     @property
     def done(self) -> bool:
@@ -141,6 +160,17 @@ class ForgetResult:
 
     forgotten_count: int
     forgotten_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ErasureResult:
+    """An erasure of a user: its receipt when it ran in the call (or was a dry run), else the
+    operation to wait on, whose erasure_receipt is set once it succeeded."""
+
+    forgotten_count: int
+    forgotten_ids: tuple[str, ...]
+    receipt: ErasureReceipt | None
+    operation: Operation | None
 
 
 @dataclass(frozen=True)

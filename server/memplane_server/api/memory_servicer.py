@@ -10,6 +10,7 @@ from ..core.model import UPDATABLE_FIELDS
 from ..core.operations import Operation
 from ..core.validation import shown
 from ..core.working import item_to_record
+from ..services.erasure import ErasureService
 from ..services.extract import ExtractService
 from ..services.forget import ForgetService
 from ..services.memories import MemoriesService
@@ -23,20 +24,22 @@ from .convert import (
     struct_in, enum_in, filter_in, history_out, hit_out, memory_out,
     ts_in, ts_out,
 )
-from .operation_convert import operation_out
+from .operation_convert import operation_out, receipt_out
 
 _OUTCOMES = {spb.TASK_OUTCOME_SUCCESS: "success", spb.TASK_OUTCOME_FAILURE: "failure",
              spb.TASK_OUTCOME_PARTIAL: "partial"}
 _MODES = {spb.REFLECT_MODE_SYNC: "sync", spb.REFLECT_MODE_ASYNC: "async"}
 _INFER = {spb.INFER_MODE_SYNC: "sync", spb.INFER_MODE_ASYNC: "async"}
 _PROMOTE = {spb.PROMOTE_MODE_PROMOTE: True, spb.PROMOTE_MODE_DISCARD: False}
+_ERASE_MODES = {spb.ERASE_MODE_SYNC: "sync", spb.ERASE_MODE_ASYNC: "async"}
 
 
 class MemoryServicer(spb_grpc.MemoryServiceServicer):
     def __init__(self, search: SearchService, reflect: ReflectService, forget: ForgetService,
-                 memories: MemoriesService, working: WorkingService, extract: ExtractService) -> None:
+                 memories: MemoriesService, working: WorkingService, extract: ExtractService,
+                 erasures: ErasureService) -> None:
         self.searches, self.reflections, self.extractions = search, reflect, extract
-        self.forgets, self.memories, self.working = forget, memories, working
+        self.forgets, self.memories, self.working, self.erasures = forget, memories, working, erasures
 
     async def Write(self, request: spb.WriteRequest, context) -> spb.WriteResponse:
         drafts = [draft_in(m) for m in request.memories]
@@ -97,11 +100,25 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
 
     async def Forget(self, request: spb.ForgetRequest, context) -> spb.ForgetResponse:
         which = request.WhichOneof("target")
+        if which == "erase_user_id":
+            if request.everything:
+                raise invalid("TARGET_REQUIRED", "everything goes with a filter, not with an erasure")
+            erasure = await self.erasures.erase(
+                current_caller(), request.erase_user_id, mode=enum_in(_ERASE_MODES, request.erase_mode, "erase_mode")
+                or "auto", dry_run=request.dry_run, reason=request.reason,
+            )
+            # No ids: the receipt is the answer, and a cached response naming erased ids would be one more copy.
+            response = spb.ForgetResponse(forgotten_count=erasure.count)
+            if erasure.receipt is not None:
+                receipt_out(erasure.receipt, response.receipt)
+            if erasure.operation is not None:
+                operation_out(erasure.operation, response.operation)
+            return response
         result = await self.forgets.forget(
             current_caller(),
             ids=list(request.ids.ids) if which == "ids" else None,
             f=filter_in(request.filter) if which == "filter" else None,
-            hard=request.hard, dry_run=request.dry_run, reason=request.reason,
+            hard=request.hard, dry_run=request.dry_run, reason=request.reason, everything=request.everything,
         )
         return spb.ForgetResponse(forgotten_count=result.count, forgotten_ids=[str(i) for i in result.ids])
 

@@ -24,6 +24,7 @@ class Operation:
     updated_at: datetime
     result_memory_ids: tuple[str, ...] = ()
     result_summary: str = ""
+    result_receipt: dict[str, Any] | None = None  # an erasure's receipt (core/erasure.receipt_to_json)
 
 
 @dataclass(frozen=True)

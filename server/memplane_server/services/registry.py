@@ -8,6 +8,7 @@ from .admin import AdminService
 from .auth import Authenticator
 from .availability import Availability
 from .context import ContextService
+from .erasure import ErasureService
 from .extract import ExtractService
 from .forget import ForgetService
 from .idempotency import Idempotency
@@ -27,6 +28,7 @@ class Services:
     searches: SearchService
     reflections: ReflectService
     forgets: ForgetService
+    erasures: ErasureService
     memories: MemoriesService
     working: WorkingService
     operations: OperationsService

@@ -6,10 +6,12 @@ import logging
 import uuid
 
 from ..core.caller import caller_from_json
+from ..core.erasure import receipt_to_json
 from ..core.errors import Code, MemplaneError
 from ..core.reflection import input_from_json
 from ..logs import OncePerCause, cause_of
 from ..services.deps import Deps
+from ..services.erasure import ErasureService
 from ..services.extract import ExtractService
 from ..services.reflect import ReflectService
 
@@ -19,10 +21,12 @@ IDLE_POLL_SECONDS = 0.5
 
 
 class JobRunner:
-    def __init__(self, deps: Deps, reflections: ReflectService, extractions: ExtractService) -> None:
+    def __init__(self, deps: Deps, reflections: ReflectService, extractions: ExtractService,
+                 erasures: ErasureService | None = None) -> None:
         self.deps = deps
         self.reflect = reflections
         self.extract = extractions
+        self.erase = erasures
         self._stopping = asyncio.Event()
         self._failures = OncePerCause(log)
 
@@ -56,7 +60,15 @@ class JobRunner:
             return False
         try:
             caller = caller_from_json(job.caller)
-            if job.type == "reflect":
+            receipt = payload = None
+            if job.type == "erase" and self.erase is not None:
+                erased = await self.erase.run(caller, job.payload["user_id"], reason=job.payload.get("reason", ""),
+                                              job_id=job.id)
+                assert erased.receipt is not None
+                memories, summary = [], f"erased {erased.count} memories"
+                # The job keeps the receipt; the user id leaves its payload.
+                receipt, payload = receipt_to_json(erased.receipt), {"subject": erased.receipt.subject}
+            elif job.type == "reflect":
                 outcome = await self.reflect.run(caller, input_from_json(job.payload))
                 memories, summary = outcome.memories, outcome.summary
             elif job.type == "refresh_summary":
@@ -71,7 +83,8 @@ class JobRunner:
                 raise MemplaneError(Code.INTERNAL, "UNKNOWN_JOB_TYPE", f"unknown job type {job.type}")
             if await self.deps.jobs.is_cancelled(job.id):
                 return True
-            await self.deps.jobs.succeed(job.id, [str(m.id) for m in memories], summary)
+            await self.deps.jobs.succeed(job.id, [str(m.id) for m in memories], summary, receipt=receipt,
+                                         payload=payload)
         except Exception as exc:
             reason = exc.reason if isinstance(exc, MemplaneError) else type(exc).__name__.upper()
             last = job.attempts >= self.deps.settings.job_max_attempts

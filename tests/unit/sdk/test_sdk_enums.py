@@ -5,6 +5,7 @@ import pytest
 
 from memplane import (
     DomainAccess,
+    EraseMode,
     HistoryAction,
     InferMode,
     Kind,
@@ -30,6 +31,7 @@ MIRRORS = [
     (TaskOutcome, memory_service_pb2.TaskOutcome),
     (InferMode, memory_service_pb2.InferMode),
     (ReflectMode, memory_service_pb2.ReflectMode),
+    (EraseMode, memory_service_pb2.EraseMode),
 ]
 
 

@@ -34,6 +34,12 @@ class ReflectMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     REFLECT_MODE_SYNC: _ClassVar[ReflectMode]
     REFLECT_MODE_ASYNC: _ClassVar[ReflectMode]
 
+class EraseMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ERASE_MODE_UNSPECIFIED: _ClassVar[EraseMode]
+    ERASE_MODE_SYNC: _ClassVar[EraseMode]
+    ERASE_MODE_ASYNC: _ClassVar[EraseMode]
+
 class HistoryAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     HISTORY_ACTION_UNSPECIFIED: _ClassVar[HistoryAction]
@@ -63,6 +69,9 @@ TASK_OUTCOME_PARTIAL: TaskOutcome
 REFLECT_MODE_UNSPECIFIED: ReflectMode
 REFLECT_MODE_SYNC: ReflectMode
 REFLECT_MODE_ASYNC: ReflectMode
+ERASE_MODE_UNSPECIFIED: EraseMode
+ERASE_MODE_SYNC: EraseMode
+ERASE_MODE_ASYNC: EraseMode
 HISTORY_ACTION_UNSPECIFIED: HistoryAction
 HISTORY_ACTION_CREATED: HistoryAction
 HISTORY_ACTION_UPDATED: HistoryAction
@@ -275,20 +284,26 @@ class ReflectResponse(_message.Message):
     def __init__(self, result: _Optional[_Union[ReflectResult, _Mapping]] = ..., operation: _Optional[_Union[_operation_pb2.Operation, _Mapping]] = ...) -> None: ...
 
 class ForgetRequest(_message.Message):
-    __slots__ = ("ids", "filter", "hard", "dry_run", "request_id", "reason")
+    __slots__ = ("ids", "filter", "erase_user_id", "hard", "dry_run", "request_id", "reason", "everything", "erase_mode")
     IDS_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
+    ERASE_USER_ID_FIELD_NUMBER: _ClassVar[int]
     HARD_FIELD_NUMBER: _ClassVar[int]
     DRY_RUN_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    EVERYTHING_FIELD_NUMBER: _ClassVar[int]
+    ERASE_MODE_FIELD_NUMBER: _ClassVar[int]
     ids: MemoryIds
     filter: _memory_pb2.MemoryFilter
+    erase_user_id: str
     hard: bool
     dry_run: bool
     request_id: str
     reason: str
-    def __init__(self, ids: _Optional[_Union[MemoryIds, _Mapping]] = ..., filter: _Optional[_Union[_memory_pb2.MemoryFilter, _Mapping]] = ..., hard: _Optional[bool] = ..., dry_run: _Optional[bool] = ..., request_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+    everything: bool
+    erase_mode: EraseMode
+    def __init__(self, ids: _Optional[_Union[MemoryIds, _Mapping]] = ..., filter: _Optional[_Union[_memory_pb2.MemoryFilter, _Mapping]] = ..., erase_user_id: _Optional[str] = ..., hard: _Optional[bool] = ..., dry_run: _Optional[bool] = ..., request_id: _Optional[str] = ..., reason: _Optional[str] = ..., everything: _Optional[bool] = ..., erase_mode: _Optional[_Union[EraseMode, str]] = ...) -> None: ...
 
 class MemoryIds(_message.Message):
     __slots__ = ("ids",)
@@ -297,12 +312,16 @@ class MemoryIds(_message.Message):
     def __init__(self, ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ForgetResponse(_message.Message):
-    __slots__ = ("forgotten_count", "forgotten_ids")
+    __slots__ = ("forgotten_count", "forgotten_ids", "receipt", "operation")
     FORGOTTEN_COUNT_FIELD_NUMBER: _ClassVar[int]
     FORGOTTEN_IDS_FIELD_NUMBER: _ClassVar[int]
+    RECEIPT_FIELD_NUMBER: _ClassVar[int]
+    OPERATION_FIELD_NUMBER: _ClassVar[int]
     forgotten_count: int
     forgotten_ids: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, forgotten_count: _Optional[int] = ..., forgotten_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+    receipt: _operation_pb2.ErasureReceipt
+    operation: _operation_pb2.Operation
+    def __init__(self, forgotten_count: _Optional[int] = ..., forgotten_ids: _Optional[_Iterable[str]] = ..., receipt: _Optional[_Union[_operation_pb2.ErasureReceipt, _Mapping]] = ..., operation: _Optional[_Union[_operation_pb2.Operation, _Mapping]] = ...) -> None: ...
 
 class GetMemoryRequest(_message.Message):
     __slots__ = ("id",)

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bmemplane/v1/operation.proto\x12\x0bmemplane.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa5\x02\n\tOperation\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12*\n\x05state\x18\x03 \x01(\x0e\x32\x1b.memplane.v1.OperationState\x12\x10\n\x08\x61ttempts\x18\x04 \x01(\x05\x12\x14\n\x0c\x65rror_reason\x18\x05 \x01(\t\x12\x15\n\rerror_message\x18\x06 \x01(\t\x12/\n\x0b\x63reate_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bupdate_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x19\n\x11result_memory_ids\x18\t \x03(\t\x12\x16\n\x0eresult_summary\x18\n \x01(\t*\xc5\x01\n\x0eOperationState\x12\x1f\n\x1bOPERATION_STATE_UNSPECIFIED\x10\x00\x12\x1b\n\x17OPERATION_STATE_PENDING\x10\x01\x12\x1b\n\x17OPERATION_STATE_RUNNING\x10\x02\x12\x1d\n\x19OPERATION_STATE_SUCCEEDED\x10\x03\x12\x1a\n\x16OPERATION_STATE_FAILED\x10\x04\x12\x1d\n\x19OPERATION_STATE_CANCELLED\x10\x05\x42O\n\x0f\x64\x65v.memplane.v1P\x01Z:github.com/memplane/memplane/gen/go/memplane/v1;memplanev1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bmemplane/v1/operation.proto\x12\x0bmemplane.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdb\x02\n\tOperation\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12*\n\x05state\x18\x03 \x01(\x0e\x32\x1b.memplane.v1.OperationState\x12\x10\n\x08\x61ttempts\x18\x04 \x01(\x05\x12\x14\n\x0c\x65rror_reason\x18\x05 \x01(\t\x12\x15\n\rerror_message\x18\x06 \x01(\t\x12/\n\x0b\x63reate_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bupdate_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x19\n\x11result_memory_ids\x18\t \x03(\t\x12\x16\n\x0eresult_summary\x18\n \x01(\t\x12\x34\n\x0f\x65rasure_receipt\x18\x0b \x01(\x0b\x32\x1b.memplane.v1.ErasureReceipt\"\xe0\x01\n\x0e\x45rasureReceipt\x12\x14\n\x0coperation_id\x18\x01 \x01(\t\x12.\n\nerase_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07subject\x18\x03 \x01(\t\x12\x37\n\x06\x63ounts\x18\x04 \x03(\x0b\x32\'.memplane.v1.ErasureReceipt.CountsEntry\x12\x0f\n\x07\x64ry_run\x18\x05 \x01(\x08\x1a-\n\x0b\x43ountsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01*\xc5\x01\n\x0eOperationState\x12\x1f\n\x1bOPERATION_STATE_UNSPECIFIED\x10\x00\x12\x1b\n\x17OPERATION_STATE_PENDING\x10\x01\x12\x1b\n\x17OPERATION_STATE_RUNNING\x10\x02\x12\x1d\n\x19OPERATION_STATE_SUCCEEDED\x10\x03\x12\x1a\n\x16OPERATION_STATE_FAILED\x10\x04\x12\x1d\n\x19OPERATION_STATE_CANCELLED\x10\x05\x42O\n\x0f\x64\x65v.memplane.v1P\x01Z:github.com/memplane/memplane/gen/go/memplane/v1;memplanev1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,8 +33,14 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'memplane.v1.operation_pb2',
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\017dev.memplane.v1P\001Z:github.com/memplane/memplane/gen/go/memplane/v1;memplanev1'
-  _globals['_OPERATIONSTATE']._serialized_start=374
-  _globals['_OPERATIONSTATE']._serialized_end=571
+  _globals['_ERASURERECEIPT_COUNTSENTRY']._loaded_options = None
+  _globals['_ERASURERECEIPT_COUNTSENTRY']._serialized_options = b'8\001'
+  _globals['_OPERATIONSTATE']._serialized_start=655
+  _globals['_OPERATIONSTATE']._serialized_end=852
   _globals['_OPERATION']._serialized_start=78
-  _globals['_OPERATION']._serialized_end=371
+  _globals['_OPERATION']._serialized_end=425
+  _globals['_ERASURERECEIPT']._serialized_start=428
+  _globals['_ERASURERECEIPT']._serialized_end=652
+  _globals['_ERASURERECEIPT_COUNTSENTRY']._serialized_start=607
+  _globals['_ERASURERECEIPT_COUNTSENTRY']._serialized_end=652
 # @@protoc_insertion_point(module_scope)

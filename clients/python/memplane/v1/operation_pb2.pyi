@@ -26,7 +26,7 @@ OPERATION_STATE_FAILED: OperationState
 OPERATION_STATE_CANCELLED: OperationState
 
 class Operation(_message.Message):
-    __slots__ = ("id", "type", "state", "attempts", "error_reason", "error_message", "create_time", "update_time", "result_memory_ids", "result_summary")
+    __slots__ = ("id", "type", "state", "attempts", "error_reason", "error_message", "create_time", "update_time", "result_memory_ids", "result_summary", "erasure_receipt")
     ID_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -37,6 +37,7 @@ class Operation(_message.Message):
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
     RESULT_MEMORY_IDS_FIELD_NUMBER: _ClassVar[int]
     RESULT_SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    ERASURE_RECEIPT_FIELD_NUMBER: _ClassVar[int]
     id: str
     type: str
     state: OperationState
@@ -47,4 +48,26 @@ class Operation(_message.Message):
     update_time: _timestamp_pb2.Timestamp
     result_memory_ids: _containers.RepeatedScalarFieldContainer[str]
     result_summary: str
-    def __init__(self, id: _Optional[str] = ..., type: _Optional[str] = ..., state: _Optional[_Union[OperationState, str]] = ..., attempts: _Optional[int] = ..., error_reason: _Optional[str] = ..., error_message: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., result_memory_ids: _Optional[_Iterable[str]] = ..., result_summary: _Optional[str] = ...) -> None: ...
+    erasure_receipt: ErasureReceipt
+    def __init__(self, id: _Optional[str] = ..., type: _Optional[str] = ..., state: _Optional[_Union[OperationState, str]] = ..., attempts: _Optional[int] = ..., error_reason: _Optional[str] = ..., error_message: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., result_memory_ids: _Optional[_Iterable[str]] = ..., result_summary: _Optional[str] = ..., erasure_receipt: _Optional[_Union[ErasureReceipt, _Mapping]] = ...) -> None: ...
+
+class ErasureReceipt(_message.Message):
+    __slots__ = ("operation_id", "erase_time", "subject", "counts", "dry_run")
+    class CountsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    OPERATION_ID_FIELD_NUMBER: _ClassVar[int]
+    ERASE_TIME_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    COUNTS_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    operation_id: str
+    erase_time: _timestamp_pb2.Timestamp
+    subject: str
+    counts: _containers.ScalarMap[str, int]
+    dry_run: bool
+    def __init__(self, operation_id: _Optional[str] = ..., erase_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., subject: _Optional[str] = ..., counts: _Optional[_Mapping[str, int]] = ..., dry_run: _Optional[bool] = ...) -> None: ...

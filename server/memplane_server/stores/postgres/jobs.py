@@ -16,7 +16,7 @@ def _operation(row: asyncpg.Record) -> Operation:
         id=row["id"], type=row["type"], state=row["state"], attempts=row["attempts"],
         error_reason=row["error_reason"], error_message=row["error_message"], created_at=row["created_at"],
         updated_at=row["updated_at"], result_memory_ids=tuple(result.get("memory_ids", [])),
-        result_summary=result.get("summary", ""),
+        result_summary=result.get("summary", ""), result_receipt=result.get("receipt"),
     )
 
 
@@ -54,11 +54,16 @@ class JobStore:
         )
         return _job(row) if row else None
 
-    async def succeed(self, job_id: uuid.UUID, memory_ids: list[str], summary: str) -> None:
+    async def succeed(
+        self, job_id: uuid.UUID, memory_ids: list[str], summary: str, *, receipt: dict | None = None,
+        payload: dict | None = None,
+    ) -> None:
+        """Records the result; payload, when given, replaces the job's (an erasure drops the user id)."""
+        result = {"memory_ids": memory_ids, "summary": summary, **({"receipt": receipt} if receipt else {})}
         await self.pool.execute(
-            "UPDATE jobs SET state = 'succeeded', result = $2, updated_at = now(), error_reason = '', error_message = ''"
-            " WHERE id = $1 AND state = 'running'",
-            job_id, {"memory_ids": memory_ids, "summary": summary},
+            "UPDATE jobs SET state = 'succeeded', result = $2, payload = coalesce($3, payload), updated_at = now(),"
+            " error_reason = '', error_message = '' WHERE id = $1 AND state = 'running'",
+            job_id, result, payload,
         )
 
     async def fail(self, job_id: uuid.UUID, reason: str, message: str, *, retry_in_seconds: float | None) -> None:

@@ -1,0 +1,194 @@
+"""Forgetting a source reaches what was derived from it and every copy (issue 14 item 1): a summary
+is rebuilt without it, a fact extracted from a forgotten turn is gone, and the shared scan finds the
+forgotten text in no table and no Redis key. Calls go through the SDK and the in-process server, so
+the idempotency cache holds the responses of the writes, as it does in production."""
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from dataclasses import replace
+
+import pytest
+
+from memplane import AsyncMemoryClient, MemoryInput
+from memplane.errors import InvalidArgumentError
+from memplane_server.core.caller import caller_from_json
+from memplane_server.core.model import Kind, MemoryFilter, Status
+from memplane_server.llm.chat import ChatModel
+from memplane_server.services.context import ContextService
+from memplane_server.services.forget import ForgetService
+from memplane_server.services.memories import MemoriesService
+from tests.support.fake_llm import Reply
+from tests.support.inproc import serving
+from tests.support.jobs import run_jobs_until
+from tests.support.scan import describe, scan
+from tests.support.services import job_runner
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+def marker(word: str) -> str:
+    return f"{word}-{uuid.uuid4().hex[:12]}"
+
+
+async def refresh_job_of(deps, summary_id) -> uuid.UUID:
+    return await deps.jobs.pool.fetchval(
+        "SELECT id FROM jobs WHERE type = 'refresh_summary' AND payload->>'summary_id' = $1", str(summary_id))
+
+
+async def build_windows(deps, services, tenant_id: str, session_id: str) -> None:
+    """Runs the window builder until the session's turns have windows (other tests' sessions may be queued)."""
+    builder = ContextService(deps, quiet_seconds=0)
+    for _ in range(200):
+        if not await deps.memories.pool.fetchval(
+                "SELECT count(*) FROM context_queue WHERE tenant_id = $1 AND session_id = $2", tenant_id, session_id):
+            return
+        await builder.refresh_next()
+    raise AssertionError("the session's windows were never built")
+
+
+async def test_hard_forgetting_a_summarised_fact_rebuilds_the_summary_and_leaves_the_text_nowhere(deps, runtime):
+    city, job = marker("Xanadu"), marker("Pilot")
+    session = f"s-{uuid.uuid4().hex[:8]}"
+    async with serving(deps, runtime) as served:
+        tenant, keys = await served.tenant()
+        async with AsyncMemoryClient(served.address, keys["writer"]) as client:
+            written = await client.write([
+                {"content": f"The user lives in {city}", "kind": "fact", "entity": "user", "attribute": "city",
+                 "value": city, "session_id": session},
+                {"content": f"The user works as {job}", "kind": "fact", "entity": "user", "attribute": "job",
+                 "value": job, "session_id": session},
+                {"content": f"The user lives in {city}", "kind": "turn", "layer": "working", "session_id": session},
+            ])
+            fact = written.memories[0]
+            reflected = await client.reflect(session_id=session)
+            assert city in reflected.summary and job in reflected.summary
+            before = await scan(deps.memories.pool, runtime.redis_client, [city])
+            assert {h.store for h in before} == {"postgres", "redis"}, describe(before)
+
+            await client.forget(ids=[fact.id], hard=True)
+            summary_id = reflected.memories[-1].id
+            assert await deps.memories.pool.fetchval("SELECT count(*) FROM memories WHERE id = $1", uuid.UUID(summary_id)) == 0
+            job_id = await refresh_job_of(deps, summary_id)
+            # The job runs as the summary's owner; polling it needs a caller of the tenant.
+            caller = (await deps.tenancy.pool.fetchrow("SELECT caller FROM jobs WHERE id = $1", job_id))["caller"]
+            await run_jobs_until(job_runner(deps), deps, caller_from_json(caller), job_id,
+                                 lambda op: op.state == "succeeded")
+            summaries = (await client.list_memories(session_id=session, kinds=["summary"])).items
+            assert len(summaries) == 1 and job in summaries[0].content and city not in summaries[0].content
+            assert (await client.get_working_memory(session)).items == ()
+        after = await scan(deps.memories.pool, runtime.redis_client, [city])
+        assert not after, describe(after)
+
+
+def address_reply(place: str) -> Reply:
+    def build(body: dict) -> str:
+        prompt = body["messages"][1]["content"]
+        turn_id = re.findall(r"\[([0-9a-f-]{36})\]", prompt.split("NEW TURNS:")[1])[0]
+        return json.dumps({"operations": [{
+            "op": "ADD", "kind": "fact", "entity": "user", "attribute": "address", "value": place, "old_value": "",
+            "content": f"The user's address is {place}", "confidence": 0.95, "source_turn": turn_id}]})
+    return Reply(build)
+
+
+@pytest.fixture
+def llm_deps(deps, fake_llm):
+    return replace(deps, llm=ChatModel("openai/test-model", api_base=fake_llm.api_base, api_key="k", timeout=5))
+
+
+async def test_hard_forgetting_a_turn_removes_the_fact_extracted_from_it_and_its_text_everywhere(
+        llm_deps, fake_llm, runtime):
+    deps = llm_deps
+    place = marker("Atlantis")
+    session = f"s-{uuid.uuid4().hex[:8]}"
+    async with serving(deps, runtime) as served:
+        tenant, keys = await served.tenant()
+        async with AsyncMemoryClient(served.address, keys["writer"]) as client:
+            await client.write([MemoryInput("hello there", kind="turn", session_id=session, user_id="u1")])
+            fake_llm.script(address_reply(place))
+            done = await client.write([MemoryInput(f"my address is {place} street 5", kind="turn",
+                                                   session_id=session, user_id="u1")], infer="sync")
+            [fact] = done.extracted
+            await client.write([MemoryInput("thanks, noted", kind="turn", session_id=session, user_id="u1")])
+            await build_windows(deps, served.services, tenant, session)
+            links = await deps.memories.pool.fetchval(
+                "SELECT count(*) FROM memory_sources WHERE memory_id = $1 AND source_id = $2",
+                uuid.UUID(fact.id), uuid.UUID(done.memories[0].id))
+            assert links == 1  # the extracted fact records the turn it came from
+            before = await scan(deps.memories.pool, runtime.redis_client, [place])
+            assert {h.where for h in before} >= {"memories", "memory_history"}, describe(before)
+
+            await client.forget(ids=[done.memories[0].id], hard=True)
+            assert await deps.memories.pool.fetchval("SELECT count(*) FROM memories WHERE id = $1", uuid.UUID(fact.id)) == 0
+            await build_windows(deps, served.services, tenant, session)  # the neighbours' windows, rebuilt
+        after = await scan(deps.memories.pool, runtime.redis_client, [place])
+        assert not after, describe(after)
+
+
+async def test_soft_forgetting_a_turn_soft_forgets_the_fact_extracted_from_it(llm_deps, fake_llm, make_tenant):
+    from memplane_server.services.extract import ExtractService
+    from memplane_server.services.write import WriteService
+    from memplane_server.core.model import MemoryDraft
+
+    world = await make_tenant()
+    place = marker("Lemuria")
+    fake_llm.script(address_reply(place))
+    records, [fact], _ = await ExtractService(llm_deps, WriteService(llm_deps)).write_with_infer(
+        world.writer, [MemoryDraft(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.TURN,
+                                   content=f"I moved to {place}", session_id="s")], "sync")
+    await ForgetService(llm_deps).forget(world.writer, ids=[str(records[0].id)], f=None, hard=False, dry_run=False,
+                                         reason="")
+    [gone] = await llm_deps.memories.list(world.writer, MemoryFilter(entity="user", statuses=tuple(Status)),
+                                          limit=5, after=None)
+    assert gone.id == fact.id and gone.status is Status.DELETED
+    history, _ = await MemoriesService(llm_deps).history(
+        world.writer, memory_id=str(fact.id), entity=None, attribute=None, page_size=5, page_token="")
+    assert history[0].action == "deleted" and str(records[0].id) in history[0].reason
+
+
+async def test_a_derived_memory_whose_source_was_forgotten_meanwhile_is_refused(deps, make_tenant):
+    from memplane_server.core.errors import MemplaneError
+    from memplane_server.core.model import MemoryDraft
+    from memplane_server.services.write import WriteService
+
+    world = await make_tenant()
+    [turn] = await WriteService(deps).write(world.writer, [MemoryDraft(
+        scope=None, domain=None, agent_id=None, layer=None, kind=Kind.TURN, content="a turn", session_id="s")])
+    await ForgetService(deps).forget(world.writer, ids=[str(turn.id)], f=None, hard=True, dry_run=False, reason="")
+    late = MemoryDraft(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.FACT, content="late fact",
+                       derived_from=(turn.id,))
+    with pytest.raises(MemplaneError) as err:
+        await WriteService(deps).write(world.writer, [late])
+    assert err.value.reason == "SOURCE_FORGOTTEN"
+
+
+@pytest.mark.parametrize("conditions", [{}, {"include_pending": True}, {"min_confidence": 0.0},
+                                        {"statuses": tuple(Status)}])
+async def test_a_filter_that_selects_everything_needs_the_everything_flag(deps, make_tenant, conditions):
+    from memplane_server.core.errors import Code, MemplaneError
+    from memplane_server.core.model import MemoryDraft
+    from memplane_server.services.write import WriteService
+
+    world = await make_tenant()
+    await WriteService(deps).write(world.writer, [MemoryDraft(
+        scope=None, domain=None, agent_id=None, layer=None, kind=Kind.EVENT, content="an event")])
+    forget = ForgetService(deps)
+    with pytest.raises(MemplaneError) as err:
+        await forget.forget(world.writer, ids=None, f=MemoryFilter(**conditions), hard=False, dry_run=False, reason="")
+    assert err.value.code is Code.INVALID_ARGUMENT and err.value.reason == "FILTER_REQUIRED"
+    done = await forget.forget(world.writer, ids=None, f=MemoryFilter(**conditions), hard=False, dry_run=False,
+                               reason="", everything=True)
+    assert done.count == 1
+
+
+async def test_the_sdk_refuses_an_empty_filter_and_forgets_everything_when_asked(deps, runtime):
+    async with serving(deps, runtime) as served:
+        _, keys = await served.tenant()
+        async with AsyncMemoryClient(served.address, keys["writer"]) as client:
+            await client.write([MemoryInput("one", kind="event"), MemoryInput("two", kind="event")])
+            with pytest.raises(InvalidArgumentError):
+                await client.forget(include_pending=True)
+            assert (await client.forget(everything=True, dry_run=True)).forgotten_count == 2
+            assert (await client.forget(everything=True, hard=True)).forgotten_count == 2
+            assert (await client.get_stats()).total == 0
