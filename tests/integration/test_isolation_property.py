@@ -9,7 +9,9 @@ reads or changes memory:
 
     `services.write` (also replayed under one `core.requests.request_key`), `services.search`,
     `services.memories` (get, list, stats, history, update, feedback), `services.forget`
-    (`services.memories.changeable` checks the ids feedback and forget name), `services.working`,
+    (`services.memories.changeable` checks the ids feedback and forget name), `services.erasure`
+    (erasure of a user: a tenant admin reaches every agent of its tenant, other keys what they may
+    change, never another tenant), `services.working`,
     `services.reflect`, `services.operations` and the turn windows of `services.context`,
 
 over PostgreSQL, where queries carry `stores.postgres.sql.visibility` (or `writable`) and a
@@ -55,7 +57,7 @@ import pytest_asyncio
 from hypothesis import HealthCheck, settings as hsettings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
 
-from memplane_server.core.caller import Caller
+from memplane_server.core.caller import Caller, Role
 from memplane_server.core.errors import Code, MemplaneError
 from memplane_server.core.model import Kind, Layer, MemoryDraft, MemoryFilter, Status
 from memplane_server.core.requests import RequestKey, request_key
@@ -68,14 +70,14 @@ from memplane_server.services.search import SearchQuery, SearchService
 from memplane_server.services.working import WorkingService
 from memplane_server.services.write import WriteService
 from tests.support import isolation_inputs as inputs
-from tests.support.services import reflect_service
+from tests.support.services import erasure_service, reflect_service
 from tests.support.isolation_inputs import DraftSpec, FilterSpec, OperationPick, Pick, Who
 from tests.support.isolation_oracle import (
     WRITING_ROLES, Mem, Names, Oracle, OperationTarget, Target, Violation, can_change, can_read, matches, statuses_of,
     write_problem,
 )
 from tests.support.isolation_snapshots import Snapshot, check_unchanged, take_snapshot
-from tests.support.isolation_world import DIRECT, ENTITIES, QUERIES, SESSIONS, World, build_world, seed_world
+from tests.support.isolation_world import DIRECT, ENTITIES, QUERIES, SESSIONS, USERS, World, build_world, seed_world
 
 # CI budget: at least MIN_CALLS service calls in well under 90 s on 2 cores. A longer soak:
 # MEMPLANE_ISOLATION_EXAMPLES=400 (a different seed too: it changes what is generated).
@@ -198,7 +200,8 @@ class IsolationMachine(RuleBasedStateMachine):
     async def snapshot(self) -> Snapshot:
         return await take_snapshot(self.deps, self.world.tenants)
 
-    async def mutate(self, what: str, caller: Caller, call, *, new_from=None, dry_run: bool = False):
+    async def mutate(self, what: str, caller: Caller, call, *, new_from=None, dry_run: bool = False,
+                     erasing: tuple[str, bool] | None = None):
         """Runs a changing call between two snapshots and checks what changed; returns (result, error).
         `new_from(result)` names the rows the call reports adding."""
         before = await self.snapshot()
@@ -210,7 +213,8 @@ class IsolationMachine(RuleBasedStateMachine):
         SEEN["mutating calls that changed rows" if changed or added else "mutating calls that changed nothing"] += 1
         SEEN["rows changed or erased"] += changed
         SEEN["rows added"] += added
-        check_unchanged(what, caller, before, after, self.oracle, nothing=err is not None or dry_run, new=new)
+        check_unchanged(what, caller, before, after, self.oracle, nothing=err is not None or dry_run, new=new,
+                        erasing=erasing)
         self.oracle.refresh(after.rows)
         return result, err
 
@@ -559,10 +563,31 @@ class IsolationMachine(RuleBasedStateMachine):
             ForgetService(self.deps).forget(caller, ids=None, f=memory_filter, hard=hard, dry_run=dry_run, reason="p"),
             dry_run=dry_run,
         )
-        if memory_filter.is_empty() and caller.role in WRITING_ROLES:
+        if not memory_filter.narrows() and caller.role in WRITING_ROLES:
             self.check_error("Forget(filter)", caller, err, {Code.INVALID_ARGUMENT})
         else:
             self.check_forgotten("Forget(filter)", caller, result, err, expected)
+
+    @action(caller=inputs.callers, user=st.sampled_from(USERS), dry_run=st.booleans())
+    async def erase_user(self, caller: Caller, user: str, dry_run: bool) -> None:
+        """Erasure of a user: a tenant admin reaches the user's memories of every agent of its tenant,
+        any other writing key what it may change; never another tenant's (the same user id there is
+        another person), never for a read-only key."""
+        wide = caller.role is Role.TENANT_ADMIN
+        expected = {m.id for m in self.oracle.mems.values()
+                    if m.exists and m.tenant == caller.tenant_id and m.user == user and (wide or can_change(caller, m))}
+        result, err = await self.mutate(
+            "Forget(erase_user_id)", caller, erasure_service(self.deps).erase(caller, user, mode="sync", dry_run=dry_run),
+            dry_run=dry_run, erasing=(user, wide))
+        if caller.role not in WRITING_ROLES:
+            self.check_error("Forget(erase_user_id)", caller, err, {Code.PERMISSION_DENIED})
+            return
+        self.check_ok("Forget(erase_user_id)", caller, err)
+        if set(result.ids) != expected or result.receipt.counts["postgres.memories"] != len(expected):
+            describe = self.names.describe
+            raise Violation(f"Forget(erase_user_id) by {self.names.who(caller)}:"
+                            f" extra {[describe(self.oracle.mems[i]) for i in set(result.ids) - expected]},"
+                            f" missing {[describe(self.oracle.mems[i]) for i in expected - set(result.ids)]}")
 
     @action(caller=inputs.callers, session=st.sampled_from(SESSIONS), direct=st.booleans())
     async def reflect_session(self, caller: Caller, session: str, direct: bool) -> None:

@@ -21,6 +21,7 @@ class Snapshot:
     outside: tuple  # every row outside the world (earlier examples, other tests) as one digest
     jobs: dict[uuid.UUID, tuple]  # the world's operations
     working: dict[tuple, tuple]  # (tenant, agent, session) -> working items and state
+    sources: dict[uuid.UUID, set[uuid.UUID]]  # derived memory -> what it was derived from (memory_sources)
 
 
 async def take_snapshot(deps, tenants: list[str]) -> Snapshot:
@@ -48,6 +49,8 @@ async def take_snapshot(deps, tenants: list[str]) -> Snapshot:
         jobs = await conn.fetch(
             "SELECT id, tenant_id, state, updated_at FROM jobs WHERE tenant_id = ANY($1::text[])", tenants
         )
+        links = await conn.fetch(
+            "SELECT memory_id, source_id FROM memory_sources WHERE tenant_id = ANY($1::text[])", tenants)
     sessions = [(t, a, s) for t in tenants for a in (None, *AGENTS) for s in SESSIONS]
     async with deps.working.client.pipeline(transaction=False) as pipe:
         for t, a, s in sessions:
@@ -61,17 +64,44 @@ async def take_snapshot(deps, tenants: list[str]) -> Snapshot:
         outside=tuple(outside.values()),
         jobs={r["id"]: tuple(r.values()) for r in jobs},
         working={key: (tuple(raw[2 * i]), tuple(sorted(raw[2 * i + 1].items()))) for i, key in enumerate(sessions)},
+        sources=_group(links),
     )
 
 
+def _group(links) -> dict[uuid.UUID, set[uuid.UUID]]:
+    out: dict[uuid.UUID, set[uuid.UUID]] = {}
+    for r in links:
+        out.setdefault(r["memory_id"], set()).add(r["source_id"])
+    return out
+
+
+def _follows_its_sources(ident: uuid.UUID, before: Snapshot, after: Snapshot, changed: set[uuid.UUID]) -> bool:
+    """A derived memory whose source changed may turn stale or be forgotten or erased with it (the
+    triggers of migrations 0009 and 0010, running as the owner, whoever changed the source); its
+    content and everything else stay as they were."""
+    if not before.sources.get(ident, set()) & changed:
+        return False
+    old, new = before.rows[ident], after.rows.get(ident)
+    return new is None or (new[11] in ("stale", "deleted") and old[:11] == new[:11] and old[12:14] == new[12:14])
+
+
 def check_unchanged(what: str, caller: Caller, before: Snapshot, after: Snapshot, oracle: Oracle, *,
-                    nothing: bool, new: set) -> None:
+                    nothing: bool, new: set, erasing: tuple[str, bool] | None = None) -> None:
     """Nothing the caller may not change has changed (nothing at all when `nothing`: a failed
-    call or a dry run), and no row appeared but the `new` ones the call reported."""
+    call or a dry run), and no row appeared but the `new` ones the call reported.
+
+    erasing = (user, tenant-wide): a tenant-wide erasure of that user also reaches the user's memories
+    of every agent of the caller's tenant and every working session of the tenant. Memories derived from a changed
+    one may follow it (turn stale, be forgotten or erased) whoever owns them."""
     names = oracle.names
+    changed = {i for i, row in before.rows.items() if after.rows.get(i) != row}
     for ident, row in before.rows.items():
         m = oracle.mems[ident]
         if not nothing and can_change(caller, m):
+            continue
+        if not nothing and erasing and erasing[1] and m.tenant == caller.tenant_id and m.user == erasing[0]:
+            continue
+        if not nothing and _follows_its_sources(ident, before, after, changed):
             continue
         if after.rows.get(ident) != row or after.history.get(ident) != before.history.get(ident):
             why = "a dry run / failed call" if nothing and can_change(caller, m) else (
@@ -86,7 +116,7 @@ def check_unchanged(what: str, caller: Caller, before: Snapshot, after: Snapshot
         if (nothing or row[1] != caller.tenant_id) and after.jobs.get(ident) != row:
             raise Violation(f"{what}: {names.who(caller)} changed an operation of {names.tenant(row[1])}")
     for key, value in before.working.items():
-        own = key[0] == caller.tenant_id and key[1] == caller.agent_id
+        own = key[0] == caller.tenant_id and (key[1] == caller.agent_id or bool(erasing and erasing[1]))
         if (nothing or not own) and after.working[key] != value:
             raise Violation(f"{what}: {names.who(caller)} changed working memory of"
                             f" {names.tenant(key[0])}/{key[1]}/{key[2]}")

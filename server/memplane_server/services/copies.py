@@ -9,7 +9,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.caller import Caller
 from ..core.model import Trace
+from ..stores.redis.working import WorkingSession
 from .deps import Deps
 
 # A working item holding a longer text that contains a forgotten memory's text goes too; below this
@@ -46,26 +48,35 @@ async def drop_working(
     """Drops matching items from the tenant's working sessions (these session ids, these agents' only
     when given), counting into done."""
     allowed = set(agent_ids) if agent_ids is not None else None
-    for session in await deps.working.sessions_of(tenant_id, session_ids):
-        if allowed is not None and session.agent_id not in allowed:
-            continue
+    if session_ids is not None and allowed is not None:
+        # Known sessions of known agents: their keys, no scan.
+        sessions = [WorkingSession(tenant_id, agent, s) for agent in allowed for s in sorted(session_ids)]
+    else:
+        sessions = [s for s in await deps.working.sessions_of(tenant_id, session_ids)
+                    if allowed is None or s.agent_id in allowed]
+    for session in sessions:
         dropped = await deps.working.drop(session, doomed, dry_run=dry_run)
         done.working_items += dropped.items
         done.working_state_keys += dropped.state_keys
         done.working_sessions += int(dropped.session_deleted)
 
 
-async def drop_copies(deps: Deps, traces: list[Trace]) -> CopiesDropped:
-    """Working items of the forgotten memories' sessions holding their text (or naming them as their
-    source), and cached responses naming them."""
+async def drop_copies(deps: Deps, caller: Caller, traces: list[Trace]) -> CopiesDropped:
+    """Working items of the caller's own sessions named by the forgotten memories holding their text
+    (or naming them as their source), and the cached responses naming them in their tenants.
+
+    Working memory is per agent and no other caller may change it: another agent's items that
+    happen to hold the same text are its own copies, not derived from the memory, and stay."""
     done = CopiesDropped()
     by_tenant: dict[str, list[Trace]] = {}
     for t in traces:
         by_tenant.setdefault(t.tenant_id, []).append(t)
+    mine = by_tenant.get(caller.tenant_id or "", [])
+    sessions = {t.session_id for t in mine if t.session_id}
+    if sessions:
+        await drop_working(deps, caller.tenant_id or "", sessions, lambda item: _holds(item, mine), done,
+                           agent_ids=[caller.agent_id])
     for tenant_id, tenant_traces in by_tenant.items():
-        sessions = {t.session_id for t in tenant_traces if t.session_id}
-        if sessions:
-            await drop_working(deps, tenant_id, sessions, lambda item: _holds(item, tenant_traces), done)
         if deps.idempotency is not None:
             done.idempotency_entries += await deps.idempotency.purge(tenant_id, {str(t.id) for t in tenant_traces})
     return done

@@ -54,7 +54,7 @@ class ForgetService:
             caller, ids=parsed, f=f, hard=hard, dry_run=dry_run, actor=caller.key_id, reason=reason,
         )
         if not dry_run and done.traces:
-            await drop_copies(self.deps, done.traces)
+            await drop_copies(self.deps, caller, done.traces)
         if not dry_run and done.count:
             await self.deps.tenancy.audit(
                 caller.tenant_id, caller.key_id, "Forget", f"{done.count} memories",
