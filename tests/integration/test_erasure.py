@@ -226,3 +226,23 @@ async def test_a_reader_may_not_erase_and_an_empty_user_id_is_refused(deps, make
         await erasure_service(deps).erase(world.writer, " ")
     assert err.value.code is Code.INVALID_ARGUMENT and err.value.reason == "USER_ID_REQUIRED"
     assert index_key("t") == "mp:idem-index:{t}"
+
+
+async def test_the_admin_cli_erases_a_user_and_prints_the_receipt(deps, runtime, capsys):
+    import argparse
+    import asyncio
+
+    from memplane_server.commands.erase_user import run
+
+    user = f"user-{uuid.uuid4().hex[:10]}"
+    async with serving(deps, runtime) as served:
+        tenant, keys = await served.tenant()
+        async with AsyncMemoryClient(served.address, keys["a1"]) as a1:
+            await a1.write([MemoryInput(f"{user} likes jazz", kind="preference", user_id=user)])
+        args = argparse.Namespace(user=user, agent=None, mode=None, dry_run=False, reason="", wait=True,
+                                  wait_timeout=30.0)
+        status = await asyncio.to_thread(run, args, served.address, keys["admin"])
+    assert status == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["receipt"]["counts"]["postgres.memories"] == 1
+    assert printed["receipt"]["subject"] == subject_of(tenant, user)

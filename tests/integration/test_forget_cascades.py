@@ -62,10 +62,16 @@ async def test_hard_forgetting_a_summarised_fact_rebuilds_the_summary_and_leaves
                 {"content": f"The user lives in {city}", "kind": "turn", "layer": "working", "session_id": session},
             ])
             fact = written.memories[0]
+            queued = await client.reflect(session_id=session, mode="async")  # a job whose result states the city
+            writer = caller_from_json(await deps.jobs.pool.fetchval(
+                "SELECT caller FROM jobs WHERE id = $1", uuid.UUID(queued.operation.id)))
+            await run_jobs_until(job_runner(deps), deps, writer, uuid.UUID(queued.operation.id),
+                                 lambda op: op.state == "succeeded")
             reflected = await client.reflect(session_id=session)
             assert city in reflected.summary and job in reflected.summary
             before = await scan(deps.memories.pool, runtime.redis_client, [city])
             assert {h.store for h in before} == {"postgres", "redis"}, describe(before)
+            assert "jobs" in {h.where for h in before}, describe(before)
 
             await client.forget(ids=[fact.id], hard=True)
             summary_id = reflected.memories[-1].id
