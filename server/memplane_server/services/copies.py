@@ -6,7 +6,7 @@ PostgreSQL forgets what was derived and empties turn windows in the forget's own
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.caller import Caller
@@ -25,6 +25,7 @@ class CopiesDropped:
     working_state_keys: int = 0
     working_sessions: int = 0
     idempotency_entries: int = 0
+    working_item_ids: set[str] = field(default_factory=set)
 
 
 def _same_text(a: str, b: str) -> bool:
@@ -59,6 +60,7 @@ async def drop_working(
         done.working_items += dropped.items
         done.working_state_keys += dropped.state_keys
         done.working_sessions += int(dropped.session_deleted)
+        done.working_item_ids.update(dropped.ids)
 
 
 async def drop_copies(deps: Deps, caller: Caller, traces: list[Trace]) -> CopiesDropped:
@@ -78,5 +80,6 @@ async def drop_copies(deps: Deps, caller: Caller, traces: list[Trace]) -> Copies
                            agent_ids=[caller.agent_id])
     for tenant_id, tenant_traces in by_tenant.items():
         if deps.idempotency is not None:
-            done.idempotency_entries += await deps.idempotency.purge(tenant_id, {str(t.id) for t in tenant_traces})
+            removed = {str(t.id) for t in tenant_traces} | (done.working_item_ids if tenant_id == caller.tenant_id else set())
+            done.idempotency_entries += await deps.idempotency.purge(tenant_id, removed)
     return done

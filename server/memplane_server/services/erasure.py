@@ -68,9 +68,9 @@ class ErasureService:
         await drop_working(self.deps, tenant, None, lambda item: item.get("user_id") == user_id, copies,
                            agent_ids=None if wide else [caller.agent_id], dry_run=dry_run)
         if self.deps.idempotency is not None:
-            # Cached responses are the tenant's callers' copies: any naming the user or what was erased goes.
+            # Cached responses are the tenant's callers' copies: any naming what was erased goes.
             copies.idempotency_entries = await self.deps.idempotency.purge(
-                tenant, {str(t.id) for t in rows.traces}, [user_id.encode()], dry_run=dry_run)
+                tenant, {str(t.id) for t in rows.traces} | copies.working_item_ids, dry_run=dry_run)
         receipt = Receipt(
             operation_id=str(job_id or uuid.uuid4()), erase_time=datetime.now(timezone.utc),
             subject=subject_of(tenant, user_id), dry_run=dry_run,

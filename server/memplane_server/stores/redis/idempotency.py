@@ -11,8 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 import secrets
-import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import redis.asyncio as redis
@@ -55,10 +54,11 @@ class Claim:
 _UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
-def index_key(tenant_id: str) -> str:
-    """The tenant's cached responses (members `method|record key`, scored by expiry), so a forget
-    or an erasure can find the ones holding what it removes without scanning every key."""
-    return f"mp:idem-index:{{{tenant_id}}}"
+def ref_key(tenant_id: str, ref: str) -> str:
+    """The tenant's cached responses naming this memory (or working item) id: members
+    `method|record key`. A forget or an erasure finds the responses holding what it removes here,
+    without reading every cached response. It lives as long as the responses it lists."""
+    return f"mp:idem-ref:{{{tenant_id}}}:{ref}"
 
 
 class IdempotencyStore:
@@ -94,43 +94,45 @@ class IdempotencyStore:
         async with self.client.pipeline(transaction=True) as pipe:
             pipe.set(claim.key, b"done:" + claim.fingerprint + b":" + response, ex=self.ttl)
             if claim.tenant_id:
-                index = index_key(claim.tenant_id)
-                pipe.zadd(index, {f"{claim.method}|{claim.key}": time.time() + self.ttl})
-                pipe.expire(index, self.ttl)
+                member = f"{claim.method}|{claim.key}"
+                for ref in sorted({m.decode() for m in _UUID.findall(response)}):
+                    pipe.sadd(ref_key(claim.tenant_id, ref), member)
+                    pipe.expire(ref_key(claim.tenant_id, ref), self.ttl)
             await pipe.execute()
 
-    async def purge(self, tenant_id: str, ids: Collection[str], needles: Sequence[bytes] = (), *,
-                    dry_run: bool = False) -> int:
-        """Drops the tenant's cached responses that name one of the memory ids or hold one of the
-        needles (e.g. an erased user's id). Every response that carries a memory's content carries
-        its id too. A Write's entry is deleted (PostgreSQL answers its repeats, without what was
-        forgotten); any other call's is replaced by an empty response, so a repeat is still not
-        run again. Returns how many were (or, dry run, would be) dropped."""
-        index = index_key(tenant_id)
-        await self.client.zremrangebyscore(index, "-inf", time.time())
-        members = [m.decode() for m in await self.client.zrange(index, 0, -1)]
+    async def purge(self, tenant_id: str, ids: Collection[str], *, dry_run: bool = False) -> int:
+        """Drops the tenant's cached responses that name one of these memory or working-item ids
+        (every response that carries a memory's content carries its id too). A Write's entry is
+        deleted (PostgreSQL answers its repeats, without what was forgotten); any other call's is
+        replaced by an empty response, so a repeat is still not run again. Returns how many were
+        (or, dry run, would be) dropped."""
+        refs = [ref_key(tenant_id, i) for i in sorted(set(ids))]
+        members: set[str] = set()
+        for start in range(0, len(refs), 500):
+            members |= {m.decode() for m in await self.client.sunion(refs[start:start + 500])}
         dropped = 0
-        ids = set(ids)
-        for start in range(0, len(members), 500):
-            chunk = members[start:start + 500]
+        listed = sorted(members)
+        for start in range(0, len(listed), 500):
+            chunk = listed[start:start + 500]
             values = await self.client.mget([m.split("|", 1)[1] for m in chunk])
             async with self.client.pipeline(transaction=False) as pipe:
                 for member, value in zip(chunk, values):
                     if value is None or not value.startswith(b"done:"):
                         continue
                     _, fingerprint, response = value.split(b":", 2)
-                    named = {u.decode() for u in _UUID.findall(response)}
-                    if not (named & ids) and not any(n in response for n in needles):
-                        continue
+                    if not response:
+                        continue  # dropped before
                     dropped += 1
                     method, key = member.split("|", 1)
                     if method == "Write":
                         pipe.delete(key)
-                        pipe.zrem(index, member)
                     else:
                         pipe.set(key, b"done:" + fingerprint + b":", keepttl=True)
                 if not dry_run:
                     await pipe.execute()
+        if not dry_run:
+            for start in range(0, len(refs), 500):
+                await self.client.delete(*refs[start:start + 500])
         return dropped
 
     async def abandon(self, claim: Claim) -> None:

@@ -205,6 +205,7 @@ class Dropped:
     items: int
     state_keys: int
     session_deleted: bool
+    ids: tuple[str, ...] = ()  # the removed items' ids
 
 
 async def tenant_sessions(client: redis.Redis, tenant_id: str, session_ids: set[str] | None = None) -> list[WorkingSession]:
@@ -243,8 +244,9 @@ async def drop_items(
     if not gone:
         return Dropped(0, 0, False)
     state_keys = sorted({item["state_key"] for _, item in gone if item.get("state_key")})
+    ids = tuple(item["id"] for _, item in gone)
     if dry_run:
-        return Dropped(len(gone), len(state_keys), kept == 0)
+        return Dropped(len(gone), len(state_keys), kept == 0, ids)
     async with client.pipeline(transaction=True) as pipe:
         if kept == 0:
             pipe.delete(*(session.key(part) for part in ("items", "state", "meta", "vectors")))
@@ -256,4 +258,4 @@ async def drop_items(
             if state_keys:
                 pipe.hdel(session.key("state"), *state_keys)
         await pipe.execute()
-    return Dropped(len(gone), len(state_keys), kept == 0)
+    return Dropped(len(gone), len(state_keys), kept == 0, ids)
