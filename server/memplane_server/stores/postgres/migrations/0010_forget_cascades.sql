@@ -8,8 +8,7 @@
 --   * a source hard-deleted: every memory derived from it, whatever its status, is erased with
 --     its history (one 'erased' marker stays, as for a hard forget); a current session summary is
 --     rebuilt by a job from what its session holds now; jobs whose payload or result name an
---     erased memory lose those ids, their summary text and (finished reflections) their input;
---     recorded write requests lose the erased ids.
+--     erased memory lose those ids, their summary text and (finished reflections) their input.
 -- A derived memory is written only while its sources exist (mp_sources_alive), so a rebuild or
 -- an extraction that read a source before it was forgotten cannot bring its text back.
 
@@ -172,11 +171,9 @@ BEGIN
     DELETE FROM memory_sources s WHERE s.source_id = ANY (gone);
     PERFORM mp_scrub_jobs((SELECT array_agg(DISTINCT tenant_id) FROM old_rows),
                           (SELECT array_agg(id::text) FROM old_rows));
-    -- Recorded write requests answer their repeats without what was erased (they hold ids only).
-    UPDATE write_requests w SET memory_ids = coalesce(
-            (SELECT array_agg(x ORDER BY n) FROM unnest(w.memory_ids) WITH ORDINALITY AS u(x, n)
-             WHERE x <> ALL (gone)), '{}')
-        WHERE w.tenant_id IN (SELECT DISTINCT tenant_id FROM old_rows) AND w.memory_ids && gone;
+    -- Recorded write requests (write_requests) hold ids, never content, and answer a repeat with
+    -- the memories that still exist; cleaning them here would scan a tenant's day of writes on
+    -- every delete, so only an erasure of a user does.
     RETURN NULL;
 END
 $$;
