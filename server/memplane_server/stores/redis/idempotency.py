@@ -91,14 +91,16 @@ class IdempotencyStore:
         return bool(await self._renew(keys=[claim.key], args=[claim.value, int(LEASE_SECONDS * 1000)]))
 
     async def complete(self, claim: Claim, response: bytes) -> None:
-        async with self.client.pipeline(transaction=True) as pipe:
-            pipe.set(claim.key, b"done:" + claim.fingerprint + b":" + response, ex=self.ttl)
-            if claim.tenant_id:
-                member = f"{claim.method}|{claim.key}"
-                for ref in sorted({m.decode() for m in _UUID.findall(response)}):
+        await self.client.set(claim.key, b"done:" + claim.fingerprint + b":" + response, ex=self.ttl)
+        refs = sorted({m.decode() for m in _UUID.findall(response)}) if claim.tenant_id else []
+        if refs:
+            # Single-key commands (the record and the tenant's refs live in different cluster slots).
+            member = f"{claim.method}|{claim.key}"
+            async with self.client.pipeline(transaction=False) as pipe:
+                for ref in refs:
                     pipe.sadd(ref_key(claim.tenant_id, ref), member)
                     pipe.expire(ref_key(claim.tenant_id, ref), self.ttl)
-            await pipe.execute()
+                await pipe.execute()
 
     async def purge(self, tenant_id: str, ids: Collection[str], *, dry_run: bool = False) -> int:
         """Drops the tenant's cached responses that name one of these memory or working-item ids

@@ -182,7 +182,7 @@ class WorkingStore:
     async def drop(
         self, session: WorkingSession, doomed: Callable[[dict[str, Any]], bool], *, dry_run: bool = False
     ) -> "Dropped":
-        return await drop_items(self.client, session, doomed, dry_run=dry_run)
+        return await drop_items(self.client, session, doomed, dry_run=dry_run, delete_session=self.delete)
 
     async def claim_expired(self, limit: int) -> list[WorkingSession]:
         """Sessions past their expiry, each handed to exactly one caller (instance) by ZREM."""
@@ -226,9 +226,12 @@ async def tenant_sessions(client: redis.Redis, tenant_id: str, session_ids: set[
 
 async def drop_items(
     client: redis.Redis, session: WorkingSession, doomed: Callable[[dict[str, Any]], bool], *, dry_run: bool = False,
+    delete_session: Callable[[WorkingSession], Any] | None = None,
 ) -> Dropped:
     """Removes the session's items for which doomed(item as stored) holds, their vectors and the state
-    keys they set; a session left without items is deleted whole (its state was set by its items)."""
+    keys they set; a session left without items is deleted whole (its state was set by its items)
+    by delete_session. Single-key commands, not a MULTI (Redis Cluster: see WorkingStore.delete):
+    removing by value cannot undo an append running meanwhile."""
     raw_items = await client.lrange(session.key("items"), 0, -1)
     gone = []
     kept = 0
@@ -247,15 +250,14 @@ async def drop_items(
     ids = tuple(item["id"] for _, item in gone)
     if dry_run:
         return Dropped(len(gone), len(state_keys), kept == 0, ids)
-    async with client.pipeline(transaction=True) as pipe:
-        if kept == 0:
-            pipe.delete(*(session.key(part) for part in ("items", "state", "meta", "vectors")))
-            pipe.zrem(EXPIRY_INDEX, session.member)
-        else:
+    if kept == 0 and delete_session is not None:
+        await delete_session(session)
+    else:
+        async with client.pipeline(transaction=False) as pipe:
             for raw, item in gone:
                 pipe.lrem(session.key("items"), 0, raw)
                 pipe.hdel(session.key("vectors"), item["id"])
             if state_keys:
                 pipe.hdel(session.key("state"), *state_keys)
-        await pipe.execute()
+            await pipe.execute()
     return Dropped(len(gone), len(state_keys), kept == 0, ids)
