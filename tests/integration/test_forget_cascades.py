@@ -198,3 +198,35 @@ async def test_the_sdk_refuses_an_empty_filter_and_forgets_everything_when_asked
             assert (await client.forget(everything=True, dry_run=True)).forgotten_count == 2
             assert (await client.forget(everything=True, hard=True)).forgotten_count == 2
             assert (await client.get_stats()).total == 0
+
+
+async def test_what_a_session_reflection_distilled_goes_with_a_hard_forgotten_turn(llm_deps, fake_llm, make_tenant):
+    """A lesson the model drew from a session is derived from all the session held: erasing one of its
+    turns erases the lesson and the model's summary, with their history, and queues the summary's rebuild."""
+    from memplane_server.core.model import MemoryDraft
+    from memplane_server.core.reflection import ReflectInput
+    from memplane_server.services.reflect import ReflectService
+    from memplane_server.services.write import WriteService
+
+    world = await make_tenant()
+    secret = marker("Avalon")
+    writes = WriteService(llm_deps)
+    turns = await writes.write(world.writer, [MemoryDraft(
+        scope=None, domain=None, agent_id=None, layer=None, kind=Kind.TURN, content=text, session_id="s-r")
+        for text in (f"the vault code is {secret}", "ok, deploying now")])
+    fake_llm.script(Reply(json.dumps({
+        "memories": [{"kind": "lesson", "content": f"Keep {secret} out of logs", "context": "", "confidence": 0.9}],
+        "summary": f"Deployed; the code {secret} was shared."})))
+    outcome = await ReflectService(llm_deps, writes).run(world.writer, ReflectInput(session_id="s-r"))
+    lesson, summary = outcome.memories
+    links = await llm_deps.memories.pool.fetch(
+        "SELECT memory_id, source_id FROM memory_sources WHERE memory_id = ANY($1::uuid[])", [lesson.id, summary.id])
+    assert {(r["memory_id"], r["source_id"]) for r in links} == {(m, t.id) for m in (lesson.id, summary.id) for t in turns}
+    await ForgetService(llm_deps).forget(world.writer, ids=[str(turns[0].id)], f=None, hard=True, dry_run=False,
+                                         reason="")
+    left = await llm_deps.memories.pool.fetchval(
+        "SELECT count(*) FROM memories WHERE id = ANY($1::uuid[])", [lesson.id, summary.id])
+    assert left == 0
+    assert await refresh_job_of(llm_deps, summary.id) is not None
+    found = await scan(llm_deps.memories.pool, llm_deps.working.client, [secret])
+    assert not found, describe(found)
