@@ -29,6 +29,7 @@ from .enums import (
     Scope,
     ScopeLike,
     TaskOutcome,
+    TaskOutcomeLike,
 )
 from .inputs import FilterArgs, MemoryInput, MemoryInputLike, TaskStep, TaskTrajectory, TaskTrajectoryLike
 from .v1 import memory_pb2, memory_service_pb2 as svc_pb, operations_service_pb2 as ops_pb
@@ -172,6 +173,7 @@ def task_trajectory(task: TaskTrajectoryLike) -> svc_pb.TaskTrajectory:
         steps=[_task_step(s) for s in t.steps],
         outcome=_enum_or_zero(TaskOutcome, t.outcome),
         feedback=t.feedback,
+        used_memory_ids=list(t.used_memory_ids),
     )
 
 
@@ -368,10 +370,15 @@ def list_history(
 
 
 def submit_feedback(
-    memory_ids: str | Iterable[str], *, useful: bool, comment: str
+    memory_ids: str | Iterable[str], *, useful: bool | None, outcome: TaskOutcomeLike | None, task_id: str, comment: str
 ) -> PreparedCall[tuple[types.Memory, ...]]:
     """SubmitFeedback, resolving to the memories after their confidence changed."""
-    request = svc_pb.SubmitFeedbackRequest(memory_ids=_many(memory_ids), useful=useful, comment=comment)
+    if (useful is None) == (outcome is None):
+        raise ValueError("submit_feedback needs exactly one of useful or outcome")
+    request = svc_pb.SubmitFeedbackRequest(
+        memory_ids=_many(memory_ids), useful=bool(useful), comment=comment, task_id=task_id,
+        outcome=_enum_or_zero(TaskOutcome, outcome),
+    )
     return PreparedCall("SubmitFeedback", request, lambda r: _convert.memories(r.memories))
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, AsyncIterator, Iterable, Mapping
 from . import _requests
 from ._polling import OperationWait
 from ._transport import AsyncClientBase
-from .enums import InferModeLike, KindLike, OperationStateLike, ReflectModeLike, ScopeLike
+from .enums import InferModeLike, KindLike, OperationStateLike, ReflectModeLike, ScopeLike, TaskOutcomeLike
 from .inputs import FilterArgs, MemoryChanges, MemoryFields, MemoryInputLike, TaskTrajectoryLike
 from .types import (
     ForgetResult,
@@ -206,11 +206,20 @@ class AsyncMemoryClient(AsyncClientBase):
         )
 
     async def submit_feedback(
-        self, memory_ids: str | Iterable[str], *, useful: bool, comment: str = "", timeout: float | None = None
+        self,
+        memory_ids: str | Iterable[str],
+        *,
+        useful: bool | None = None,
+        outcome: TaskOutcomeLike | None = None,
+        task_id: str = "",
+        comment: str = "",
+        timeout: float | None = None,
     ) -> tuple[Memory, ...]:
-        """Reports whether memories helped; returns them with their adjusted confidence."""
+        """Reports whether memories helped (useful), or how a task that used them ended (outcome:
+        lessons and procedures gain or lose confidence); returns them as they are now."""
         return await self._transport.call(
-            _requests.submit_feedback(memory_ids, useful=useful, comment=comment), timeout
+            _requests.submit_feedback(memory_ids, useful=useful, outcome=outcome, task_id=task_id, comment=comment),
+            timeout,
         )
 
     async def get_working_memory(self, session_id: str, *, timeout: float | None = None) -> WorkingMemory:

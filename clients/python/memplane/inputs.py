@@ -62,6 +62,7 @@ class TaskTrajectory:
     outcome: TaskOutcomeLike | None = None
     feedback: str = ""
     task_id: str = ""
+    used_memory_ids: Sequence[str] = ()  # the outcome moves the confidence of their lessons and procedures
 
 
 MemoryInputLike = Union[MemoryInput, Mapping[str, Any]]

@@ -77,7 +77,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
             t = request.task
             outcome = enum_in(_OUTCOMES, t.outcome, "task.outcome") or "unspecified"
             steps = tuple(TaskStep(s.action, s.observation, ts_in(s, "occurred_at")) for s in t.steps)
-            task = Task(t.task_id or "", t.request, steps, outcome, t.feedback)
+            task = Task(t.task_id or "", t.request, steps, outcome, t.feedback, tuple(t.used_memory_ids))
         elif which == "session":
             session_id, user_id = request.session.session_id, request.session.user_id or None
         reflect_input = ReflectInput(
@@ -158,7 +158,10 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
         return response
 
     async def SubmitFeedback(self, request: spb.SubmitFeedbackRequest, context) -> spb.SubmitFeedbackResponse:
-        records = await self.memories.feedback(current_caller(), list(request.memory_ids), request.useful, request.comment)
+        records = await self.memories.feedback(
+            current_caller(), list(request.memory_ids), request.useful, request.comment, task_id=request.task_id,
+            outcome=enum_in(_OUTCOMES, request.outcome, "outcome"),
+        )
         response = spb.SubmitFeedbackResponse()
         add_each(response.memories, records, memory_out)
         return response

@@ -25,6 +25,7 @@ class Task:
     steps: tuple[TaskStep, ...] = ()
     outcome: str = "unspecified"
     feedback: str = ""
+    used_memory_ids: tuple[str, ...] = ()  # the outcome moves their confidence (core/confidence.py)
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ def input_from_json(d: dict) -> ReflectInput:
             TaskStep(s["action"], s["observation"], datetime.fromisoformat(s["occurred_at"]) if s["occurred_at"] else None)
             for s in t["steps"]
         )
-        task = Task(t["task_id"], t["request"], steps, t["outcome"], t["feedback"])
+        task = Task(t["task_id"], t["request"], steps, t["outcome"], t["feedback"], tuple(t.get("used_memory_ids", ())))
     return ReflectInput(task, d.get("session_id"), d.get("user_id"), Scope(d["scope"]) if d.get("scope") else None,
                         d.get("domain"), d.get("mode", "auto"))
 

@@ -9,7 +9,7 @@ from ..core.errors import invalid
 from ..core.model import MemoryFilter
 from ..core.validation import MAX_NOTE_BYTES, check_text
 from .deps import Deps
-from .memories import changeable
+from .changeable import changeable
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from ..core.validation import (
 )
 from ..llm.reflection import reflect as reflect_with_model
 from .deps import Deps
+from .outcomes import apply_outcome
 from .write import WriteService
 
 class ReflectService:
@@ -47,6 +48,8 @@ class ReflectService:
             check_text(r.task.feedback, "feedback", limit)
             if len(r.task.steps) > MAX_TASK_STEPS:
                 raise invalid("TASK_TOO_LARGE", f"a task has at most {MAX_TASK_STEPS} steps")
+            if len(r.task.used_memory_ids) > self.deps.settings.max_batch:
+                raise invalid("BATCH_TOO_LARGE", f"a task lists at most {self.deps.settings.max_batch} used memories")
             for step in r.task.steps:
                 check_text(step.action, "action", limit)
                 check_text(step.observation, "observation", limit)
@@ -90,6 +93,10 @@ class ReflectService:
             source = ("session", r.session_id)
         else:
             assert r.task is not None
+            if r.task.used_memory_ids:
+                # First: an id the caller may not change refuses the reflection before it stores anything.
+                await apply_outcome(self.deps, caller, list(r.task.used_memory_ids), task_id=r.task.task_id,
+                                    outcome=r.task.outcome, comment="")
             transcript = task_transcript(r.task)
             summary = task_summary(r.task)
             source = ("task", r.task.task_id)

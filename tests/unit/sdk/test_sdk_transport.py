@@ -110,7 +110,7 @@ def test_a_mutation_without_request_id_is_tried_once():
     transport = SyncTransport(channel, settings(), sleep=lambda _: None)
     channel.rpcs["SubmitFeedback"].outcomes = [FakeRpcError(grpc.StatusCode.UNAVAILABLE)]
     with pytest.raises(UnavailableError):
-        transport.call(_requests.submit_feedback(["m1"], useful=True, comment=""), None)
+        transport.call(_requests.submit_feedback(["m1"], useful=True, outcome=None, task_id="", comment=""), None)
     assert len(channel.rpcs["SubmitFeedback"].attempts) == 1
 
 

@@ -217,18 +217,20 @@ class TaskStep(_message.Message):
     def __init__(self, action: _Optional[str] = ..., observation: _Optional[str] = ..., occurred_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class TaskTrajectory(_message.Message):
-    __slots__ = ("task_id", "request", "steps", "outcome", "feedback")
+    __slots__ = ("task_id", "request", "steps", "outcome", "feedback", "used_memory_ids")
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     REQUEST_FIELD_NUMBER: _ClassVar[int]
     STEPS_FIELD_NUMBER: _ClassVar[int]
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
     FEEDBACK_FIELD_NUMBER: _ClassVar[int]
+    USED_MEMORY_IDS_FIELD_NUMBER: _ClassVar[int]
     task_id: str
     request: str
     steps: _containers.RepeatedCompositeFieldContainer[TaskStep]
     outcome: TaskOutcome
     feedback: str
-    def __init__(self, task_id: _Optional[str] = ..., request: _Optional[str] = ..., steps: _Optional[_Iterable[_Union[TaskStep, _Mapping]]] = ..., outcome: _Optional[_Union[TaskOutcome, str]] = ..., feedback: _Optional[str] = ...) -> None: ...
+    used_memory_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, task_id: _Optional[str] = ..., request: _Optional[str] = ..., steps: _Optional[_Iterable[_Union[TaskStep, _Mapping]]] = ..., outcome: _Optional[_Union[TaskOutcome, str]] = ..., feedback: _Optional[str] = ..., used_memory_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SessionSelector(_message.Message):
     __slots__ = ("session_id", "user_id")
@@ -395,14 +397,18 @@ class ListMemoryHistoryResponse(_message.Message):
     def __init__(self, entries: _Optional[_Iterable[_Union[HistoryEntry, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class SubmitFeedbackRequest(_message.Message):
-    __slots__ = ("memory_ids", "useful", "comment")
+    __slots__ = ("memory_ids", "useful", "comment", "task_id", "outcome")
     MEMORY_IDS_FIELD_NUMBER: _ClassVar[int]
     USEFUL_FIELD_NUMBER: _ClassVar[int]
     COMMENT_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
     memory_ids: _containers.RepeatedScalarFieldContainer[str]
     useful: bool
     comment: str
-    def __init__(self, memory_ids: _Optional[_Iterable[str]] = ..., useful: _Optional[bool] = ..., comment: _Optional[str] = ...) -> None: ...
+    task_id: str
+    outcome: TaskOutcome
+    def __init__(self, memory_ids: _Optional[_Iterable[str]] = ..., useful: _Optional[bool] = ..., comment: _Optional[str] = ..., task_id: _Optional[str] = ..., outcome: _Optional[_Union[TaskOutcome, str]] = ...) -> None: ...
 
 class SubmitFeedbackResponse(_message.Message):
     __slots__ = ("memories",)
