@@ -22,6 +22,7 @@ from .llm.embedders import create_embedder
 from .services.admin import AdminService
 from .services.auth import Authenticator
 from .services.availability import Availability
+from .services.conflicts import ConflictsService
 from .services.context import ContextService
 from .services.deps import Deps
 from .services.extract import ExtractService
@@ -36,6 +37,7 @@ from .services.search import SearchService
 from .services.working import WorkingService
 from .services.write import WriteService
 from .settings import Settings
+from .stores.postgres.conflicts import ConflictStore
 from .stores.postgres.contexts import ContextStore
 from .stores.postgres.jobs import JobStore
 from .stores.postgres.memories import MemoryStore
@@ -153,7 +155,7 @@ class Runtime:
         self.deps = Deps(
             settings=s, memories=MemoryStore(self.pool, default_max_memories=s.max_memories_per_tenant),
             tenancy=TenancyStore(self.pool), jobs=JobStore(self.pool),
-            contexts=ContextStore(self.pool),
+            contexts=ContextStore(self.pool), conflicts=ConflictStore(self.pool),
             working=WorkingStore(self.redis_client, s.working_max_items), embedder=embedder, llm=model,
         )
         return self.deps
@@ -181,6 +183,7 @@ def build_services(deps: Deps, runtime: Runtime) -> Services:
         reflections=ReflectService(deps, writes),
         forgets=ForgetService(deps),
         memories=MemoriesService(deps),
+        conflicts=ConflictsService(deps),
         working=WorkingService(deps, writes),
         operations=OperationsService(deps),
         contexts=ContextService(deps, quiet_seconds=s.context_quiet_seconds),

@@ -79,6 +79,8 @@ class Settings(BaseSettings):
     idempotency_ttl_seconds: int = Field(24 * 3600, ge=1)
     pending_threshold: float = Field(0.7, ge=0, le=1)
     dedup_threshold: float = Field(0.95, ge=0, le=1)
+    conflict_window_seconds: float = Field(0.0, ge=0)
+    conflict_min_confidence: float = Field(0.8, ge=0, le=1)
     reflect_sync_max_items: int = Field(200, ge=1, description="larger reflections run as operations")
 
     workers: int = Field(

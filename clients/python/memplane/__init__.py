@@ -45,6 +45,8 @@ from .types import (
     Agent,
     ApiKey,
     AuditEvent,
+    Conflict,
+    ConflictResolution,
     CreatedApiKey,
     CreatedTenant,
     Domain,
@@ -75,7 +77,7 @@ __all__ = [
     "OperationState", "TaskOutcome", "InferMode", "ReflectMode", "PromoteMode",
     # results
     "Memory", "ScoreComponent", "SearchHit", "SearchResult", "WriteResult", "ReflectResult",
-    "Operation", "ForgetResult", "Page", "HistoryEntry", "WorkingMemory", "Stats",
+    "Operation", "ForgetResult", "Page", "HistoryEntry", "WorkingMemory", "Stats", "Conflict", "ConflictResolution",
     "Tenant", "Agent", "ApiKey", "CreatedApiKey", "CreatedTenant", "Domain", "DomainGrant", "AuditEvent",
     # errors
     "MemplaneError", "InvalidArgumentError", "NotFoundError", "AlreadyExistsError",

@@ -93,6 +93,7 @@ def memory(pb: memory_pb2.Memory) -> types.Memory:
         use_count=pb.use_count,
         embedding_model=pb.embedding_model,
         sources=tuple((s.type, s.id) for s in pb.sources),
+        conflicts_with=pb.conflicts_with,
     )
 
 
@@ -264,3 +265,11 @@ def audit_event(pb: admin_pb.AuditEvent) -> types.AuditEvent:
 def page(pbs: Any, convert: Callable[[Any], T], next_page_token: str) -> types.Page[T]:
     """A Page of converted items."""
     return types.Page(items=tuple(convert(pb) for pb in pbs), next_page_token=next_page_token)
+
+
+def conflict(pb: Any) -> types.Conflict:
+    return types.Conflict(current=memory(pb.current), challenger=memory(pb.challenger), reason=pb.reason)
+
+
+def conflict_resolution(pb: Any) -> types.ConflictResolution:
+    return types.ConflictResolution(kept=memory(pb.kept), superseded=memory(pb.superseded))

@@ -382,6 +382,23 @@ def submit_feedback(
     return PreparedCall("SubmitFeedback", request, lambda r: _convert.memories(r.memories))
 
 
+def list_conflicts(*, entity: str, page_size: int, page_token: str) -> PreparedCall[types.Page[types.Conflict]]:
+    """One page of ListConflicts."""
+    request = svc_pb.ListConflictsRequest(entity=entity, page_size=page_size, page_token=page_token)
+    return PreparedCall(
+        "ListConflicts", request, lambda r: _convert.page(r.conflicts, _convert.conflict, r.next_page_token)
+    )
+
+
+def resolve_conflict(challenger_id: str, *, keep: str, reason: str) -> PreparedCall[types.ConflictResolution]:
+    """ResolveConflict; keep is "current" or "challenger"."""
+    sides = {"current": svc_pb.CONFLICT_SIDE_CURRENT, "challenger": svc_pb.CONFLICT_SIDE_CHALLENGER}
+    if keep not in sides:
+        raise ValueError('keep must be "current" or "challenger"')
+    request = svc_pb.ResolveConflictRequest(challenger_id=challenger_id, keep=sides[keep], reason=reason)
+    return PreparedCall("ResolveConflict", request, lambda r: _convert.conflict_resolution(r))
+
+
 def get_working_memory(session_id: str) -> PreparedCall[types.WorkingMemory]:
     """GetWorkingMemory."""
     return PreparedCall(

@@ -11,6 +11,8 @@ from ._transport import SyncClientBase
 from .enums import InferModeLike, KindLike, OperationStateLike, ReflectModeLike, ScopeLike, TaskOutcomeLike
 from .inputs import FilterArgs, MemoryChanges, MemoryFields, MemoryInputLike, TaskTrajectoryLike
 from .types import (
+    Conflict,
+    ConflictResolution,
     ForgetResult,
     HistoryEntry,
     Memory,
@@ -217,6 +219,20 @@ class MemoryClient(SyncClientBase):
             _requests.submit_feedback(memory_ids, useful=useful, outcome=outcome, task_id=task_id, comment=comment),
             timeout,
         )
+
+    def list_conflicts(
+        self, *, entity: str = "", page_size: int = 0, page_token: str = "", timeout: float | None = None
+    ) -> Page[Conflict]:
+        """Open conflicts: values held back as NEEDS_CONFIRMATION beside the value they contradict."""
+        return self._transport.call(
+            _requests.list_conflicts(entity=entity, page_size=page_size, page_token=page_token), timeout
+        )
+
+    def resolve_conflict(
+        self, challenger_id: str, *, keep: str, reason: str = "", timeout: float | None = None
+    ) -> ConflictResolution:
+        """Confirms one side of a conflict ("current" or "challenger"); the other is superseded."""
+        return self._transport.call(_requests.resolve_conflict(challenger_id, keep=keep, reason=reason), timeout)
 
     def get_working_memory(self, session_id: str, *, timeout: float | None = None) -> WorkingMemory:
         """Reads a session's working memory."""

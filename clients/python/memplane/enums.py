@@ -93,6 +93,7 @@ class MemoryStatus(ProtoEnum):
     SUPERSEDED = 3
     DELETED = 4
     STALE = 5
+    NEEDS_CONFIRMATION = 6
 
 
 class HistoryAction(ProtoEnum):
@@ -109,6 +110,7 @@ class HistoryAction(ProtoEnum):
     REOBSERVED = 8
     ERASED = 9
     STALE = 10
+    CONFIRMED = 11
 
 
 class Role(ProtoEnum):

@@ -61,6 +61,7 @@ class Memory:
     use_count: int
     embedding_model: str
     sources: tuple[tuple[str, str], ...] = ()  # (type, id) of every observation behind the memory
+    conflicts_with: str = ""  # NEEDS_CONFIRMATION only: the memory this one contradicts
 
 
 @dataclass(frozen=True)
@@ -271,3 +272,21 @@ class AuditEvent:
     def details(self) -> Any:
         """details_json decoded (None when empty)."""
         return json.loads(self.details_json) if self.details_json else None
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Two values of one entity attribute that disagree: the one served and the one held back
+    as NEEDS_CONFIRMATION until resolve_conflict picks a side."""
+
+    current: Memory
+    challenger: Memory
+    reason: str
+
+
+@dataclass(frozen=True)
+class ConflictResolution:
+    """Both sides after resolve_conflict."""
+
+    kept: Memory
+    superseded: Memory

@@ -27,12 +27,13 @@ KINDS = {pb.KIND_TURN: Kind.TURN, pb.KIND_EVENT: Kind.EVENT, pb.KIND_FACT: Kind.
          pb.KIND_SUMMARY: Kind.SUMMARY}
 STATUSES = {pb.MEMORY_STATUS_ACTIVE: Status.ACTIVE, pb.MEMORY_STATUS_PENDING: Status.PENDING,
             pb.MEMORY_STATUS_SUPERSEDED: Status.SUPERSEDED, pb.MEMORY_STATUS_DELETED: Status.DELETED,
-            pb.MEMORY_STATUS_STALE: Status.STALE}
+            pb.MEMORY_STATUS_STALE: Status.STALE, pb.MEMORY_STATUS_NEEDS_CONFIRMATION: Status.NEEDS_CONFIRMATION}
 HISTORY_ACTIONS = {"created": spb.HISTORY_ACTION_CREATED, "updated": spb.HISTORY_ACTION_UPDATED,
                    "superseded": spb.HISTORY_ACTION_SUPERSEDED, "merged": spb.HISTORY_ACTION_MERGED,
                    "deleted": spb.HISTORY_ACTION_DELETED, "restored": spb.HISTORY_ACTION_RESTORED,
                    "feedback": spb.HISTORY_ACTION_FEEDBACK, "reobserved": spb.HISTORY_ACTION_REOBSERVED,
-                   "erased": spb.HISTORY_ACTION_ERASED, "stale": spb.HISTORY_ACTION_STALE}
+                   "erased": spb.HISTORY_ACTION_ERASED, "stale": spb.HISTORY_ACTION_STALE,
+                   "confirmed": spb.HISTORY_ACTION_CONFIRMED}
 
 
 def enum_in(table: dict[int, E], value: int, field: str) -> E | None:
@@ -207,6 +208,7 @@ def memory_out(r: MemoryRecord, target: pb.Memory | None = None) -> pb.Memory:
     ts_out(m.expire_time, r.expire_at)
     m.use_count = r.use_count
     m.embedding_model = r.embedding_model or ""
+    m.conflicts_with = str(r.conflicts_with) if r.conflicts_with else ""
     for source in r.sources:
         m.sources.add(type=source.get("type") or "", id=source.get("id") or "")
     return m

@@ -10,6 +10,7 @@ from ..core.model import UPDATABLE_FIELDS
 from ..core.operations import Operation
 from ..core.validation import shown
 from ..core.working import item_to_record
+from ..services.conflicts import ConflictsService
 from ..services.extract import ExtractService
 from ..services.forget import ForgetService
 from ..services.memories import MemoriesService
@@ -30,13 +31,15 @@ _OUTCOMES = {spb.TASK_OUTCOME_SUCCESS: "success", spb.TASK_OUTCOME_FAILURE: "fai
 _MODES = {spb.REFLECT_MODE_SYNC: "sync", spb.REFLECT_MODE_ASYNC: "async"}
 _INFER = {spb.INFER_MODE_SYNC: "sync", spb.INFER_MODE_ASYNC: "async"}
 _PROMOTE = {spb.PROMOTE_MODE_PROMOTE: True, spb.PROMOTE_MODE_DISCARD: False}
+_SIDES = {spb.CONFLICT_SIDE_CURRENT: "current", spb.CONFLICT_SIDE_CHALLENGER: "challenger"}
 
 
 class MemoryServicer(spb_grpc.MemoryServiceServicer):
     def __init__(self, search: SearchService, reflect: ReflectService, forget: ForgetService,
-                 memories: MemoriesService, working: WorkingService, extract: ExtractService) -> None:
+                 memories: MemoriesService, working: WorkingService, extract: ExtractService,
+                 conflicts: ConflictsService) -> None:
         self.searches, self.reflections, self.extractions = search, reflect, extract
-        self.forgets, self.memories, self.working = forget, memories, working
+        self.forgets, self.memories, self.working, self.conflicts = forget, memories, working, conflicts
 
     async def Write(self, request: spb.WriteRequest, context) -> spb.WriteResponse:
         drafts = [draft_in(m) for m in request.memories]
@@ -191,4 +194,22 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
         counts_out(stats.by_kind, response.by_kind, {e: pb.Kind.Name(n) for n, e in KINDS.items()})
         counts_out(stats.by_status, response.by_status, {e: pb.MemoryStatus.Name(n) for n, e in STATUSES.items()})
         ts_out(response.newest_time, stats.newest)
+        return response
+
+    async def ListConflicts(self, request: spb.ListConflictsRequest, context) -> spb.ListConflictsResponse:
+        conflicts, token = await self.conflicts.list(
+            current_caller(), entity=request.entity or None, page_size=request.page_size, page_token=request.page_token)
+        response = spb.ListConflictsResponse(next_page_token=token)
+        for c in conflicts:
+            out = response.conflicts.add(reason=c.reason)
+            memory_out(c.current, out.current)
+            memory_out(c.challenger, out.challenger)
+        return response
+
+    async def ResolveConflict(self, request: spb.ResolveConflictRequest, context) -> spb.ResolveConflictResponse:
+        kept, superseded = await self.conflicts.resolve(
+            current_caller(), request.challenger_id, enum_in(_SIDES, request.keep, "keep"), request.reason)
+        response = spb.ResolveConflictResponse()
+        memory_out(kept, response.kept)
+        memory_out(superseded, response.superseded)
         return response

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from ..llm.embedders import Embedder
 from ..llm.chat import ChatModel
 from ..settings import Settings
+from ..stores.postgres.conflicts import ConflictStore
 from ..stores.postgres.contexts import ContextStore
 from ..stores.postgres.jobs import JobStore
 from ..stores.postgres.memories import MemoryStore
@@ -20,6 +21,7 @@ class Deps:
     tenancy: TenancyStore
     jobs: JobStore
     contexts: ContextStore
+    conflicts: ConflictStore
     working: WorkingStore
     embedder: Embedder
     llm: ChatModel | None

@@ -27,6 +27,7 @@ from ..core.validation import (
     MAX_TASK_STEPS, check_content, check_free_id, check_identifier, check_text, check_time,
 )
 from ..llm.reflection import reflect as reflect_with_model
+from .changeable import changeable
 from .deps import Deps
 from .outcomes import apply_outcome
 from .write import WriteService
@@ -67,6 +68,8 @@ class ReflectService:
 
     async def reflect(self, caller: Caller, r: ReflectInput) -> ReflectOutcome | Operation:
         self._check(caller, r)
+        if r.task and r.task.used_memory_ids:  # refused now, not after a queued job's retries
+            await changeable(self.deps.memories, caller, list(r.task.used_memory_ids))
         size = len(r.task.steps) if r.task else await self._session_size(caller, r)
         if r.mode == "async" or (r.mode == "auto" and size > self.deps.settings.reflect_sync_max_items):
             return await self.enqueue(caller, r)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from .admin import AdminService
 from .auth import Authenticator
 from .availability import Availability
+from .conflicts import ConflictsService
 from .context import ContextService
 from .extract import ExtractService
 from .forget import ForgetService
@@ -28,6 +29,7 @@ class Services:
     reflections: ReflectService
     forgets: ForgetService
     memories: MemoriesService
+    conflicts: ConflictsService
     working: WorkingService
     operations: OperationsService
     contexts: ContextService

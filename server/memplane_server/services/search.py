@@ -119,8 +119,21 @@ class SearchService:
             hits = await self._reranked(q.text, hits, top_k, explain=q.explain)
         hits = include_preferences(hits[:top_k], always, top_k, explain=q.explain)
         hits = within_budget(hits, q.token_budget)
+        if q.explain:
+            await self._explain_conflicts(caller, hits)
         self._mark_used(caller, [h.memory.id for h in hits if h.memory.layer is not Layer.WORKING])
         return hits
+
+    async def _explain_conflicts(self, caller: Caller, hits: list[SearchHit]) -> None:
+        """A served value that another is waiting to replace says so: the agent should not take it
+        as settled."""
+        disputed = await self.deps.conflicts.challengers_of(
+            caller, [h.memory.id for h in hits if h.memory.layer is not Layer.WORKING])
+        for hit in hits:
+            for challenger in disputed.get(hit.memory.id, []):
+                hit.explanation.append(ScoreComponent(
+                    "conflict", 0.0, 0, f"disputed by {challenger.id}, which says "
+                    f"{(challenger.value or challenger.content)[:200]!r}: needs confirmation (ResolveConflict)"))
 
     async def _rewrite_channels(self, caller: Caller, q: SearchQuery, limit: int) -> dict[str, list[Scored]]:
         """Nearest memories to each LLM rephrasing of the query; nothing when the model fails."""

@@ -16,6 +16,7 @@ from ..services.reflect import ReflectService
 log = logging.getLogger(__name__)
 
 IDLE_POLL_SECONDS = 0.5
+FINAL_CODES = frozenset({Code.INVALID_ARGUMENT, Code.NOT_FOUND, Code.PERMISSION_DENIED})
 
 
 class JobRunner:
@@ -73,7 +74,9 @@ class JobRunner:
             await self.deps.jobs.succeed(job.id, [str(m.id) for m in memories], summary)
         except Exception as exc:
             reason = exc.reason if isinstance(exc, MemplaneError) else type(exc).__name__.upper()
-            last = job.attempts >= self.deps.settings.job_max_attempts
+            # A refusal (bad input, a memory gone, no permission) will not change on a retry.
+            refused = isinstance(exc, MemplaneError) and exc.code in FINAL_CODES
+            last = refused or job.attempts >= self.deps.settings.job_max_attempts
             delay = None if last else min(60.0, 2.0 ** job.attempts)
             log.warning("job %s attempt %s failed: %s", job.id, job.attempts, exc)
             await self.deps.jobs.fail(job.id, reason, str(exc), retry_in_seconds=delay)

@@ -47,12 +47,19 @@ class HistoryAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     HISTORY_ACTION_REOBSERVED: _ClassVar[HistoryAction]
     HISTORY_ACTION_ERASED: _ClassVar[HistoryAction]
     HISTORY_ACTION_STALE: _ClassVar[HistoryAction]
+    HISTORY_ACTION_CONFIRMED: _ClassVar[HistoryAction]
 
 class PromoteMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     PROMOTE_MODE_UNSPECIFIED: _ClassVar[PromoteMode]
     PROMOTE_MODE_PROMOTE: _ClassVar[PromoteMode]
     PROMOTE_MODE_DISCARD: _ClassVar[PromoteMode]
+
+class ConflictSide(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CONFLICT_SIDE_UNSPECIFIED: _ClassVar[ConflictSide]
+    CONFLICT_SIDE_CURRENT: _ClassVar[ConflictSide]
+    CONFLICT_SIDE_CHALLENGER: _ClassVar[ConflictSide]
 INFER_MODE_UNSPECIFIED: InferMode
 INFER_MODE_ASYNC: InferMode
 INFER_MODE_SYNC: InferMode
@@ -74,9 +81,13 @@ HISTORY_ACTION_FEEDBACK: HistoryAction
 HISTORY_ACTION_REOBSERVED: HistoryAction
 HISTORY_ACTION_ERASED: HistoryAction
 HISTORY_ACTION_STALE: HistoryAction
+HISTORY_ACTION_CONFIRMED: HistoryAction
 PROMOTE_MODE_UNSPECIFIED: PromoteMode
 PROMOTE_MODE_PROMOTE: PromoteMode
 PROMOTE_MODE_DISCARD: PromoteMode
+CONFLICT_SIDE_UNSPECIFIED: ConflictSide
+CONFLICT_SIDE_CURRENT: ConflictSide
+CONFLICT_SIDE_CHALLENGER: ConflictSide
 
 class MemoryInput(_message.Message):
     __slots__ = ("scope", "domain", "layer", "kind", "content", "context", "entity", "attribute", "value", "tags", "metadata", "confidence", "user_id", "session_id", "source", "occurred_at", "valid_from", "valid_to", "ttl", "state_key")
@@ -486,3 +497,49 @@ class GetStatsResponse(_message.Message):
     newest_time: _timestamp_pb2.Timestamp
     sessions_awaiting_context: int
     def __init__(self, total: _Optional[int] = ..., by_scope: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_layer: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_kind: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_status: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., newest_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., sessions_awaiting_context: _Optional[int] = ...) -> None: ...
+
+class ListConflictsRequest(_message.Message):
+    __slots__ = ("entity", "page_size", "page_token")
+    ENTITY_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    entity: str
+    page_size: int
+    page_token: str
+    def __init__(self, entity: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class Conflict(_message.Message):
+    __slots__ = ("current", "challenger", "reason")
+    CURRENT_FIELD_NUMBER: _ClassVar[int]
+    CHALLENGER_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    current: _memory_pb2.Memory
+    challenger: _memory_pb2.Memory
+    reason: str
+    def __init__(self, current: _Optional[_Union[_memory_pb2.Memory, _Mapping]] = ..., challenger: _Optional[_Union[_memory_pb2.Memory, _Mapping]] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class ListConflictsResponse(_message.Message):
+    __slots__ = ("conflicts", "next_page_token")
+    CONFLICTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    conflicts: _containers.RepeatedCompositeFieldContainer[Conflict]
+    next_page_token: str
+    def __init__(self, conflicts: _Optional[_Iterable[_Union[Conflict, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class ResolveConflictRequest(_message.Message):
+    __slots__ = ("challenger_id", "keep", "reason")
+    CHALLENGER_ID_FIELD_NUMBER: _ClassVar[int]
+    KEEP_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    challenger_id: str
+    keep: ConflictSide
+    reason: str
+    def __init__(self, challenger_id: _Optional[str] = ..., keep: _Optional[_Union[ConflictSide, str]] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class ResolveConflictResponse(_message.Message):
+    __slots__ = ("kept", "superseded")
+    KEPT_FIELD_NUMBER: _ClassVar[int]
+    SUPERSEDED_FIELD_NUMBER: _ClassVar[int]
+    kept: _memory_pb2.Memory
+    superseded: _memory_pb2.Memory
+    def __init__(self, kept: _Optional[_Union[_memory_pb2.Memory, _Mapping]] = ..., superseded: _Optional[_Union[_memory_pb2.Memory, _Mapping]] = ...) -> None: ...

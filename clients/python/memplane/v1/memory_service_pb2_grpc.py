@@ -97,6 +97,16 @@ class MemoryServiceStub:
                 request_serializer=memplane_dot_v1_dot_memory__service__pb2.GetStatsRequest.SerializeToString,
                 response_deserializer=memplane_dot_v1_dot_memory__service__pb2.GetStatsResponse.FromString,
                 _registered_method=True)
+        self.ListConflicts = channel.unary_unary(
+                '/memplane.v1.MemoryService/ListConflicts',
+                request_serializer=memplane_dot_v1_dot_memory__service__pb2.ListConflictsRequest.SerializeToString,
+                response_deserializer=memplane_dot_v1_dot_memory__service__pb2.ListConflictsResponse.FromString,
+                _registered_method=True)
+        self.ResolveConflict = channel.unary_unary(
+                '/memplane.v1.MemoryService/ResolveConflict',
+                request_serializer=memplane_dot_v1_dot_memory__service__pb2.ResolveConflictRequest.SerializeToString,
+                response_deserializer=memplane_dot_v1_dot_memory__service__pb2.ResolveConflictResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -189,6 +199,20 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListConflicts(self, request, context):
+        """Lists open conflicts: values stored as NEEDS_CONFIRMATION beside the memory they contradict.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResolveConflict(self, request, context):
+        """Confirms one side of a conflict; the other side is superseded.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -251,6 +275,16 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.GetStats,
                     request_deserializer=memplane_dot_v1_dot_memory__service__pb2.GetStatsRequest.FromString,
                     response_serializer=memplane_dot_v1_dot_memory__service__pb2.GetStatsResponse.SerializeToString,
+            ),
+            'ListConflicts': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListConflicts,
+                    request_deserializer=memplane_dot_v1_dot_memory__service__pb2.ListConflictsRequest.FromString,
+                    response_serializer=memplane_dot_v1_dot_memory__service__pb2.ListConflictsResponse.SerializeToString,
+            ),
+            'ResolveConflict': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResolveConflict,
+                    request_deserializer=memplane_dot_v1_dot_memory__service__pb2.ResolveConflictRequest.FromString,
+                    response_serializer=memplane_dot_v1_dot_memory__service__pb2.ResolveConflictResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -580,6 +614,60 @@ class MemoryService:
             '/memplane.v1.MemoryService/GetStats',
             memplane_dot_v1_dot_memory__service__pb2.GetStatsRequest.SerializeToString,
             memplane_dot_v1_dot_memory__service__pb2.GetStatsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListConflicts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memplane.v1.MemoryService/ListConflicts',
+            memplane_dot_v1_dot_memory__service__pb2.ListConflictsRequest.SerializeToString,
+            memplane_dot_v1_dot_memory__service__pb2.ListConflictsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResolveConflict(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memplane.v1.MemoryService/ResolveConflict',
+            memplane_dot_v1_dot_memory__service__pb2.ResolveConflictRequest.SerializeToString,
+            memplane_dot_v1_dot_memory__service__pb2.ResolveConflictResponse.FromString,
             options,
             channel_credentials,
             insecure,

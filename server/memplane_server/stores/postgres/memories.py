@@ -12,6 +12,7 @@ import asyncpg
 import numpy as np
 
 from ...core.caller import Caller
+from ...core.conflicts import ConflictRule
 from ...core.model import (
     UPDATABLE_FIELDS, HistoryEntry, Kind, Layer, MemoryFilter, MemoryRecord, MemoryStats, Scope, Scored, Status,
 )
@@ -50,14 +51,16 @@ class MemoryStore:
 
     async def insert(
         self, caller: Caller, items: Sequence[StoredDraft], *, embedding_model: str, actor: str,
-        dedup_threshold: float, pending_threshold: float, request: RequestKey | None = None,
+        dedup_threshold: float, pending_threshold: float, conflicts: ConflictRule | None = None,
+        request: RequestKey | None = None,
     ) -> Stored:
         """Stores all items in one transaction, all or nothing, within quota; an item may come back
         as an existing memory observed again (see memory_writes). With a request key, a request
         stored before is answered with its memories instead of being stored again."""
         async with self.session(caller) as conn:
             tx = WriteTransaction(conn, caller, embedding_model=embedding_model, actor=actor,
-                                  dedup_threshold=dedup_threshold, pending_threshold=pending_threshold)
+                                  dedup_threshold=dedup_threshold, pending_threshold=pending_threshold,
+                                  conflicts=conflicts)
             return await tx.run(items, self.default_max_memories, request)
 
     async def prune_write_requests(self, older_than_seconds: float) -> int:
