@@ -91,6 +91,7 @@ class Settings(BaseSettings):
         description="whether `memplane serve` does the background work itself or leaves it to `memplane worker`",
     )
     job_max_attempts: int = Field(3, ge=1)
+    job_lease_seconds: float = Field(30.0, gt=0)
     shutdown_grace_seconds: float = Field(10.0, ge=0)
     telemetry_exporter: str = Field("none", pattern="^(none|console|otlp)$")
     otlp_endpoint: str = Field("localhost:4317", description="OTLP/gRPC collector host:port for the otlp exporter")

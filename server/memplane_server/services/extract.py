@@ -65,7 +65,9 @@ class ExtractService:
         payload = {"turn_ids": turn_ids, "time_zone": time_zone}
         return await self.deps.jobs.enqueue(caller, "extract", payload, caller_to_json(caller))
 
-    async def run(self, caller: Caller, turn_ids: list[str], time_zone: str | None = None) -> ExtractOutcome:
+    async def run(
+        self, caller: Caller, turn_ids: list[str], time_zone: str | None = None, request: RequestKey | None = None
+    ) -> ExtractOutcome:
         if self.deps.llm is None:
             raise MemplaneError(Code.FAILED_PRECONDITION, "LLM_NOT_CONFIGURED", "set MEMPLANE_LLM_MODEL to extract")
         turns = [t for t in [await self.deps.memories.get(caller, uuid.UUID(i)) for i in turn_ids] if t is not None]
@@ -94,9 +96,9 @@ class ExtractService:
             self.deps.llm, known, [Turn(str(t.id), t.content) for t in context],
             [Turn(str(t.id), t.content) for t in turns], render(datetime.now(timezone.utc), zone),
         )
-        return await self._apply(caller, first, operations)
+        return await self._apply(caller, first, operations, request)
 
-    async def _apply(self, caller: Caller, first: MemoryRecord, operations) -> ExtractOutcome:
+    async def _apply(self, caller: Caller, first: MemoryRecord, operations, request: RequestKey | None) -> ExtractOutcome:
         outcome = ExtractOutcome()
         drafts = [
             MemoryDraft(
@@ -108,7 +110,7 @@ class ExtractService:
             for op in operations if op.op in ("ADD", "UPDATE")
         ]
         if drafts:
-            outcome.memories = await self.writes.write(caller, drafts)
+            outcome.memories = await self.writes.write(caller, drafts, request)
         for op in operations:
             if op.op == "DELETE":
                 current = await self.deps.memories.list(

@@ -22,7 +22,7 @@ from ..core.operations import Operation
 from ..core.reflection import (
     ReflectInput, ReflectOutcome, input_to_json, near_duplicate_groups, session_summary, task_summary, task_transcript,
 )
-from ..core.requests import request_key
+from ..core.requests import RequestKey, request_key
 from ..core.validation import (
     MAX_TASK_STEPS, check_content, check_free_id, check_identifier, check_text, check_time,
 )
@@ -83,7 +83,9 @@ class ReflectService:
         stats = await self.deps.memories.stats(caller, MemoryFilter(session_id=r.session_id, user_id=r.user_id))
         return stats.total
 
-    async def run(self, caller: Caller, r: ReflectInput) -> ReflectOutcome:
+    async def run(self, caller: Caller, r: ReflectInput, request: RequestKey | None = None) -> ReflectOutcome:
+        """Reflects now. With a request key (a job's), a run repeated after a crash answers with the
+        memories the first run stored instead of storing them again."""
         caller.require_writer()  # merging changes memories: refuse before anything is touched
         outcome = ReflectOutcome()
         sources: tuple[uuid.UUID, ...] = ()
@@ -113,7 +115,7 @@ class ReflectService:
             drafts = [self._draft(r, m.kind, m.content, m.context, m.confidence, source) for m in reflection.memories]
         drafts.append(self._draft(r, Kind.SUMMARY, summary, "", 1.0, source, derived_from=sources))
         outcome.summary = summary
-        outcome.memories = await self.writer.write(caller, drafts)
+        outcome.memories = await self.writer.write(caller, drafts, request)
         if r.session_id:
             await self._retire_older_summaries(caller, r.session_id, outcome.memories[-1])
         return outcome

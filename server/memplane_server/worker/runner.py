@@ -7,7 +7,9 @@ import uuid
 
 from ..core.caller import caller_from_json
 from ..core.errors import Code, MemplaneError
+from ..core.operations import Job
 from ..core.reflection import input_from_json
+from ..core.requests import request_key
 from ..logs import OncePerCause, cause_of
 from ..services.deps import Deps
 from ..services.extract import ExtractService
@@ -52,26 +54,21 @@ class JobRunner:
             pass
 
     async def run_one(self) -> bool:
-        job = await self.deps.jobs.claim()
+        lease = self.deps.settings.job_lease_seconds
+        job = await self.deps.jobs.claim(lease)
         if job is None:
             return False
+        work = asyncio.ensure_future(self._run(job))
+        keeper = asyncio.ensure_future(self._keep_lease(job, work, lease))
         try:
-            caller = caller_from_json(job.caller)
-            if job.type == "reflect":
-                outcome = await self.reflect.run(caller, input_from_json(job.payload))
-                memories, summary = outcome.memories, outcome.summary
-            elif job.type == "refresh_summary":
-                outcome = await self.reflect.refresh_summary(caller, uuid.UUID(job.payload["summary_id"]))
-                memories, summary = outcome.memories, outcome.summary
-            elif job.type == "extract":
-                extracted = await self.extract.run(caller, job.payload["turn_ids"], job.payload.get("time_zone"))
-                memories = extracted.memories
-                summary = f"{len(extracted.memories)} facts added or updated, {len(extracted.deleted)} deleted"
-            else:
-                raise MemplaneError(Code.INTERNAL, "UNKNOWN_JOB_TYPE", f"unknown job type {job.type}")
+            memories, summary = await work
             if await self.deps.jobs.is_cancelled(job.id):
                 return True
-            await self.deps.jobs.succeed(job.id, [str(m.id) for m in memories], summary)
+            await self.deps.jobs.succeed(job.id, job.attempts, [str(m.id) for m in memories], summary)
+        except asyncio.CancelledError:
+            if not keeper.done():
+                raise  # the runner itself is being stopped
+            log.warning("job %s attempt %s lost its lease and was abandoned", job.id, job.attempts)
         except Exception as exc:
             reason = exc.reason if isinstance(exc, MemplaneError) else type(exc).__name__.upper()
             # A refusal (bad input, a memory gone, no permission) will not change on a retry.
@@ -79,6 +76,34 @@ class JobRunner:
             last = refused or job.attempts >= self.deps.settings.job_max_attempts
             delay = None if last else min(60.0, 2.0 ** job.attempts)
             log.warning("job %s attempt %s failed: %s", job.id, job.attempts, exc)
-            await self.deps.jobs.fail(job.id, reason, str(exc), retry_in_seconds=delay)
+            await self.deps.jobs.fail(job.id, job.attempts, reason, str(exc), retry_in_seconds=delay)
+        finally:
+            keeper.cancel()
         return True
 
+    async def _keep_lease(self, job: Job, work: asyncio.Future, lease: float) -> None:
+        """Renews the lease while the job runs; if another worker took the job (this one stalled
+        past its lease), stops this run instead of finishing it twice."""
+        while True:
+            await asyncio.sleep(lease / 3)
+            if not await self.deps.jobs.renew(job.id, job.attempts, lease):
+                work.cancel()
+                return
+
+    async def _run(self, job: Job) -> tuple[list, str]:
+        """Runs one job. Its writes are keyed by the job's id, so an attempt after a crash that
+        came after the write stores nothing twice."""
+        caller = caller_from_json(job.caller)
+        request = request_key(caller, f"job:{job.type}", str(job.id), b"")
+        if job.type == "reflect":
+            outcome = await self.reflect.run(caller, input_from_json(job.payload), request=request)
+            return outcome.memories, outcome.summary
+        if job.type == "refresh_summary":
+            outcome = await self.reflect.refresh_summary(caller, uuid.UUID(job.payload["summary_id"]))
+            return outcome.memories, outcome.summary
+        if job.type == "extract":
+            extracted = await self.extract.run(caller, job.payload["turn_ids"], job.payload.get("time_zone"),
+                                               request=request)
+            return extracted.memories, (f"{len(extracted.memories)} facts added or updated,"
+                                        f" {len(extracted.deleted)} deleted")
+        raise MemplaneError(Code.INTERNAL, "UNKNOWN_JOB_TYPE", f"unknown job type {job.type}")

@@ -39,35 +39,51 @@ class JobStore:
                 caller.tenant_id, uuid.uuid4(), job_type, payload, caller_json,
             ))
 
-    async def claim(self) -> Job | None:
-        """Takes the oldest ready job; a crashed worker's job becomes ready again after its lease."""
+    async def claim(self, lease_seconds: float) -> Job | None:
+        """Takes the oldest ready job for lease_seconds (renewed while it runs); a dead worker's job
+        becomes ready again when its lease runs out."""
         row = await self.pool.fetchrow(
             """
             UPDATE jobs SET state = 'running', attempts = attempts + 1, updated_at = now(),
-                run_after = now() + interval '10 minutes'
+                run_after = now() + make_interval(secs => $1)
             WHERE (tenant_id, id) = (
                 SELECT tenant_id, id FROM jobs
                 WHERE (state = 'pending' OR state = 'running') AND run_after <= now()
                 ORDER BY run_after LIMIT 1 FOR UPDATE SKIP LOCKED)
             RETURNING *
-            """
+            """,
+            lease_seconds,
         )
         return _job(row) if row else None
 
-    async def succeed(self, job_id: uuid.UUID, memory_ids: list[str], summary: str) -> None:
+    # Each of these names the attempt it belongs to: a worker whose lease ran out (and whose job
+    # another worker took) can neither extend nor finish it.
+
+    async def renew(self, job_id: uuid.UUID, attempt: int, lease_seconds: float) -> bool:
+        """Extends a running job's lease; False when this attempt no longer holds it."""
+        return bool(await self.pool.fetchval(
+            "UPDATE jobs SET run_after = now() + make_interval(secs => $3)"
+            " WHERE id = $1 AND attempts = $2 AND state = 'running' RETURNING true",
+            job_id, attempt, lease_seconds,
+        ))
+
+    async def succeed(self, job_id: uuid.UUID, attempt: int, memory_ids: list[str], summary: str) -> None:
         await self.pool.execute(
-            "UPDATE jobs SET state = 'succeeded', result = $2, updated_at = now(), error_reason = '', error_message = ''"
-            " WHERE id = $1 AND state = 'running'",
-            job_id, {"memory_ids": memory_ids, "summary": summary},
+            "UPDATE jobs SET state = 'succeeded', result = $3, updated_at = now(), error_reason = '', error_message = ''"
+            " WHERE id = $1 AND attempts = $2 AND state = 'running'",
+            job_id, attempt, {"memory_ids": memory_ids, "summary": summary},
         )
 
-    async def fail(self, job_id: uuid.UUID, reason: str, message: str, *, retry_in_seconds: float | None) -> None:
+    async def fail(
+        self, job_id: uuid.UUID, attempt: int, reason: str, message: str, *, retry_in_seconds: float | None
+    ) -> None:
         """Records a failed attempt: back to pending after a delay, or failed for good."""
         await self.pool.execute(
-            "UPDATE jobs SET state = CASE WHEN $4::float8 IS NULL THEN 'failed' ELSE 'pending' END,"
-            " run_after = now() + make_interval(secs => coalesce($4::float8, 0)),"
-            " error_reason = $2, error_message = $3, updated_at = now() WHERE id = $1 AND state = 'running'",
-            job_id, reason, message[:2000], retry_in_seconds,
+            "UPDATE jobs SET state = CASE WHEN $5::float8 IS NULL THEN 'failed' ELSE 'pending' END,"
+            " run_after = now() + make_interval(secs => coalesce($5::float8, 0)),"
+            " error_reason = $3, error_message = $4, updated_at = now()"
+            " WHERE id = $1 AND attempts = $2 AND state = 'running'",
+            job_id, attempt, reason, message[:2000], retry_in_seconds,
         )
 
     async def get(self, caller: Caller, job_id: uuid.UUID) -> Operation | None:

@@ -182,28 +182,29 @@ class MemoryStore:
         reason: str = "",
     ) -> MemoryRecord | None:
         """Changes one writable memory and records the change; None when not writable."""
-        p = Params(memory_id)
-        sets = ["updated_at = clock_timestamp()"]
-        for column, value in changes.items():
-            if column not in UPDATABLE_FIELDS:
-                raise ValueError(f"not updatable: {column}")
-            sets.append(f"{column} = {p.add(value)}")
-        if embedding is not None:
-            sets.append(f"embedding = {p.add(embedding[0])}, embedding_model = {p.add(embedding[1])}")
-        if keywords is not None:
-            sets.append(f"keywords = to_tsvector('simple', {p.add(keywords)})")
         async with self.session(caller) as conn:
-            row = await conn.fetchrow(
-                f"UPDATE memories m SET {', '.join(sets)} WHERE m.id = $1 AND {writable(caller, p)}"
-                f" RETURNING {MEMORY_COLUMNS}",
-                *p.values,
+            return await _update(conn, caller, memory_id, changes, embedding=embedding, keywords=keywords,
+                                 action=action, actor=actor, reason=reason)
+
+    async def apply_task_outcome(
+        self, caller: Caller, memory_id: uuid.UUID, *, task_id: str, outcome: str, changes: dict[str, Any],
+        actor: str, reason: str,
+    ) -> MemoryRecord | None:
+        """Changes a memory for one task's outcome, once: the same task reported again (a retried
+        job, a repeated SubmitFeedback) returns the memory unchanged. None when not writable."""
+        async with self.session(caller) as conn:
+            first = await conn.fetchval(
+                "INSERT INTO task_outcomes (tenant_id, task_id, memory_id, outcome) VALUES ($1, $2, $3, $4)"
+                " ON CONFLICT DO NOTHING RETURNING true",
+                caller.tenant_id, task_id, memory_id, outcome,
             )
-            if row is None:
-                return None
-            record = record_from_row(row)
-            await append_history(conn, [record], action, actor, reason)
-            await _unwindow(conn, [record])
-        return record
+            if not first:
+                p = Params(memory_id)
+                row = await conn.fetchrow(
+                    f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id = $1 AND {writable(caller, p)}", *p.values)
+                return record_from_row(row) if row else None
+            return await _update(conn, caller, memory_id, changes, embedding=None, keywords=None, action="feedback",
+                                 actor=actor, reason=reason)
 
     async def supersede(
         self, caller: Caller, old_ids: Sequence[uuid.UUID], *, action: str, actor: str, reason: str
@@ -361,3 +362,29 @@ class MemoryStore:
             )
         return [(record_from_row(r), r["embedding"].to_numpy().astype(np.float32)) for r in rows]
 
+
+async def _update(
+    conn: asyncpg.Connection, caller: Caller, memory_id: uuid.UUID, changes: dict[str, Any], *,
+    embedding: tuple[np.ndarray, str] | None, keywords: str | None, action: str, actor: str, reason: str,
+) -> MemoryRecord | None:
+    p = Params(memory_id)
+    sets = ["updated_at = clock_timestamp()"]
+    for column, value in changes.items():
+        if column not in UPDATABLE_FIELDS:
+            raise ValueError(f"not updatable: {column}")
+        sets.append(f"{column} = {p.add(value)}")
+    if embedding is not None:
+        sets.append(f"embedding = {p.add(embedding[0])}, embedding_model = {p.add(embedding[1])}")
+    if keywords is not None:
+        sets.append(f"keywords = to_tsvector('simple', {p.add(keywords)})")
+    row = await conn.fetchrow(
+        f"UPDATE memories m SET {', '.join(sets)} WHERE m.id = $1 AND {writable(caller, p)}"
+        f" RETURNING {MEMORY_COLUMNS}",
+        *p.values,
+    )
+    if row is None:
+        return None
+    record = record_from_row(row)
+    await append_history(conn, [record], action, actor, reason)
+    await _unwindow(conn, [record])
+    return record
