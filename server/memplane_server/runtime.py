@@ -27,6 +27,7 @@ from .services.context import ContextService
 from .services.deps import Deps
 from .services.extract import ExtractService
 from .services.forget import ForgetService
+from .services.foresight import ForesightService
 from .services.idempotency import Idempotency
 from .services.memories import MemoriesService
 from .services.operations import OperationsService
@@ -176,10 +177,12 @@ def build_services(deps: Deps, runtime: Runtime) -> Services:
     """Every use case, once; those that write through another get that one."""
     s = deps.settings
     writes = WriteService(deps)
+    searches = SearchService(deps)
     return Services(
         writes=writes,
         extractions=ExtractService(deps, writes),
-        searches=SearchService(deps),
+        searches=searches,
+        foresight=ForesightService(searches),
         reflections=ReflectService(deps, writes),
         forgets=ForgetService(deps),
         memories=MemoriesService(deps),

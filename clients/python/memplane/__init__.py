@@ -15,6 +15,7 @@ from .admin import AdminClient, AsyncAdminClient
 from .aio import AsyncMemoryClient
 from .client import MemoryClient
 from .enums import (
+    AdviceKind,
     DomainAccess,
     HistoryAction,
     InferMode,
@@ -42,6 +43,7 @@ from .errors import (
 )
 from .inputs import FilterArgs, MemoryChanges, MemoryFields, MemoryInput, TaskStep, TaskTrajectory
 from .types import (
+    Advice,
     Agent,
     ApiKey,
     AuditEvent,
@@ -74,10 +76,10 @@ __all__ = [
     "MemoryInput", "TaskStep", "TaskTrajectory", "FilterArgs", "MemoryFields", "MemoryChanges",
     # enums
     "Scope", "Layer", "Kind", "MemoryStatus", "HistoryAction", "Role", "DomainAccess",
-    "OperationState", "TaskOutcome", "InferMode", "ReflectMode", "PromoteMode",
+    "OperationState", "TaskOutcome", "AdviceKind", "InferMode", "ReflectMode", "PromoteMode",
     # results
     "Memory", "ScoreComponent", "SearchHit", "SearchResult", "WriteResult", "ReflectResult",
-    "Operation", "ForgetResult", "Page", "HistoryEntry", "WorkingMemory", "Stats", "Conflict", "ConflictResolution",
+    "Operation", "ForgetResult", "Page", "HistoryEntry", "WorkingMemory", "Stats", "Conflict", "ConflictResolution", "Advice",
     "Tenant", "Agent", "ApiKey", "CreatedApiKey", "CreatedTenant", "Domain", "DomainGrant", "AuditEvent",
     # errors
     "MemplaneError", "InvalidArgumentError", "NotFoundError", "AlreadyExistsError",

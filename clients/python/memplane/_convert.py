@@ -11,7 +11,7 @@ from google.protobuf.struct_pb2 import Struct
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from . import types
-from .enums import DomainAccess, HistoryAction, Kind, Layer, MemoryStatus, OperationState, Role, Scope
+from .enums import AdviceKind, DomainAccess, HistoryAction, Kind, Layer, MemoryStatus, OperationState, Role, Scope
 from .v1 import admin_service_pb2 as admin_pb
 from .v1 import memory_pb2, memory_service_pb2 as svc_pb, operation_pb2
 
@@ -273,3 +273,7 @@ def conflict(pb: Any) -> types.Conflict:
 
 def conflict_resolution(pb: Any) -> types.ConflictResolution:
     return types.ConflictResolution(kept=memory(pb.kept), superseded=memory(pb.superseded))
+
+
+def advice(pb: Any) -> types.Advice:
+    return types.Advice(memory=memory(pb.memory), kind=AdviceKind.from_proto(pb.kind), why=pb.why, score=pb.score)

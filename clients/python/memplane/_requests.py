@@ -399,6 +399,15 @@ def resolve_conflict(challenger_id: str, *, keep: str, reason: str) -> PreparedC
     return PreparedCall("ResolveConflict", request, lambda r: _convert.conflict_resolution(r))
 
 
+def foresee(
+    task: str, *, entities: Iterable[str], tools: Iterable[str], top_k: int, filters: Mapping[str, Any]
+) -> PreparedCall[tuple[types.Advice, ...]]:
+    """Foresee, resolving to the advice, best first."""
+    request = svc_pb.ForeseeRequest(task=task, entities=list(entities), tools=list(tools), top_k=top_k,
+                                    filter=memory_filter(filters))
+    return PreparedCall("Foresee", request, lambda r: tuple(_convert.advice(a) for a in r.advice))
+
+
 def get_working_memory(session_id: str) -> PreparedCall[types.WorkingMemory]:
     """GetWorkingMemory."""
     return PreparedCall(

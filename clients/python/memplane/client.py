@@ -11,6 +11,7 @@ from ._transport import SyncClientBase
 from .enums import InferModeLike, KindLike, OperationStateLike, ReflectModeLike, ScopeLike, TaskOutcomeLike
 from .inputs import FilterArgs, MemoryChanges, MemoryFields, MemoryInputLike, TaskTrajectoryLike
 from .types import (
+    Advice,
     Conflict,
     ConflictResolution,
     ForgetResult,
@@ -218,6 +219,22 @@ class MemoryClient(SyncClientBase):
         return self._transport.call(
             _requests.submit_feedback(memory_ids, useful=useful, outcome=outcome, task_id=task_id, comment=comment),
             timeout,
+        )
+
+    def foresee(
+        self,
+        task: str,
+        *,
+        entities: Iterable[str] = (),
+        tools: Iterable[str] = (),
+        top_k: int = 0,
+        timeout: float | None = None,
+        **filters: Unpack[FilterArgs],
+    ) -> tuple[Advice, ...]:
+        """Before a task: the lessons (risks), procedures (rules) and preferences that apply, each
+        with why."""
+        return self._transport.call(
+            _requests.foresee(task, entities=entities, tools=tools, top_k=top_k, filters=filters), timeout
         )
 
     def list_conflicts(

@@ -168,6 +168,15 @@ class PromoteMode(ProtoEnum):
     DISCARD = 2
 
 
+class AdviceKind(ProtoEnum):
+    """What an item of foresight asks of the agent."""
+
+    UNSPECIFIED = 0
+    RISK = 1
+    RULE = 2
+    PREFERENCE = 3
+
+
 class ReflectMode(ProtoEnum):
     """How Reflect runs."""
 

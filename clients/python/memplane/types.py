@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from .enums import (
+    AdviceKind,
     DomainAccess,
     HistoryAction,
     Kind,
@@ -290,3 +291,14 @@ class ConflictResolution:
 
     kept: Memory
     superseded: Memory
+
+
+@dataclass(frozen=True)
+class Advice:
+    """One thing to check before a task: a lesson (risk), a procedure (rule) or a preference, and
+    why it applies."""
+
+    memory: Memory
+    kind: AdviceKind
+    why: str
+    score: float

@@ -13,6 +13,7 @@ from ..core.working import item_to_record
 from ..services.conflicts import ConflictsService
 from ..services.extract import ExtractService
 from ..services.forget import ForgetService
+from ..services.foresight import ForesightService
 from ..services.memories import MemoriesService
 from ..core.reflection import ReflectInput, Task, TaskStep
 from ..services.reflect import ReflectService
@@ -31,15 +32,17 @@ _OUTCOMES = {spb.TASK_OUTCOME_SUCCESS: "success", spb.TASK_OUTCOME_FAILURE: "fai
 _MODES = {spb.REFLECT_MODE_SYNC: "sync", spb.REFLECT_MODE_ASYNC: "async"}
 _INFER = {spb.INFER_MODE_SYNC: "sync", spb.INFER_MODE_ASYNC: "async"}
 _PROMOTE = {spb.PROMOTE_MODE_PROMOTE: True, spb.PROMOTE_MODE_DISCARD: False}
+_ADVICE = {"risk": spb.ADVICE_KIND_RISK, "rule": spb.ADVICE_KIND_RULE, "preference": spb.ADVICE_KIND_PREFERENCE}
 _SIDES = {spb.CONFLICT_SIDE_CURRENT: "current", spb.CONFLICT_SIDE_CHALLENGER: "challenger"}
 
 
 class MemoryServicer(spb_grpc.MemoryServiceServicer):
     def __init__(self, search: SearchService, reflect: ReflectService, forget: ForgetService,
                  memories: MemoriesService, working: WorkingService, extract: ExtractService,
-                 conflicts: ConflictsService) -> None:
+                 conflicts: ConflictsService, foresight: ForesightService) -> None:
         self.searches, self.reflections, self.extractions = search, reflect, extract
         self.forgets, self.memories, self.working, self.conflicts = forget, memories, working, conflicts
+        self.foresight = foresight
 
     async def Write(self, request: spb.WriteRequest, context) -> spb.WriteResponse:
         drafts = [draft_in(m) for m in request.memories]
@@ -212,4 +215,14 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
         response = spb.ResolveConflictResponse()
         memory_out(kept, response.kept)
         memory_out(superseded, response.superseded)
+        return response
+
+    async def Foresee(self, request: spb.ForeseeRequest, context) -> spb.ForeseeResponse:
+        advice = await self.foresight.foresee(
+            current_caller(), request.task, entities=list(request.entities), tools=list(request.tools),
+            top_k=request.top_k, f=filter_in(request.filter))
+        response = spb.ForeseeResponse()
+        for a in advice:
+            out = response.advice.add(kind=_ADVICE[a.kind], why=a.why, score=a.hit.score)
+            memory_out(a.hit.memory, out.memory)
         return response

@@ -11,6 +11,7 @@ from .conflicts import ConflictsService
 from .context import ContextService
 from .extract import ExtractService
 from .forget import ForgetService
+from .foresight import ForesightService
 from .idempotency import Idempotency
 from .memories import MemoriesService
 from .operations import OperationsService
@@ -26,6 +27,7 @@ class Services:
     writes: WriteService
     extractions: ExtractService
     searches: SearchService
+    foresight: ForesightService
     reflections: ReflectService
     forgets: ForgetService
     memories: MemoriesService

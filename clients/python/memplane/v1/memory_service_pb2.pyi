@@ -60,6 +60,13 @@ class ConflictSide(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     CONFLICT_SIDE_UNSPECIFIED: _ClassVar[ConflictSide]
     CONFLICT_SIDE_CURRENT: _ClassVar[ConflictSide]
     CONFLICT_SIDE_CHALLENGER: _ClassVar[ConflictSide]
+
+class AdviceKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ADVICE_KIND_UNSPECIFIED: _ClassVar[AdviceKind]
+    ADVICE_KIND_RISK: _ClassVar[AdviceKind]
+    ADVICE_KIND_RULE: _ClassVar[AdviceKind]
+    ADVICE_KIND_PREFERENCE: _ClassVar[AdviceKind]
 INFER_MODE_UNSPECIFIED: InferMode
 INFER_MODE_ASYNC: InferMode
 INFER_MODE_SYNC: InferMode
@@ -88,6 +95,10 @@ PROMOTE_MODE_DISCARD: PromoteMode
 CONFLICT_SIDE_UNSPECIFIED: ConflictSide
 CONFLICT_SIDE_CURRENT: ConflictSide
 CONFLICT_SIDE_CHALLENGER: ConflictSide
+ADVICE_KIND_UNSPECIFIED: AdviceKind
+ADVICE_KIND_RISK: AdviceKind
+ADVICE_KIND_RULE: AdviceKind
+ADVICE_KIND_PREFERENCE: AdviceKind
 
 class MemoryInput(_message.Message):
     __slots__ = ("scope", "domain", "layer", "kind", "content", "context", "entity", "attribute", "value", "tags", "metadata", "confidence", "user_id", "session_id", "source", "occurred_at", "valid_from", "valid_to", "ttl", "state_key")
@@ -543,3 +554,35 @@ class ResolveConflictResponse(_message.Message):
     kept: _memory_pb2.Memory
     superseded: _memory_pb2.Memory
     def __init__(self, kept: _Optional[_Union[_memory_pb2.Memory, _Mapping]] = ..., superseded: _Optional[_Union[_memory_pb2.Memory, _Mapping]] = ...) -> None: ...
+
+class ForeseeRequest(_message.Message):
+    __slots__ = ("task", "entities", "tools", "top_k", "filter")
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    ENTITIES_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    TOP_K_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    task: str
+    entities: _containers.RepeatedScalarFieldContainer[str]
+    tools: _containers.RepeatedScalarFieldContainer[str]
+    top_k: int
+    filter: _memory_pb2.MemoryFilter
+    def __init__(self, task: _Optional[str] = ..., entities: _Optional[_Iterable[str]] = ..., tools: _Optional[_Iterable[str]] = ..., top_k: _Optional[int] = ..., filter: _Optional[_Union[_memory_pb2.MemoryFilter, _Mapping]] = ...) -> None: ...
+
+class Advice(_message.Message):
+    __slots__ = ("memory", "kind", "why", "score")
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    WHY_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    memory: _memory_pb2.Memory
+    kind: AdviceKind
+    why: str
+    score: float
+    def __init__(self, memory: _Optional[_Union[_memory_pb2.Memory, _Mapping]] = ..., kind: _Optional[_Union[AdviceKind, str]] = ..., why: _Optional[str] = ..., score: _Optional[float] = ...) -> None: ...
+
+class ForeseeResponse(_message.Message):
+    __slots__ = ("advice",)
+    ADVICE_FIELD_NUMBER: _ClassVar[int]
+    advice: _containers.RepeatedCompositeFieldContainer[Advice]
+    def __init__(self, advice: _Optional[_Iterable[_Union[Advice, _Mapping]]] = ...) -> None: ...

@@ -107,6 +107,11 @@ class MemoryServiceStub:
                 request_serializer=memplane_dot_v1_dot_memory__service__pb2.ResolveConflictRequest.SerializeToString,
                 response_deserializer=memplane_dot_v1_dot_memory__service__pb2.ResolveConflictResponse.FromString,
                 _registered_method=True)
+        self.Foresee = channel.unary_unary(
+                '/memplane.v1.MemoryService/Foresee',
+                request_serializer=memplane_dot_v1_dot_memory__service__pb2.ForeseeRequest.SerializeToString,
+                response_deserializer=memplane_dot_v1_dot_memory__service__pb2.ForeseeResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -213,6 +218,14 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Foresee(self, request, context):
+        """Before a task: the lessons, procedures and preferences that apply to it, each as a risk, a
+        rule or a preference to check before acting, with why it applies.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -285,6 +298,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.ResolveConflict,
                     request_deserializer=memplane_dot_v1_dot_memory__service__pb2.ResolveConflictRequest.FromString,
                     response_serializer=memplane_dot_v1_dot_memory__service__pb2.ResolveConflictResponse.SerializeToString,
+            ),
+            'Foresee': grpc.unary_unary_rpc_method_handler(
+                    servicer.Foresee,
+                    request_deserializer=memplane_dot_v1_dot_memory__service__pb2.ForeseeRequest.FromString,
+                    response_serializer=memplane_dot_v1_dot_memory__service__pb2.ForeseeResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -668,6 +686,33 @@ class MemoryService:
             '/memplane.v1.MemoryService/ResolveConflict',
             memplane_dot_v1_dot_memory__service__pb2.ResolveConflictRequest.SerializeToString,
             memplane_dot_v1_dot_memory__service__pb2.ResolveConflictResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Foresee(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memplane.v1.MemoryService/Foresee',
+            memplane_dot_v1_dot_memory__service__pb2.ForeseeRequest.SerializeToString,
+            memplane_dot_v1_dot_memory__service__pb2.ForeseeResponse.FromString,
             options,
             channel_credentials,
             insecure,
