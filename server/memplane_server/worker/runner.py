@@ -4,8 +4,10 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from ..core.attribution import reset_work_tenant, set_work_tenant
 from ..core.caller import caller_from_json
 from ..core.errors import Code, MemplaneError
+from ..core.operations import Job
 from ..core.reflection import input_from_json
 from ..logs import OncePerCause, cause_of
 from ..services.deps import Deps
@@ -53,6 +55,15 @@ class JobRunner:
         job = await self.deps.jobs.claim()
         if job is None:
             return False
+        # The job's own tenant, stored with the caller it was queued by (a malformed caller fails below).
+        tenant = set_work_tenant(job.caller.get("tenant_id") if isinstance(job.caller, dict) else None)
+        try:
+            await self._run(job)
+        finally:
+            reset_work_tenant(tenant)
+        return True
+
+    async def _run(self, job: Job) -> None:
         try:
             caller = caller_from_json(job.caller)
             if job.type == "reflect":
@@ -65,7 +76,7 @@ class JobRunner:
             else:
                 raise MemplaneError(Code.INTERNAL, "UNKNOWN_JOB_TYPE", f"unknown job type {job.type}")
             if await self.deps.jobs.is_cancelled(job.id):
-                return True
+                return
             await self.deps.jobs.succeed(job.id, [str(m.id) for m in memories], summary)
         except Exception as exc:
             reason = exc.reason if isinstance(exc, MemplaneError) else type(exc).__name__.upper()
@@ -73,5 +84,4 @@ class JobRunner:
             delay = None if last else min(60.0, 2.0 ** job.attempts)
             log.warning("job %s attempt %s failed: %s", job.id, job.attempts, exc)
             await self.deps.jobs.fail(job.id, reason, str(exc), retry_in_seconds=delay)
-        return True
 

@@ -99,6 +99,11 @@ class TenancyStore:
             await conn.execute("SELECT pg_advisory_xact_lock($1)", _BOOTSTRAP_LOCK_ID)
             yield not await conn.fetchval("SELECT EXISTS (SELECT 1 FROM tenants)")
 
+    async def memory_counts(self) -> dict[str, int]:
+        """Stored memories of each tenant (the quota's counter)."""
+        rows = await self.pool.fetch("SELECT tenant_id, memory_count FROM tenant_usage")
+        return {r["tenant_id"]: r["memory_count"] for r in rows}
+
     async def create_agent(self, tenant_id: str, agent_id: str, display_name: str) -> Agent:
         return _agent(await _insert(
             self.pool,
