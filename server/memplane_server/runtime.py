@@ -46,11 +46,12 @@ from .stores.postgres.migrations import migrate
 from .stores.postgres.pool import create_pool, database_ping
 from .stores.postgres.schema import VECTOR_DIM
 from .stores.postgres.tenancy import TenancyStore
+from .stores.redis.client import TracedRedis
 from .stores.redis.idempotency import IdempotencyStore
 from .stores.redis.rate_limit import RateLimiter
 from .stores.redis.working import WorkingStore
 from .telemetry import setup_telemetry
-from .worker.loops import build_turn_windows, sweep_expired
+from .worker.loops import build_turn_windows, report_backlogs, sweep_expired
 from .worker.runner import JobRunner
 
 log = logging.getLogger(__name__)
@@ -138,7 +139,7 @@ class Runtime:
         # Bounded waits: a Redis that hangs must turn into UNAVAILABLE, not a call that never ends.
         # One quick retry replaces a pooled connection that a Redis restart broke; redis-py's
         # default (three with backoff) made every call wait 3 s while Redis was down.
-        self.redis_client = redis.Redis.from_url(
+        self.redis_client = TracedRedis.from_url(
             self.redis_url, socket_timeout=REDIS_TIMEOUT_SECONDS, socket_connect_timeout=REDIS_TIMEOUT_SECONDS,
             retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), 1),
         )
@@ -212,6 +213,8 @@ def start_background(deps: Deps, services: Services) -> tuple[list[JobRunner], l
             sweep_expired(services.working, services.writes, s.working_sweep_seconds, runners[0])))
     if runners and s.context_window:
         tasks.append(asyncio.create_task(build_turn_windows(services.contexts, runners[0])))
+    if runners:
+        tasks.append(asyncio.create_task(report_backlogs(deps, runners[0])))
     return runners, tasks
 
 

@@ -23,7 +23,8 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default_factory=_default_data_dir, description="embedded PostgreSQL/Redis data")
     database_url: str | None = Field(None, description="PostgreSQL DSN; unset starts the embedded one")
     redis_url: str | None = Field(None, description="Redis URL; unset starts the embedded one")
-    db_pool_size: int = Field(10, ge=1)
+    # At least 2: bootstrapping holds one connection (its advisory lock) while it writes on another.
+    db_pool_size: int = Field(10, ge=2, description="PostgreSQL connections per process")
     bootstrap_tenant: str = Field("default", description="first tenant created on an empty database; empty disables")
     backup_dir: Path | None = Field(None, description="where `memplane backup` writes; unset = MEMPLANE_DATA_DIR/backups")
     backup_keep: int = Field(7, ge=1, description="newest backups `memplane backup` keeps in backup_dir")

@@ -56,7 +56,7 @@ def test_unprefixed_and_unknown_variables_are_ignored(monkeypatch):
 
 @pytest.mark.parametrize("name,value", [
     ("MEMPLANE_TELEMETRY_EXPORTER", "bogus"),
-    ("MEMPLANE_DB_POOL_SIZE", "0"),
+    ("MEMPLANE_DB_POOL_SIZE", "1"),
     ("MEMPLANE_DEDUP_THRESHOLD", "1.5"),
     ("MEMPLANE_PENDING_THRESHOLD", "-0.1"),
     ("MEMPLANE_LLM_TIMEOUT_SECONDS", "0"),

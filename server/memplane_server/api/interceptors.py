@@ -21,6 +21,7 @@ from ..services.auth import Authenticator
 from ..services.availability import Availability
 from ..services.idempotency import Idempotency
 from ..services.rate_limits import RateLimits
+from ..core.attribution import reset_work_tenant, set_work_tenant
 from .context import current_caller, reset_caller, reset_request_key, set_caller, set_request_key
 from .drain import Drain
 
@@ -172,10 +173,12 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
 
         def wrap(behavior: Behavior) -> Behavior:
             async def authenticated(request, context):
-                token = set_caller(await self.authenticator.resolve(presented, agent))
+                caller = await self.authenticator.resolve(presented, agent)
+                token, tenant = set_caller(caller), set_work_tenant(caller.tenant_id)
                 try:
                     return await behavior(request, context)
                 finally:
+                    reset_work_tenant(tenant)
                     reset_caller(token)
 
             return authenticated

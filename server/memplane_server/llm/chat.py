@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from opentelemetry import metrics, trace
+
+from ..core.attribution import work_tenant
 from ..core.model import Kind
 from .litellm_import import load_litellm
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+_tracer = trace.get_tracer("memplane.llm")
+_meter = metrics.get_meter("memplane.server")
+_llm_time = _meter.create_histogram("memplane.llm.duration", unit="ms", description="time of one LLM completion")
+_llm_tokens = _meter.create_counter("memplane.llm.tokens", unit="{token}", description="LLM tokens by tenant")
 
 
 class MalformedOutput(ValueError):
@@ -73,10 +81,7 @@ class ChatModel:
     async def ask_json(self, system: str, user: str, parse: Callable[[str], T]) -> T:
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         for attempt in range(2):
-            response = await self._litellm.acompletion(
-                model=self.model, messages=messages, temperature=0, top_p=0.9, timeout=self._timeout,
-                num_retries=0, **self._kwargs,
-            )
+            response = await self._complete(messages)
             text = response.choices[0].message.content or ""
             try:
                 return parse(text)
@@ -87,3 +92,23 @@ class ChatModel:
                 messages = [*messages, {"role": "assistant", "content": text},
                             {"role": "user", "content": f"That was invalid ({exc}). Answer again with only the JSON object."}]
         raise AssertionError("unreachable")
+
+    async def _complete(self, messages: list[dict]):
+        """One completion, traced and timed; its tokens counted for the tenant whose work it does.
+        Prompts and answers are never recorded (they hold memory content)."""
+        attributes = {"gen_ai.request.model": self.model}
+        start = time.perf_counter()
+        with _tracer.start_as_current_span("llm chat", kind=trace.SpanKind.CLIENT, attributes=attributes):
+            try:
+                response = await self._litellm.acompletion(
+                    model=self.model, messages=messages, temperature=0, top_p=0.9, timeout=self._timeout,
+                    num_retries=0, **self._kwargs,
+                )
+            finally:
+                _llm_time.record((time.perf_counter() - start) * 1000, attributes)
+        usage = getattr(response, "usage", None)
+        tenant = work_tenant()
+        for kind, used in (("input", getattr(usage, "prompt_tokens", 0)), ("output", getattr(usage, "completion_tokens", 0))):
+            if used:
+                _llm_tokens.add(used, {**attributes, "memplane.tenant": tenant, "gen_ai.token.type": kind})
+        return response

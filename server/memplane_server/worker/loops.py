@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import logging
 
+from opentelemetry import metrics
+
 from ..logs import OncePerCause, cause_of
 from ..services.context import ContextService
+from ..services.deps import Deps
 from ..services.working import WorkingService
 from ..services.write import WriteService
 from .runner import IDLE_POLL_SECONDS, JobRunner
 
 log = logging.getLogger(__name__)
+BACKLOG_REPORT_SECONDS = 10.0
+_meter = metrics.get_meter("memplane.server")
+_job_depth = _meter.create_gauge("memplane.jobs.pending", unit="{job}", description="jobs waiting to run")
+_job_age = _meter.create_gauge("memplane.jobs.oldest_pending_age", unit="s", description="age of the oldest waiting job")
+_window_backlog = _meter.create_gauge(
+    "memplane.turn_windows.backlog", unit="{session}", description="sessions whose turn windows await building")
+_stored = _meter.create_gauge("memplane.memories.stored", unit="{memory}", description="memories stored per tenant")
 
 
 async def sweep_expired(working: WorkingService, writes: WriteService, every_seconds: float, runner: JobRunner) -> None:
@@ -36,3 +46,23 @@ async def build_turn_windows(contexts: ContextService, runner: JobRunner) -> Non
             built = False
         if not built:
             await runner.wait(IDLE_POLL_SECONDS)
+
+
+async def report_backlogs(deps: Deps, runner: JobRunner, every_seconds: float = BACKLOG_REPORT_SECONDS) -> None:
+    """Reads the shared queues and the tenants' memory counts into gauges. Every process doing
+    background work reports the same database-wide values: aggregate them with max, not sum."""
+    failures = OncePerCause(log)
+    while not runner.stopping:
+        try:
+            depth, age = await deps.jobs.queue_depth()
+            backlog = await deps.contexts.backlog_total()
+            counts = await deps.tenancy.memory_counts()
+        except Exception as exc:  # PostgreSQL away: the gauges keep their last values until it is back
+            failures.log(cause_of(exc), "reading the queue backlogs failed")
+        else:
+            _job_depth.set(depth)
+            _job_age.set(age)
+            _window_backlog.set(backlog)
+            for tenant, count in counts.items():
+                _stored.set(count, {"memplane.tenant": tenant})
+        await runner.wait(every_seconds)

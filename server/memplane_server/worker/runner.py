@@ -5,6 +5,7 @@ import asyncio
 import logging
 import uuid
 
+from ..core.attribution import reset_work_tenant, set_work_tenant
 from ..core.caller import caller_from_json
 from ..core.errors import Code, MemplaneError
 from ..core.operations import Job
@@ -58,6 +59,9 @@ class JobRunner:
         job = await self.deps.jobs.claim(lease)
         if job is None:
             return False
+        # The job's own tenant, stored with the caller it was queued by (a malformed caller fails below);
+        # the tasks below inherit it.
+        tenant = set_work_tenant(job.caller.get("tenant_id") if isinstance(job.caller, dict) else None)
         work = asyncio.ensure_future(self._run(job))
         keeper = asyncio.ensure_future(self._keep_lease(job, work, lease))
         try:
@@ -79,6 +83,7 @@ class JobRunner:
             await self.deps.jobs.fail(job.id, job.attempts, reason, str(exc), retry_in_seconds=delay)
         finally:
             keeper.cancel()
+            reset_work_tenant(tenant)
         return True
 
     async def _keep_lease(self, job: Job, work: asyncio.Future, lease: float) -> None:

@@ -6,7 +6,7 @@ import pytest
 
 from memplane import _requests
 from memplane._retry import MUTATING_METHODS, RetryPolicy
-from memplane._transport import AsyncTransport, CallSettings, SyncTransport
+from memplane._transport import AsyncTransport, CallSettings, SyncTransport, channel_target
 from memplane.errors import InvalidArgumentError, UnavailableError
 from memplane.v1 import admin_service_pb2, memory_pb2, memory_service_pb2 as svc_pb, operations_service_pb2
 
@@ -134,3 +134,19 @@ async def test_async_retries_reuse_the_request_id_too():
     result = await transport.call(write_call(), None)
     ids = {a["request"].request_id for a in channel.rpcs["Write"].attempts}
     assert result.memories[0].id == "m1" and len(ids) == 1 and len(sleeps) == 1
+
+
+@pytest.mark.parametrize(("target", "expected"), [
+    ("memplane:50051", "memplane:50051"),
+    ("dns:///memplane-headless:50051", "dns:///memplane-headless:50051"),
+    (["127.0.0.1:1", "127.0.0.1:2"], "ipv4:127.0.0.1:1,127.0.0.1:2"),
+    (["[::1]:1", "[::1]:2"], "ipv6:[::1]:1,[::1]:2"),
+])
+def test_a_target_or_a_list_of_addresses_becomes_one_grpc_target(target, expected):
+    assert channel_target(target) == expected
+
+
+@pytest.mark.parametrize("target", [[], ["memplane:50051"], ["127.0.0.1"], ["127.0.0.1:1", "[::1]:2"]])
+def test_a_list_of_targets_takes_ip_addresses_with_ports_of_one_family(target):
+    with pytest.raises(ValueError):
+        channel_target(target)

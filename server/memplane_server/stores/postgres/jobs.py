@@ -113,5 +113,14 @@ class JobStore:
             )
         return _operation(row) if row else None
 
+    async def queue_depth(self) -> tuple[int, float]:
+        """Jobs waiting to run (not counting those a runner holds), and the age in seconds of the
+        oldest of them (0 with none), across tenants."""
+        row = await self.pool.fetchrow(
+            "SELECT count(*) AS n, coalesce(extract(epoch FROM now() - min(created_at)), 0) AS age"
+            " FROM jobs WHERE state = 'pending'"
+        )
+        return row["n"], float(row["age"])
+
     async def is_cancelled(self, job_id: uuid.UUID) -> bool:
         return await self.pool.fetchval("SELECT state = 'cancelled' FROM jobs WHERE id = $1", job_id) or False
