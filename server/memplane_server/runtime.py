@@ -40,6 +40,7 @@ from .services.write import WriteService
 from .settings import Settings
 from .stores.postgres.conflicts import ConflictStore
 from .stores.postgres.contexts import ContextStore
+from .stores.postgres.decisions import DecisionStore
 from .stores.postgres.jobs import JobStore
 from .stores.postgres.memories import MemoryStore
 from .stores.postgres.migrations import migrate
@@ -158,6 +159,7 @@ class Runtime:
             settings=s, memories=MemoryStore(self.pool, default_max_memories=s.max_memories_per_tenant),
             tenancy=TenancyStore(self.pool), jobs=JobStore(self.pool),
             contexts=ContextStore(self.pool), conflicts=ConflictStore(self.pool),
+            decisions=DecisionStore(self.pool),
             working=WorkingStore(self.redis_client, s.working_max_items), embedder=embedder, llm=model,
         )
         return self.deps

@@ -93,6 +93,8 @@ class Settings(BaseSettings):
     )
     job_max_attempts: int = Field(3, ge=1)
     job_lease_seconds: float = Field(30.0, gt=0)
+    reflect_every_turns: int = Field(0, ge=0)
+    reflect_on_entity_change: bool = False
     shutdown_grace_seconds: float = Field(10.0, ge=0)
     telemetry_exporter: str = Field("none", pattern="^(none|console|otlp)$")
     otlp_endpoint: str = Field("localhost:4317", description="OTLP/gRPC collector host:port for the otlp exporter")

@@ -16,6 +16,8 @@ from .aio import AsyncMemoryClient
 from .client import MemoryClient
 from .enums import (
     AdviceKind,
+    DecisionOutcome,
+    DecisionSubject,
     DomainAccess,
     HistoryAction,
     InferMode,
@@ -44,6 +46,7 @@ from .errors import (
 from .inputs import FilterArgs, MemoryChanges, MemoryFields, MemoryInput, TaskStep, TaskTrajectory
 from .types import (
     Advice,
+    ReflectionDecision,
     Agent,
     ApiKey,
     AuditEvent,
@@ -76,10 +79,10 @@ __all__ = [
     "MemoryInput", "TaskStep", "TaskTrajectory", "FilterArgs", "MemoryFields", "MemoryChanges",
     # enums
     "Scope", "Layer", "Kind", "MemoryStatus", "HistoryAction", "Role", "DomainAccess",
-    "OperationState", "TaskOutcome", "AdviceKind", "InferMode", "ReflectMode", "PromoteMode",
+    "OperationState", "TaskOutcome", "AdviceKind", "DecisionSubject", "DecisionOutcome", "InferMode", "ReflectMode", "PromoteMode",
     # results
     "Memory", "ScoreComponent", "SearchHit", "SearchResult", "WriteResult", "ReflectResult",
-    "Operation", "ForgetResult", "Page", "HistoryEntry", "WorkingMemory", "Stats", "Conflict", "ConflictResolution", "Advice",
+    "Operation", "ForgetResult", "Page", "HistoryEntry", "WorkingMemory", "Stats", "Conflict", "ConflictResolution", "Advice", "ReflectionDecision",
     "Tenant", "Agent", "ApiKey", "CreatedApiKey", "CreatedTenant", "Domain", "DomainGrant", "AuditEvent",
     # errors
     "MemplaneError", "InvalidArgumentError", "NotFoundError", "AlreadyExistsError",

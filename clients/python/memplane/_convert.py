@@ -11,7 +11,7 @@ from google.protobuf.struct_pb2 import Struct
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from . import types
-from .enums import AdviceKind, DomainAccess, HistoryAction, Kind, Layer, MemoryStatus, OperationState, Role, Scope
+from .enums import AdviceKind, DecisionOutcome, DecisionSubject, DomainAccess, HistoryAction, Kind, Layer, MemoryStatus, OperationState, Role, Scope
 from .v1 import admin_service_pb2 as admin_pb
 from .v1 import memory_pb2, memory_service_pb2 as svc_pb, operation_pb2
 
@@ -152,6 +152,8 @@ def reflect_result(response: svc_pb.ReflectResponse) -> types.ReflectResult:
         merged_count=result.merged_count,
         used_llm=result.used_llm,
         operation=_optional_operation(response),
+        reason=result.reason,
+        skipped=result.skipped,
     )
 
 
@@ -277,3 +279,11 @@ def conflict_resolution(pb: Any) -> types.ConflictResolution:
 
 def advice(pb: Any) -> types.Advice:
     return types.Advice(memory=memory(pb.memory), kind=AdviceKind.from_proto(pb.kind), why=pb.why, score=pb.score)
+
+
+def reflection_decision(pb: Any) -> types.ReflectionDecision:
+    return types.ReflectionDecision(
+        id=pb.id, subject=DecisionSubject.from_proto(pb.subject), subject_id=pb.subject_id,
+        outcome=DecisionOutcome.from_proto(pb.outcome), reason=pb.reason, operation_id=pb.operation_id,
+        turns=pb.turns, create_time=time_field(pb, "create_time"),
+    )

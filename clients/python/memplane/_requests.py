@@ -14,6 +14,8 @@ from google.protobuf.message import Message
 
 from . import _convert, types
 from .enums import (
+    DecisionSubject,
+    DecisionSubjectLike,
     InferMode,
     InferModeLike,
     Kind,
@@ -174,6 +176,7 @@ def task_trajectory(task: TaskTrajectoryLike) -> svc_pb.TaskTrajectory:
         outcome=_enum_or_zero(TaskOutcome, t.outcome),
         feedback=t.feedback,
         used_memory_ids=list(t.used_memory_ids),
+        attempts=t.attempts,
     )
 
 
@@ -244,17 +247,21 @@ def reflect(
     domain: str | None,
     mode: ReflectModeLike | None,
     request_id: str | None,
+    decide: bool = False,
 ) -> PreparedCall[types.ReflectResult]:
     """Reflect on exactly one of a finished task or a session."""
     if (task is None) == (session_id is None):
         raise ValueError("reflect needs exactly one of task or session_id")
     if user_id and task is not None:
         raise ValueError("user_id narrows a session reflection; it cannot be used with task")
+    if decide and task is None:
+        raise ValueError("decide applies to task reflections")
     request = svc_pb.ReflectRequest(
         scope=_enum_or_zero(Scope, scope),
         domain=domain or "",
         mode=_enum_or_zero(ReflectMode, mode),
         request_id=request_id or "",
+        decide=decide,
     )
     if task is not None:
         request.task.CopyFrom(task_trajectory(task))
@@ -397,6 +404,17 @@ def resolve_conflict(challenger_id: str, *, keep: str, reason: str) -> PreparedC
         raise ValueError('keep must be "current" or "challenger"')
     request = svc_pb.ResolveConflictRequest(challenger_id=challenger_id, keep=sides[keep], reason=reason)
     return PreparedCall("ResolveConflict", request, lambda r: _convert.conflict_resolution(r))
+
+
+def list_reflection_decisions(
+    *, subject: DecisionSubjectLike | None, subject_id: str, page_size: int, page_token: str
+) -> PreparedCall[types.Page[types.ReflectionDecision]]:
+    """One page of ListReflectionDecisions."""
+    request = svc_pb.ListReflectionDecisionsRequest(
+        subject=_enum_or_zero(DecisionSubject, subject), subject_id=subject_id, page_size=page_size,
+        page_token=page_token)
+    return PreparedCall("ListReflectionDecisions", request,
+                        lambda r: _convert.page(r.decisions, _convert.reflection_decision, r.next_page_token))
 
 
 def foresee(

@@ -8,10 +8,13 @@ from typing import TYPE_CHECKING, AsyncIterator, Iterable, Mapping
 from . import _requests
 from ._polling import OperationWait
 from ._transport import AsyncClientBase
-from .enums import InferModeLike, KindLike, OperationStateLike, ReflectModeLike, ScopeLike, TaskOutcomeLike
+from .enums import (
+    DecisionSubjectLike, InferModeLike, KindLike, OperationStateLike, ReflectModeLike, ScopeLike, TaskOutcomeLike,
+)
 from .inputs import FilterArgs, MemoryChanges, MemoryFields, MemoryInputLike, TaskTrajectoryLike
 from .types import (
     Advice,
+    ReflectionDecision,
     Conflict,
     ConflictResolution,
     ForgetResult,
@@ -111,11 +114,13 @@ class AsyncMemoryClient(AsyncClientBase):
         domain: str | None = None,
         mode: ReflectModeLike | None = None,
         request_id: str | None = None,
+        decide: bool = False,
         timeout: float | None = None,
     ) -> ReflectResult:
         """Distils a finished task or a session (exactly one) into memories and a summary.
 
-        When the server runs it in the background the result carries an operation to wait on.
+        When the server runs it in the background the result carries an operation to wait on. With
+        decide, a task is reflected on only when it can teach something (result.skipped, .reason).
         """
         return await self._transport.call(
             _requests.reflect(
@@ -126,6 +131,7 @@ class AsyncMemoryClient(AsyncClientBase):
                 domain=domain,
                 mode=mode,
                 request_id=request_id,
+                decide=decide,
             ),
             timeout,
         )
@@ -222,6 +228,22 @@ class AsyncMemoryClient(AsyncClientBase):
         lessons and procedures gain or lose confidence); returns them as they are now."""
         return await self._transport.call(
             _requests.submit_feedback(memory_ids, useful=useful, outcome=outcome, task_id=task_id, comment=comment),
+            timeout,
+        )
+
+    async def list_reflection_decisions(
+        self,
+        *,
+        subject: DecisionSubjectLike | None = None,
+        subject_id: str = "",
+        page_size: int = 0,
+        page_token: str = "",
+        timeout: float | None = None,
+    ) -> Page[ReflectionDecision]:
+        """Reflections that ran or were skipped, with why, and searches that found nothing; newest first."""
+        return await self._transport.call(
+            _requests.list_reflection_decisions(
+                subject=subject, subject_id=subject_id, page_size=page_size, page_token=page_token),
             timeout,
         )
 

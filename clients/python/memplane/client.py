@@ -8,10 +8,13 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Mapping
 from . import _requests
 from ._polling import OperationWait
 from ._transport import SyncClientBase
-from .enums import InferModeLike, KindLike, OperationStateLike, ReflectModeLike, ScopeLike, TaskOutcomeLike
+from .enums import (
+    DecisionSubjectLike, InferModeLike, KindLike, OperationStateLike, ReflectModeLike, ScopeLike, TaskOutcomeLike,
+)
 from .inputs import FilterArgs, MemoryChanges, MemoryFields, MemoryInputLike, TaskTrajectoryLike
 from .types import (
     Advice,
+    ReflectionDecision,
     Conflict,
     ConflictResolution,
     ForgetResult,
@@ -108,11 +111,13 @@ class MemoryClient(SyncClientBase):
         domain: str | None = None,
         mode: ReflectModeLike | None = None,
         request_id: str | None = None,
+        decide: bool = False,
         timeout: float | None = None,
     ) -> ReflectResult:
         """Distils a finished task or a session (exactly one) into memories and a summary.
 
-        When the server runs it in the background the result carries an operation to wait on.
+        When the server runs it in the background the result carries an operation to wait on. With
+        decide, a task is reflected on only when it can teach something (result.skipped, .reason).
         """
         return self._transport.call(
             _requests.reflect(
@@ -123,6 +128,7 @@ class MemoryClient(SyncClientBase):
                 domain=domain,
                 mode=mode,
                 request_id=request_id,
+                decide=decide,
             ),
             timeout,
         )
@@ -218,6 +224,22 @@ class MemoryClient(SyncClientBase):
         lessons and procedures gain or lose confidence); returns them as they are now."""
         return self._transport.call(
             _requests.submit_feedback(memory_ids, useful=useful, outcome=outcome, task_id=task_id, comment=comment),
+            timeout,
+        )
+
+    def list_reflection_decisions(
+        self,
+        *,
+        subject: DecisionSubjectLike | None = None,
+        subject_id: str = "",
+        page_size: int = 0,
+        page_token: str = "",
+        timeout: float | None = None,
+    ) -> Page[ReflectionDecision]:
+        """Reflections that ran or were skipped, with why, and searches that found nothing; newest first."""
+        return self._transport.call(
+            _requests.list_reflection_decisions(
+                subject=subject, subject_id=subject_id, page_size=page_size, page_token=page_token),
             timeout,
         )
 

@@ -177,6 +177,24 @@ class AdviceKind(ProtoEnum):
     PREFERENCE = 3
 
 
+class DecisionSubject(ProtoEnum):
+    """What a reflection decision is about."""
+
+    UNSPECIFIED = 0
+    TASK = 1
+    SESSION = 2
+    SEARCH = 3
+
+
+class DecisionOutcome(ProtoEnum):
+    """What was decided."""
+
+    UNSPECIFIED = 0
+    RAN = 1
+    SKIPPED = 2
+    SIGNAL = 3
+
+
 class ReflectMode(ProtoEnum):
     """How Reflect runs."""
 
@@ -195,3 +213,4 @@ OperationStateLike = Union[OperationState, str, int]
 TaskOutcomeLike = Union[TaskOutcome, str, int]
 InferModeLike = Union[InferMode, str, int]
 ReflectModeLike = Union[ReflectMode, str, int]
+DecisionSubjectLike = Union[DecisionSubject, str, int]

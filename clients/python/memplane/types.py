@@ -12,6 +12,8 @@ from typing import Any, Generic, TypeVar
 
 from .enums import (
     AdviceKind,
+    DecisionOutcome,
+    DecisionSubject,
     DomainAccess,
     HistoryAction,
     Kind,
@@ -135,6 +137,8 @@ class ReflectResult:
     merged_count: int
     used_llm: bool
     operation: Operation | None
+    reason: str = ""  # why it ran ("requested", "the task failed", ...) or why it was skipped
+    skipped: bool = False  # reflect(decide=True) found nothing to learn: nothing was stored
 
 
 @dataclass(frozen=True)
@@ -302,3 +306,17 @@ class Advice:
     kind: AdviceKind
     why: str
     score: float
+
+
+@dataclass(frozen=True)
+class ReflectionDecision:
+    """A reflection that ran or was skipped, with why, or a search that found nothing (a signal)."""
+
+    id: str
+    subject: DecisionSubject
+    subject_id: str
+    outcome: DecisionOutcome
+    reason: str
+    operation_id: str
+    turns: int
+    create_time: datetime | None

@@ -33,6 +33,10 @@ _MODES = {spb.REFLECT_MODE_SYNC: "sync", spb.REFLECT_MODE_ASYNC: "async"}
 _INFER = {spb.INFER_MODE_SYNC: "sync", spb.INFER_MODE_ASYNC: "async"}
 _PROMOTE = {spb.PROMOTE_MODE_PROMOTE: True, spb.PROMOTE_MODE_DISCARD: False}
 _ADVICE = {"risk": spb.ADVICE_KIND_RISK, "rule": spb.ADVICE_KIND_RULE, "preference": spb.ADVICE_KIND_PREFERENCE}
+_SUBJECTS = {spb.DECISION_SUBJECT_TASK: "task", spb.DECISION_SUBJECT_SESSION: "session",
+             spb.DECISION_SUBJECT_SEARCH: "search"}
+_DECIDED = {"ran": spb.DECISION_OUTCOME_RAN, "skipped": spb.DECISION_OUTCOME_SKIPPED,
+            "signal": spb.DECISION_OUTCOME_SIGNAL}
 _SIDES = {spb.CONFLICT_SIDE_CURRENT: "current", spb.CONFLICT_SIDE_CHALLENGER: "challenger"}
 
 
@@ -83,12 +87,14 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
             t = request.task
             outcome = enum_in(_OUTCOMES, t.outcome, "task.outcome") or "unspecified"
             steps = tuple(TaskStep(s.action, s.observation, ts_in(s, "occurred_at")) for s in t.steps)
-            task = Task(t.task_id or "", t.request, steps, outcome, t.feedback, tuple(t.used_memory_ids))
+            task = Task(t.task_id or "", t.request, steps, outcome, t.feedback, tuple(t.used_memory_ids),
+                        t.attempts or 1)
         elif which == "session":
             session_id, user_id = request.session.session_id, request.session.user_id or None
         reflect_input = ReflectInput(
             task=task, session_id=session_id, user_id=user_id, scope=enum_in(SCOPES, request.scope, "scope"),
             domain=request.domain or None, mode=enum_in(_MODES, request.mode, "mode") or "auto",
+            decide=request.decide,
         )
         result = await self.reflections.reflect(current_caller(), reflect_input)
         response = spb.ReflectResponse()
@@ -99,6 +105,8 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
             response.result.summary = result.summary
             response.result.merged_count = result.merged_count
             response.result.used_llm = result.used_llm
+            response.result.reason = result.reason
+            response.result.skipped = result.skipped
         return response
 
     async def Forget(self, request: spb.ForgetRequest, context) -> spb.ForgetResponse:
@@ -225,4 +233,20 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
         for a in advice:
             out = response.advice.add(kind=_ADVICE[a.kind], why=a.why, score=a.hit.score)
             memory_out(a.hit.memory, out.memory)
+        return response
+
+    async def ListReflectionDecisions(
+        self, request: spb.ListReflectionDecisionsRequest, context
+    ) -> spb.ListReflectionDecisionsResponse:
+        decisions, token = await self.reflections.decisions(
+            current_caller(), subject_type=enum_in(_SUBJECTS, request.subject, "subject"),
+            subject_id=request.subject_id or None, page_size=request.page_size, page_token=request.page_token)
+        response = spb.ListReflectionDecisionsResponse(next_page_token=token)
+        subject_out = {name: number for number, name in _SUBJECTS.items()}
+        for d in decisions:
+            out = response.decisions.add(
+                id=str(d.id), subject=subject_out[d.subject_type], subject_id=d.subject_id,
+                outcome=_DECIDED[d.decision], reason=d.reason, turns=d.turns or 0,
+                operation_id=str(d.operation_id) if d.operation_id else "")
+            ts_out(out.create_time, d.created_at)
         return response

@@ -26,6 +26,7 @@ class Task:
     outcome: str = "unspecified"
     feedback: str = ""
     used_memory_ids: tuple[str, ...] = ()  # the outcome moves their confidence (core/confidence.py)
+    attempts: int = 1  # how many times the agent tried (core/triggers.py)
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class ReflectInput:
     scope: Scope | None = None
     domain: str | None = None
     mode: str = "auto"  # auto | sync | async
+    decide: bool = False  # run only when core/triggers.py finds it worth it
 
 
 @dataclass
@@ -44,6 +46,8 @@ class ReflectOutcome:
     summary: str = ""
     merged_count: int = 0
     used_llm: bool = False
+    reason: str = ""  # why it ran, or why it was skipped (then nothing was stored)
+    skipped: bool = False
 
 
 def input_to_json(r: ReflectInput) -> dict:
@@ -64,7 +68,8 @@ def input_from_json(d: dict) -> ReflectInput:
             TaskStep(s["action"], s["observation"], datetime.fromisoformat(s["occurred_at"]) if s["occurred_at"] else None)
             for s in t["steps"]
         )
-        task = Task(t["task_id"], t["request"], steps, t["outcome"], t["feedback"], tuple(t.get("used_memory_ids", ())))
+        task = Task(t["task_id"], t["request"], steps, t["outcome"], t["feedback"], tuple(t.get("used_memory_ids", ())),
+                    t.get("attempts", 1))
     return ReflectInput(task, d.get("session_id"), d.get("user_id"), Scope(d["scope"]) if d.get("scope") else None,
                         d.get("domain"), d.get("mode", "auto"))
 

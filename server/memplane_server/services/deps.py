@@ -8,6 +8,7 @@ from ..llm.chat import ChatModel
 from ..settings import Settings
 from ..stores.postgres.conflicts import ConflictStore
 from ..stores.postgres.contexts import ContextStore
+from ..stores.postgres.decisions import DecisionStore
 from ..stores.postgres.jobs import JobStore
 from ..stores.postgres.memories import MemoryStore
 from ..stores.postgres.tenancy import TenancyStore
@@ -22,6 +23,7 @@ class Deps:
     jobs: JobStore
     contexts: ContextStore
     conflicts: ConflictStore
+    decisions: DecisionStore
     working: WorkingStore
     embedder: Embedder
     llm: ChatModel | None

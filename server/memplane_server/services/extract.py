@@ -15,6 +15,7 @@ from ..core.requests import RequestKey
 from ..core.timezones import parse_time_zone, render
 from ..llm.extraction import KnownFact, Turn, extract
 from .deps import Deps
+from .triggers import after_write
 from .write import WriteService
 
 log = logging.getLogger(__name__)
@@ -41,8 +42,17 @@ class ExtractService:
         """Stores the raw input first; extraction (if asked) runs after, so an LLM failure loses nothing.
 
         Returns the stored input, the memories extraction produced (sync only) and, when extraction
-        runs in the background or failed and will be retried, its operation.
+        runs in the background or failed and will be retried, its operation. A session this write
+        makes due for reflection gets a reflect job (services/triggers.py).
         """
+        written = await self._write(caller, drafts, infer, time_zone, request)
+        await after_write(self.deps, caller, written[0])
+        return written
+
+    async def _write(
+        self, caller: Caller, drafts: list[MemoryDraft], infer: str | None, time_zone: str | None,
+        request: RequestKey | None,
+    ) -> tuple[list[MemoryRecord], list[MemoryRecord], Operation | None]:
         parse_time_zone(time_zone)  # refuse a bad zone before anything is stored
         if infer is None:
             return await self.writes.write(caller, drafts, request), [], None

@@ -23,14 +23,20 @@ from ..core.reflection import (
     ReflectInput, ReflectOutcome, input_to_json, near_duplicate_groups, session_summary, task_summary, task_transcript,
 )
 from ..core.requests import RequestKey, request_key
+from ..core.triggers import SIMILAR_TASK, Decision, task_decision
+from ..core.decisions import DecisionRecord
+from ..core.paging import decode_position, encode_token
 from ..core.validation import (
-    MAX_TASK_STEPS, check_content, check_free_id, check_identifier, check_text, check_time,
+    MAX_TASK_STEPS, check_content, check_free_id, check_identifier, check_text, check_time, clamp_page_size,
 )
 from ..llm.reflection import reflect as reflect_with_model
 from .changeable import changeable
 from .deps import Deps
 from .outcomes import apply_outcome
 from .write import WriteService
+
+MAX_ATTEMPTS = 10_000
+
 
 class ReflectService:
     def __init__(self, deps: Deps, writes: WriteService) -> None:
@@ -49,6 +55,8 @@ class ReflectService:
             check_text(r.task.feedback, "feedback", limit)
             if len(r.task.steps) > MAX_TASK_STEPS:
                 raise invalid("TASK_TOO_LARGE", f"a task has at most {MAX_TASK_STEPS} steps")
+            if not 1 <= r.task.attempts <= MAX_ATTEMPTS:
+                raise invalid("INVALID_ATTEMPTS", f"attempts must be between 1 and {MAX_ATTEMPTS}")
             if len(r.task.used_memory_ids) > self.deps.settings.max_batch:
                 raise invalid("BATCH_TOO_LARGE", f"a task lists at most {self.deps.settings.max_batch} used memories")
             for step in r.task.steps:
@@ -70,10 +78,52 @@ class ReflectService:
         self._check(caller, r)
         if r.task and r.task.used_memory_ids:  # refused now, not after a queued job's retries
             await changeable(self.deps.memories, caller, list(r.task.used_memory_ids))
+        decision = await self._decide(caller, r)
+        subject = ("task", r.task.task_id) if r.task else ("session", r.session_id or "")
+        if not decision.run:
+            assert r.task is not None  # only tasks are decided on
+            if r.task.used_memory_ids:  # the outcome still counts for what the task used
+                await apply_outcome(self.deps, caller, list(r.task.used_memory_ids), task_id=r.task.task_id,
+                                    outcome=r.task.outcome)
+            await self.deps.decisions.record(caller, subject_type=subject[0], subject_id=subject[1],
+                                             decision="skipped", reason=decision.reason)
+            return ReflectOutcome(reason=decision.reason, skipped=True)
         size = len(r.task.steps) if r.task else await self._session_size(caller, r)
         if r.mode == "async" or (r.mode == "auto" and size > self.deps.settings.reflect_sync_max_items):
-            return await self.enqueue(caller, r)
-        return await self.run(caller, r)
+            operation = await self.enqueue(caller, r)
+            await self.deps.decisions.record(caller, subject_type=subject[0], subject_id=subject[1], decision="ran",
+                                             reason=decision.reason, operation_id=operation.id)
+            return operation
+        outcome = await self.run(caller, r)
+        outcome.reason = decision.reason
+        await self.deps.decisions.record(caller, subject_type=subject[0], subject_id=subject[1], decision="ran",
+                                         reason=decision.reason)
+        return outcome
+
+    async def _decide(self, caller: Caller, r: ReflectInput) -> Decision:
+        if not r.decide or r.task is None:
+            return Decision(True, "requested")
+        like_earlier = False
+        if r.task.request.strip():
+            vector = await self.deps.embedder.embed_query(r.task.request)
+            earlier = await self.deps.memories.vector_search(
+                caller, MemoryFilter(kinds=(Kind.SUMMARY,)), vector, limit=5, as_of=None)
+            like_earlier = any(s.record.source_type == "task" and s.score >= SIMILAR_TASK for s in earlier)
+        return task_decision(r.task, like_earlier=like_earlier)
+
+    async def decisions(
+        self, caller: Caller, *, subject_type: str | None, subject_id: str | None, page_size: int, page_token: str,
+    ) -> tuple[list[DecisionRecord], str]:
+        """Reflection decisions and no-result signals the caller may see, newest first."""
+        caller.require_tenant()
+        check_free_id(subject_id, "subject_id")
+        size = clamp_page_size(page_size)
+        after = decode_position(page_token, "time", "uuid")
+        found = await self.deps.decisions.list(
+            caller, subject_type=subject_type, subject_id=subject_id, limit=size + 1, after=after)
+        page = found[:size]
+        token = encode_token([page[-1].created_at.isoformat(), str(page[-1].id)]) if len(found) > size else ""
+        return page, token
 
     async def enqueue(self, caller: Caller, r: ReflectInput) -> Operation:
         caller.require_tenant()

@@ -121,6 +121,8 @@ class SearchService:
         hits = within_budget(hits, q.token_budget)
         if q.explain:
             await self._explain_conflicts(caller, hits)
+        if not hits:
+            self._signal_nothing_found(caller, q.text)
         self._mark_used(caller, [h.memory.id for h in hits if h.memory.layer is not Layer.WORKING])
         return hits
 
@@ -185,15 +187,25 @@ class SearchService:
         order = np.argsort(-similarities)[:limit]
         return [Scored(item_to_record(items[i]), float(similarities[i])) for i in order]
 
+    def _signal_nothing_found(self, caller: Caller, text: str) -> None:
+        """A search that found nothing is a signal for reflection (listed with the decisions): the
+        memory lacks what agents ask for."""
+        self._in_background("no-result signal not kept", self.deps.decisions.record(
+            caller, subject_type="search", subject_id="", decision="signal", reason=f"nothing found for: {text[:200]}"))
+
     def _mark_used(self, caller: Caller, ids: list) -> None:
-        # Usage counters are bookkeeping: the caller should not wait for them.
-        task = asyncio.ensure_future(self.deps.memories.mark_used(caller, ids))
+        self._in_background("usage counters not updated", self.deps.memories.mark_used(caller, ids))
+
+    def _in_background(self, failure: str, work) -> None:
+        """Bookkeeping the caller should not wait for; its failures are logged once per cause."""
+        task = asyncio.ensure_future(work)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
-        task.add_done_callback(self._report_mark_used)
 
-    def _report_mark_used(self, task: asyncio.Task) -> None:
-        if not task.cancelled() and task.exception() is not None:
-            exc = task.exception()
-            self._failures.log(cause_of(exc), "usage counters not updated: %s", type(exc).__name__,
-                               level=logging.WARNING, exc_info=False)
+        def report(done: asyncio.Task) -> None:
+            if not done.cancelled() and done.exception() is not None:
+                exc = done.exception()
+                self._failures.log(cause_of(exc), f"{failure}: %s", type(exc).__name__,
+                                   level=logging.WARNING, exc_info=False)
+
+        task.add_done_callback(report)

@@ -67,6 +67,20 @@ class AdviceKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ADVICE_KIND_RISK: _ClassVar[AdviceKind]
     ADVICE_KIND_RULE: _ClassVar[AdviceKind]
     ADVICE_KIND_PREFERENCE: _ClassVar[AdviceKind]
+
+class DecisionSubject(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    DECISION_SUBJECT_UNSPECIFIED: _ClassVar[DecisionSubject]
+    DECISION_SUBJECT_TASK: _ClassVar[DecisionSubject]
+    DECISION_SUBJECT_SESSION: _ClassVar[DecisionSubject]
+    DECISION_SUBJECT_SEARCH: _ClassVar[DecisionSubject]
+
+class DecisionOutcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    DECISION_OUTCOME_UNSPECIFIED: _ClassVar[DecisionOutcome]
+    DECISION_OUTCOME_RAN: _ClassVar[DecisionOutcome]
+    DECISION_OUTCOME_SKIPPED: _ClassVar[DecisionOutcome]
+    DECISION_OUTCOME_SIGNAL: _ClassVar[DecisionOutcome]
 INFER_MODE_UNSPECIFIED: InferMode
 INFER_MODE_ASYNC: InferMode
 INFER_MODE_SYNC: InferMode
@@ -99,6 +113,14 @@ ADVICE_KIND_UNSPECIFIED: AdviceKind
 ADVICE_KIND_RISK: AdviceKind
 ADVICE_KIND_RULE: AdviceKind
 ADVICE_KIND_PREFERENCE: AdviceKind
+DECISION_SUBJECT_UNSPECIFIED: DecisionSubject
+DECISION_SUBJECT_TASK: DecisionSubject
+DECISION_SUBJECT_SESSION: DecisionSubject
+DECISION_SUBJECT_SEARCH: DecisionSubject
+DECISION_OUTCOME_UNSPECIFIED: DecisionOutcome
+DECISION_OUTCOME_RAN: DecisionOutcome
+DECISION_OUTCOME_SKIPPED: DecisionOutcome
+DECISION_OUTCOME_SIGNAL: DecisionOutcome
 
 class MemoryInput(_message.Message):
     __slots__ = ("scope", "domain", "layer", "kind", "content", "context", "entity", "attribute", "value", "tags", "metadata", "confidence", "user_id", "session_id", "source", "occurred_at", "valid_from", "valid_to", "ttl", "state_key")
@@ -239,20 +261,22 @@ class TaskStep(_message.Message):
     def __init__(self, action: _Optional[str] = ..., observation: _Optional[str] = ..., occurred_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class TaskTrajectory(_message.Message):
-    __slots__ = ("task_id", "request", "steps", "outcome", "feedback", "used_memory_ids")
+    __slots__ = ("task_id", "request", "steps", "outcome", "feedback", "used_memory_ids", "attempts")
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     REQUEST_FIELD_NUMBER: _ClassVar[int]
     STEPS_FIELD_NUMBER: _ClassVar[int]
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
     FEEDBACK_FIELD_NUMBER: _ClassVar[int]
     USED_MEMORY_IDS_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     task_id: str
     request: str
     steps: _containers.RepeatedCompositeFieldContainer[TaskStep]
     outcome: TaskOutcome
     feedback: str
     used_memory_ids: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, task_id: _Optional[str] = ..., request: _Optional[str] = ..., steps: _Optional[_Iterable[_Union[TaskStep, _Mapping]]] = ..., outcome: _Optional[_Union[TaskOutcome, str]] = ..., feedback: _Optional[str] = ..., used_memory_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+    attempts: int
+    def __init__(self, task_id: _Optional[str] = ..., request: _Optional[str] = ..., steps: _Optional[_Iterable[_Union[TaskStep, _Mapping]]] = ..., outcome: _Optional[_Union[TaskOutcome, str]] = ..., feedback: _Optional[str] = ..., used_memory_ids: _Optional[_Iterable[str]] = ..., attempts: _Optional[int] = ...) -> None: ...
 
 class SessionSelector(_message.Message):
     __slots__ = ("session_id", "user_id")
@@ -263,32 +287,38 @@ class SessionSelector(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., user_id: _Optional[str] = ...) -> None: ...
 
 class ReflectRequest(_message.Message):
-    __slots__ = ("task", "session", "scope", "domain", "mode", "request_id")
+    __slots__ = ("task", "session", "scope", "domain", "mode", "request_id", "decide")
     TASK_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
     SCOPE_FIELD_NUMBER: _ClassVar[int]
     DOMAIN_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    DECIDE_FIELD_NUMBER: _ClassVar[int]
     task: TaskTrajectory
     session: SessionSelector
     scope: _memory_pb2.Scope
     domain: str
     mode: ReflectMode
     request_id: str
-    def __init__(self, task: _Optional[_Union[TaskTrajectory, _Mapping]] = ..., session: _Optional[_Union[SessionSelector, _Mapping]] = ..., scope: _Optional[_Union[_memory_pb2.Scope, str]] = ..., domain: _Optional[str] = ..., mode: _Optional[_Union[ReflectMode, str]] = ..., request_id: _Optional[str] = ...) -> None: ...
+    decide: bool
+    def __init__(self, task: _Optional[_Union[TaskTrajectory, _Mapping]] = ..., session: _Optional[_Union[SessionSelector, _Mapping]] = ..., scope: _Optional[_Union[_memory_pb2.Scope, str]] = ..., domain: _Optional[str] = ..., mode: _Optional[_Union[ReflectMode, str]] = ..., request_id: _Optional[str] = ..., decide: _Optional[bool] = ...) -> None: ...
 
 class ReflectResult(_message.Message):
-    __slots__ = ("memories", "summary", "merged_count", "used_llm")
+    __slots__ = ("memories", "summary", "merged_count", "used_llm", "reason", "skipped")
     MEMORIES_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
     MERGED_COUNT_FIELD_NUMBER: _ClassVar[int]
     USED_LLM_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_FIELD_NUMBER: _ClassVar[int]
     memories: _containers.RepeatedCompositeFieldContainer[_memory_pb2.Memory]
     summary: str
     merged_count: int
     used_llm: bool
-    def __init__(self, memories: _Optional[_Iterable[_Union[_memory_pb2.Memory, _Mapping]]] = ..., summary: _Optional[str] = ..., merged_count: _Optional[int] = ..., used_llm: _Optional[bool] = ...) -> None: ...
+    reason: str
+    skipped: bool
+    def __init__(self, memories: _Optional[_Iterable[_Union[_memory_pb2.Memory, _Mapping]]] = ..., summary: _Optional[str] = ..., merged_count: _Optional[int] = ..., used_llm: _Optional[bool] = ..., reason: _Optional[str] = ..., skipped: _Optional[bool] = ...) -> None: ...
 
 class ReflectResponse(_message.Message):
     __slots__ = ("result", "operation")
@@ -586,3 +616,43 @@ class ForeseeResponse(_message.Message):
     ADVICE_FIELD_NUMBER: _ClassVar[int]
     advice: _containers.RepeatedCompositeFieldContainer[Advice]
     def __init__(self, advice: _Optional[_Iterable[_Union[Advice, _Mapping]]] = ...) -> None: ...
+
+class ReflectionDecision(_message.Message):
+    __slots__ = ("id", "subject", "subject_id", "outcome", "reason", "operation_id", "turns", "create_time")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_ID_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    OPERATION_ID_FIELD_NUMBER: _ClassVar[int]
+    TURNS_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    subject: DecisionSubject
+    subject_id: str
+    outcome: DecisionOutcome
+    reason: str
+    operation_id: str
+    turns: int
+    create_time: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[str] = ..., subject: _Optional[_Union[DecisionSubject, str]] = ..., subject_id: _Optional[str] = ..., outcome: _Optional[_Union[DecisionOutcome, str]] = ..., reason: _Optional[str] = ..., operation_id: _Optional[str] = ..., turns: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ListReflectionDecisionsRequest(_message.Message):
+    __slots__ = ("subject", "subject_id", "page_size", "page_token")
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    subject: DecisionSubject
+    subject_id: str
+    page_size: int
+    page_token: str
+    def __init__(self, subject: _Optional[_Union[DecisionSubject, str]] = ..., subject_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListReflectionDecisionsResponse(_message.Message):
+    __slots__ = ("decisions", "next_page_token")
+    DECISIONS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    decisions: _containers.RepeatedCompositeFieldContainer[ReflectionDecision]
+    next_page_token: str
+    def __init__(self, decisions: _Optional[_Iterable[_Union[ReflectionDecision, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...

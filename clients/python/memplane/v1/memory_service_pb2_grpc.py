@@ -112,6 +112,11 @@ class MemoryServiceStub:
                 request_serializer=memplane_dot_v1_dot_memory__service__pb2.ForeseeRequest.SerializeToString,
                 response_deserializer=memplane_dot_v1_dot_memory__service__pb2.ForeseeResponse.FromString,
                 _registered_method=True)
+        self.ListReflectionDecisions = channel.unary_unary(
+                '/memplane.v1.MemoryService/ListReflectionDecisions',
+                request_serializer=memplane_dot_v1_dot_memory__service__pb2.ListReflectionDecisionsRequest.SerializeToString,
+                response_deserializer=memplane_dot_v1_dot_memory__service__pb2.ListReflectionDecisionsResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -226,6 +231,13 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListReflectionDecisions(self, request, context):
+        """Lists reflection decisions (ran or skipped, with the reason) and searches that found nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -303,6 +315,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.Foresee,
                     request_deserializer=memplane_dot_v1_dot_memory__service__pb2.ForeseeRequest.FromString,
                     response_serializer=memplane_dot_v1_dot_memory__service__pb2.ForeseeResponse.SerializeToString,
+            ),
+            'ListReflectionDecisions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListReflectionDecisions,
+                    request_deserializer=memplane_dot_v1_dot_memory__service__pb2.ListReflectionDecisionsRequest.FromString,
+                    response_serializer=memplane_dot_v1_dot_memory__service__pb2.ListReflectionDecisionsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -713,6 +730,33 @@ class MemoryService:
             '/memplane.v1.MemoryService/Foresee',
             memplane_dot_v1_dot_memory__service__pb2.ForeseeRequest.SerializeToString,
             memplane_dot_v1_dot_memory__service__pb2.ForeseeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListReflectionDecisions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memplane.v1.MemoryService/ListReflectionDecisions',
+            memplane_dot_v1_dot_memory__service__pb2.ListReflectionDecisionsRequest.SerializeToString,
+            memplane_dot_v1_dot_memory__service__pb2.ListReflectionDecisionsResponse.FromString,
             options,
             channel_credentials,
             insecure,
