@@ -106,13 +106,20 @@ class SessionSummary:
     sources: tuple[UUID, ...]  # the memories it states: when one changes, the summary is stale
 
 
+def statement(r: MemoryRecord) -> str:
+    """A memory as one line of a summary's input: a structured fact as entity.attribute = value."""
+    if r.entity:
+        return f"{r.entity}{'.' + r.attribute if r.attribute else ''} = {r.value or r.content}"
+    return f"{r.kind.value}: {r.content}"
+
+
 def session_summary(session_id: str, records: list[MemoryRecord]) -> SessionSummary:
     """The session's current facts and preferences in at most SUMMARY_MAX_CHARS characters: short
     enough to read at a glance and to be rebuilt whenever one of them changes."""
     facts = [r for r in records if r.kind in (Kind.FACT, Kind.PREFERENCE)]
     structured = sorted({(r.entity, r.attribute): r for r in facts if r.entity}.values(), key=lambda r: (r.entity, r.attribute or ""))
-    lines = [(r, f"- {r.entity}{'.' + r.attribute if r.attribute else ''} = {r.value or r.content}") for r in structured]
-    lines += [(r, f"- {r.kind.value}: {r.content}") for r in facts if not r.entity]
+    lines = [(r, f"- {statement(r)}") for r in structured]
+    lines += [(r, f"- {statement(r)}") for r in facts if not r.entity]
     text = f"Session {session_id}: {len(records)} active memories."
     if not lines:
         return SessionSummary(f"{text}\nNo facts or preferences recorded yet.", ())

@@ -52,3 +52,17 @@ def turns_decision(turns: int, at_last: int, every: int) -> Decision | None:
     if every and turns - at_last >= every:
         return Decision(True, f"{turns - at_last} turns since the last reflection of the session")
     return None
+
+
+def task_focus(task: Task) -> list[str]:
+    """What the model is asked to look for in this task, from what made it worth reflecting on."""
+    focus = []
+    if task.outcome == "failure":
+        focus.append("The task failed: store at least one lesson saying what to check or avoid next time,"
+                     " with the context it applies in.")
+    if task.outcome in ("success", "partial") and (n := retries(task)):
+        focus.append(f"The task succeeded after {n} {'retry' if n == 1 else 'retries'}: store the procedure"
+                     " that finally worked, as concrete steps.")
+    if task.feedback.strip():
+        focus.append("The user gave feedback: store any preference it expresses as a preference.")
+    return focus

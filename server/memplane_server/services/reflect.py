@@ -20,16 +20,18 @@ from ..core.errors import invalid
 from ..core.model import Kind, MemoryDraft, MemoryFilter, MemoryRecord, Status
 from ..core.operations import Operation
 from ..core.reflection import (
-    ReflectInput, ReflectOutcome, input_to_json, near_duplicate_groups, session_summary, task_summary, task_transcript,
+    ReflectInput, ReflectOutcome, input_to_json, near_duplicate_groups, session_summary, statement, task_summary,
+    task_transcript,
 )
 from ..core.requests import RequestKey, request_key
-from ..core.triggers import SIMILAR_TASK, Decision, task_decision
+from ..core.triggers import SIMILAR_TASK, Decision, task_decision, task_focus
 from ..core.decisions import DecisionRecord
 from ..core.paging import decode_position, encode_token
 from ..core.validation import (
     MAX_TASK_STEPS, check_content, check_free_id, check_identifier, check_text, check_time, clamp_page_size,
 )
 from ..llm.reflection import reflect as reflect_with_model
+from ..llm.summary import refresh as refresh_with_model
 from .changeable import changeable
 from .deps import Deps
 from .outcomes import apply_outcome
@@ -152,7 +154,8 @@ class ReflectService:
                 # First: an id the caller may not change refuses the reflection before it stores anything.
                 await apply_outcome(self.deps, caller, list(r.task.used_memory_ids), task_id=r.task.task_id,
                                     outcome=r.task.outcome, comment="")
-            transcript = task_transcript(r.task)
+            focus = task_focus(r.task)
+            transcript = task_transcript(r.task) + ("\nFocus:\n- " + "\n- ".join(focus) if focus else "")
             summary = task_summary(r.task)
             source = ("task", r.task.task_id)
         drafts: list[MemoryDraft] = []
@@ -178,16 +181,29 @@ class ReflectService:
             return ReflectOutcome()  # forgotten or already rebuilt meanwhile
         r = ReflectInput(session_id=stale.session_id, user_id=stale.user_id, scope=stale.scope, domain=stale.domain)
         records = await self._session_records(caller, r)
-        made = session_summary(stale.session_id, records)
-        summary, sources = made.text, made.sources
-        if self.deps.llm is not None and records:
-            reflection = await reflect_with_model(self.deps.llm, "\n".join(f"[{m.kind.value}] {m.content}" for m in records))
-            if reflection.summary:
-                summary, sources = reflection.summary, tuple(m.id for m in records)
+        if self.deps.llm is not None:
+            summary, sources = await self._refreshed_by_model(caller, stale, records)
+        else:
+            made = session_summary(stale.session_id, records)
+            summary, sources = made.text, made.sources
         draft = self._draft(r, Kind.SUMMARY, summary, "", 1.0, ("session", stale.session_id), derived_from=sources)
         fresh = await self.writer.write(caller, [draft], request_key(caller, "RefreshSummary", str(summary_id), b""))
         await self._retire_older_summaries(caller, stale.session_id, fresh[0])
         return ReflectOutcome(summary=summary, memories=fresh)
+
+    async def _refreshed_by_model(
+        self, caller: Caller, stale: MemoryRecord, records: list[MemoryRecord]
+    ) -> tuple[str, tuple[uuid.UUID, ...]]:
+        """The model rewrites the stale summary from what changed since it was written (its sources
+        that no longer hold, the session's memories new or changed since), not from the session."""
+        assert self.deps.llm is not None
+        stated = await self.deps.memories.get_many(caller, await self.deps.memories.sources_of(caller, stale.id))
+        gone = [m for m in stated if m.status is not Status.ACTIVE]
+        changed = [m for m in records if m.kind is not Kind.SUMMARY and (m.updated_at or m.created_at) > stale.created_at]
+        summary = await refresh_with_model(self.deps.llm, stale.content, [statement(m) for m in gone],
+                                           [statement(m) for m in changed])
+        still = tuple(m.id for m in stated if m.status is Status.ACTIVE)
+        return summary, still + tuple(m.id for m in changed)
 
     async def _session_records(self, caller: Caller, r: ReflectInput) -> list[MemoryRecord]:
         records = await self.deps.memories.list(

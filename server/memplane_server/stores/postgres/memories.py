@@ -79,6 +79,14 @@ class MemoryStore:
             row = await conn.fetchrow(f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {' AND '.join(where)}", *p.values)
         return record_from_row(row) if row else None
 
+    async def sources_of(self, caller: Caller, memory_id: uuid.UUID) -> list[uuid.UUID]:
+        """The memories a derived memory (a summary) was built from (migration 0009)."""
+        async with self.session(caller) as conn:
+            rows = await conn.fetch(
+                "SELECT source_id FROM memory_sources WHERE tenant_id = $1 AND memory_id = $2",
+                caller.tenant_id, memory_id)
+        return [r["source_id"] for r in rows]
+
     async def get_many(self, caller: Caller, memory_ids: Sequence[uuid.UUID]) -> list[MemoryRecord]:
         """The visible memories among the ids, in no particular order."""
         p = Params(list(memory_ids))
