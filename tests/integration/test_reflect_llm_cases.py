@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+from memplane_server.core.errors import Code, MemplaneError
 from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter, Scope
 from memplane_server.core.reflection import ReflectInput, Task, TaskStep
 from memplane_server.llm.chat import ChatModel
@@ -60,7 +61,7 @@ async def test_malformed_answers_fail_the_job_visibly_and_keep_the_trajectory(ll
     op = await reflect_service(llm_deps).reflect(world.writer, ReflectInput(task=task, mode="async"))
     fake_llm.script(*[Reply("sure, here you go")] * 4)  # each attempt asks twice
     failed = await run_jobs_until(job_runner(llm_deps), llm_deps, world.writer, op.id, lambda v: v.state == "failed")
-    assert failed.attempts == 2 and failed.error_reason == "MALFORMEDOUTPUT"
+    assert failed.attempts == 2 and failed.error_reason == "LLM_MALFORMED_OUTPUT"
     payload = await llm_deps.jobs.pool.fetchval("SELECT payload FROM jobs WHERE id = $1", op.id)
     assert payload["task"]["steps"][0]["observation"] == "error: schema missing"
 
@@ -84,3 +85,12 @@ async def test_a_stale_summary_is_refreshed_from_the_changes_only(llm_deps, fake
     served = await llm_deps.memories.list(
         world.writer, MemoryFilter(session_id="chat-1", kinds=(Kind.SUMMARY,)), limit=5, after=None)
     assert [m.id for m in served] == [refreshed.memories[0].id]
+
+
+async def test_a_model_that_fails_a_synchronous_reflection_is_unavailable_not_an_internal_error(
+        llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    fake_llm.script(Reply("provider down", status=503))
+    with pytest.raises(MemplaneError) as down:
+        await reflect_service(llm_deps).run(world.writer, ReflectInput(task=Task("t-down", "Deploy", outcome="failure")))
+    assert (down.value.code, down.value.reason) == (Code.UNAVAILABLE, "LLM_UNAVAILABLE")

@@ -11,6 +11,7 @@ from typing import TypeVar
 from opentelemetry import metrics, trace
 
 from ..core.attribution import work_tenant
+from ..core.errors import Code, MemplaneError
 from ..core.model import Kind
 from .litellm_import import load_litellm
 
@@ -79,16 +80,24 @@ class ChatModel:
         self._timeout = timeout
 
     async def ask_json(self, system: str, user: str, parse: Callable[[str], T]) -> T:
+        """The parsed answer. A provider that fails, times out or answers malformed twice is a
+        dependency that is down for this call: UNAVAILABLE with a reason, retried by clients and
+        by the job runner, never an INTERNAL error."""
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         for attempt in range(2):
-            response = await self._complete(messages)
+            try:
+                response = await self._complete(messages)
+            except Exception as exc:  # litellm raises its own hierarchy and plain network errors
+                raise MemplaneError(Code.UNAVAILABLE, "LLM_UNAVAILABLE",
+                                    f"the model {self.model} did not answer ({type(exc).__name__})") from exc
             text = response.choices[0].message.content or ""
             try:
                 return parse(text)
             except MalformedOutput as exc:
                 log.warning("model %s returned malformed output (attempt %d): %s", self.model, attempt + 1, exc)
                 if attempt:
-                    raise
+                    raise MemplaneError(Code.UNAVAILABLE, "LLM_MALFORMED_OUTPUT",
+                                        f"the model {self.model} answered twice without the expected JSON: {exc}") from exc
                 messages = [*messages, {"role": "assistant", "content": text},
                             {"role": "user", "content": f"That was invalid ({exc}). Answer again with only the JSON object."}]
         raise AssertionError("unreachable")
