@@ -33,9 +33,11 @@ from .services.rate_limits import RateLimits
 from .services.reflect import ReflectService
 from .services.registry import Services
 from .services.search import SearchService
+from .services.watch import WatchService
 from .services.working import WorkingService
 from .services.write import WriteService
 from .settings import Settings
+from .stores.postgres.changes import ChangeListener, ChangeStore
 from .stores.postgres.contexts import ContextStore
 from .stores.postgres.jobs import JobStore
 from .stores.postgres.memories import MemoryStore
@@ -155,12 +157,14 @@ class Runtime:
             tenancy=TenancyStore(self.pool), jobs=JobStore(self.pool),
             contexts=ContextStore(self.pool),
             working=WorkingStore(self.redis_client, s.working_max_items), embedder=embedder, llm=model,
+            changes=ChangeStore(self.pool), change_listener=ChangeListener(self.database_url),
         )
         return self.deps
 
     async def close(self) -> None:
         if self.deps is not None:
             self.deps.embedder.close()
+            await self.deps.change_listener.close()
         if self.redis_client is not None:
             await self.redis_client.aclose()
         if self.pool is not None:
@@ -182,6 +186,7 @@ def build_services(deps: Deps, runtime: Runtime) -> Services:
         forgets=ForgetService(deps),
         memories=MemoriesService(deps),
         working=WorkingService(deps, writes),
+        watches=WatchService(deps),
         operations=OperationsService(deps),
         contexts=ContextService(deps, quiet_seconds=s.context_quiet_seconds),
         admin=AdminService(deps.tenancy),
@@ -211,7 +216,8 @@ async def serve(settings: Settings, database_url: str, redis_url: str, *, ready:
     tasks = [asyncio.create_task(r.run_forever()) for r in runners]
     if settings.workers:
         tasks.append(asyncio.create_task(
-            sweep_expired(services.working, services.writes, settings.working_sweep_seconds, runners[0])))
+            sweep_expired(services.working, services.writes, services.watches, settings.working_sweep_seconds,
+                          runners[0])))
     if settings.workers and settings.context_window:
         tasks.append(asyncio.create_task(build_turn_windows(services.contexts, runners[0])))
     await server.start()

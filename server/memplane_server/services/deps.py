@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from ..llm.embedders import Embedder
 from ..llm.chat import ChatModel
 from ..settings import Settings
+from ..stores.postgres.changes import ChangeListener, ChangeStore
 from ..stores.postgres.contexts import ContextStore
 from ..stores.postgres.jobs import JobStore
 from ..stores.postgres.memories import MemoryStore
@@ -23,3 +24,5 @@ class Deps:
     working: WorkingStore
     embedder: Embedder
     llm: ChatModel | None
+    changes: ChangeStore
+    change_listener: ChangeListener

@@ -16,6 +16,7 @@ from .operations import OperationsService
 from .rate_limits import RateLimits
 from .reflect import ReflectService
 from .search import SearchService
+from .watch import WatchService
 from .working import WorkingService
 from .write import WriteService
 
@@ -29,6 +30,7 @@ class Services:
     forgets: ForgetService
     memories: MemoriesService
     working: WorkingService
+    watches: WatchService
     operations: OperationsService
     contexts: ContextService
     admin: AdminService
