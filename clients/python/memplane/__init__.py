@@ -15,6 +15,7 @@ from .admin import AdminClient, AsyncAdminClient
 from .aio import AsyncMemoryClient
 from .client import MemoryClient
 from .enums import (
+    ChangeKind,
     DomainAccess,
     HistoryAction,
     InferMode,
@@ -42,6 +43,7 @@ from .errors import (
 )
 from .inputs import FilterArgs, MemoryChanges, MemoryFields, MemoryInput, TaskStep, TaskTrajectory
 from .types import (
+    ChangeEvent,
     Agent,
     ApiKey,
     AuditEvent,
@@ -60,6 +62,7 @@ from .types import (
     SearchResult,
     Stats,
     Tenant,
+    WatchProgress,
     WorkingMemory,
     WriteResult,
 )
@@ -72,10 +75,11 @@ __all__ = [
     "MemoryInput", "TaskStep", "TaskTrajectory", "FilterArgs", "MemoryFields", "MemoryChanges",
     # enums
     "Scope", "Layer", "Kind", "MemoryStatus", "HistoryAction", "Role", "DomainAccess",
-    "OperationState", "TaskOutcome", "InferMode", "ReflectMode", "PromoteMode",
+    "OperationState", "TaskOutcome", "InferMode", "ReflectMode", "PromoteMode", "ChangeKind",
     # results
     "Memory", "ScoreComponent", "SearchHit", "SearchResult", "WriteResult", "ReflectResult",
     "Operation", "ForgetResult", "Page", "HistoryEntry", "WorkingMemory", "Stats",
+    "ChangeEvent", "WatchProgress",
     "Tenant", "Agent", "ApiKey", "CreatedApiKey", "CreatedTenant", "Domain", "DomainGrant", "AuditEvent",
     # errors
     "MemplaneError", "InvalidArgumentError", "NotFoundError", "AlreadyExistsError",
