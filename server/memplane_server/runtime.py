@@ -35,10 +35,12 @@ from .services.rate_limits import RateLimits
 from .services.reflect import ReflectService
 from .services.registry import Services
 from .services.search import SearchService
+from .services.watch import WatchService
 from .services.working import WorkingService
 from .services.write import WriteService
 from .settings import Settings
 from .stores.postgres.conflicts import ConflictStore
+from .stores.postgres.changes import ChangeListener, ChangeStore
 from .stores.postgres.contexts import ContextStore
 from .stores.postgres.decisions import DecisionStore
 from .stores.postgres.jobs import JobStore
@@ -161,12 +163,14 @@ class Runtime:
             contexts=ContextStore(self.pool), conflicts=ConflictStore(self.pool),
             decisions=DecisionStore(self.pool),
             working=WorkingStore(self.redis_client, s.working_max_items), embedder=embedder, llm=model,
+            changes=ChangeStore(self.pool), change_listener=ChangeListener(self.database_url),
         )
         return self.deps
 
     async def close(self) -> None:
         if self.deps is not None:
             self.deps.embedder.close()
+            await self.deps.change_listener.close()
         if self.redis_client is not None:
             await self.redis_client.aclose()
         if self.pool is not None:
@@ -191,6 +195,7 @@ def build_services(deps: Deps, runtime: Runtime) -> Services:
         memories=MemoriesService(deps),
         conflicts=ConflictsService(deps),
         working=WorkingService(deps, writes),
+        watches=WatchService(deps),
         operations=OperationsService(deps),
         contexts=ContextService(deps, quiet_seconds=s.context_quiet_seconds),
         admin=AdminService(deps.tenancy),
@@ -212,7 +217,7 @@ def start_background(deps: Deps, services: Services) -> tuple[list[JobRunner], l
     tasks = [asyncio.create_task(r.run_forever()) for r in runners]
     if runners:
         tasks.append(asyncio.create_task(
-            sweep_expired(services.working, services.writes, s.working_sweep_seconds, runners[0])))
+            sweep_expired(services.working, services.writes, services.watches, s.working_sweep_seconds, runners[0])))
     if runners and s.context_window:
         tasks.append(asyncio.create_task(build_turn_windows(services.contexts, runners[0])))
     if runners:

@@ -78,6 +78,9 @@ class Settings(BaseSettings):
     working_promote: bool = Field(True, description="promote a session's working memory when it closes or expires")
     working_sweep_seconds: float = Field(30.0, gt=0, description="how often expired sessions are looked for")
     idempotency_ttl_seconds: int = Field(24 * 3600, ge=1)
+    change_retention_seconds: float = Field(
+        24 * 3600, gt=0, description="how long the change log keeps changes for Watch to resume from"
+    )
     pending_threshold: float = Field(0.7, ge=0, le=1)
     dedup_threshold: float = Field(0.95, ge=0, le=1)
     conflict_window_seconds: float = Field(0.0, ge=0)

@@ -513,6 +513,9 @@ async def send_group(channel, planned: list[Planned], keys: dict[str, str], *, c
     async def one(p: Planned) -> None:
         path = f"/{p.method.containing_service.full_name}/{p.method.name}"
         call = channel.unary_unary(path, request_serializer=lambda b: b, response_deserializer=lambda b: b)
+        if p.method.server_streaming:
+            call = _first_messages(channel.unary_stream(path, request_serializer=lambda b: b,
+                                                        response_deserializer=lambda b: b))
         metadata = []
         if p.role != "none":
             metadata.append(("authorization", f"Bearer {keys.get(p.role, 'mpk_0000000000000000_nope')}"))
@@ -539,6 +542,29 @@ async def send_group(channel, planned: list[Planned], keys: dict[str, str], *, c
 
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     return counts, reasons, failures
+
+
+STREAM_SECONDS = 1.0
+
+
+def _first_messages(stream):
+    """A server stream (Watch) read like a unary call: what it sends within STREAM_SECONDS. A
+    stream still open then is healthy (OK); an error before is its answer."""
+
+    async def call(data, *, metadata, timeout):
+        rpc = stream(data, metadata=metadata, timeout=timeout)
+        try:
+            async def drain():
+                async for _ in rpc:
+                    pass
+
+            await asyncio.wait_for(drain(), STREAM_SECONDS)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            rpc.cancel()
+
+    return call
 
 
 def _reason(err) -> str:

@@ -18,6 +18,7 @@ from .enums import (
     AdviceKind,
     DecisionOutcome,
     DecisionSubject,
+    ChangeKind,
     DomainAccess,
     HistoryAction,
     InferMode,
@@ -47,6 +48,7 @@ from .inputs import FilterArgs, MemoryChanges, MemoryFields, MemoryInput, TaskSt
 from .types import (
     Advice,
     ReflectionDecision,
+    ChangeEvent,
     Agent,
     ApiKey,
     AuditEvent,
@@ -67,6 +69,7 @@ from .types import (
     SearchResult,
     Stats,
     Tenant,
+    WatchProgress,
     WorkingMemory,
     WriteResult,
 )
@@ -79,10 +82,12 @@ __all__ = [
     "MemoryInput", "TaskStep", "TaskTrajectory", "FilterArgs", "MemoryFields", "MemoryChanges",
     # enums
     "Scope", "Layer", "Kind", "MemoryStatus", "HistoryAction", "Role", "DomainAccess",
-    "OperationState", "TaskOutcome", "AdviceKind", "DecisionSubject", "DecisionOutcome", "InferMode", "ReflectMode", "PromoteMode",
+    "OperationState", "TaskOutcome", "AdviceKind", "DecisionSubject", "DecisionOutcome", "InferMode", "ReflectMode",
+    "PromoteMode", "ChangeKind",
     # results
     "Memory", "ScoreComponent", "SearchHit", "SearchResult", "WriteResult", "ReflectResult",
-    "Operation", "ForgetResult", "Page", "HistoryEntry", "WorkingMemory", "Stats", "Conflict", "ConflictResolution", "Advice", "ReflectionDecision",
+    "Operation", "ForgetResult", "Page", "HistoryEntry", "WorkingMemory", "Stats", "Conflict", "ConflictResolution",
+    "Advice", "ReflectionDecision", "ChangeEvent", "WatchProgress",
     "Tenant", "Agent", "ApiKey", "CreatedApiKey", "CreatedTenant", "Domain", "DomainGrant", "AuditEvent",
     # errors
     "MemplaneError", "InvalidArgumentError", "NotFoundError", "AlreadyExistsError",

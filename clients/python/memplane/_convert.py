@@ -11,7 +11,10 @@ from google.protobuf.struct_pb2 import Struct
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from . import types
-from .enums import AdviceKind, DecisionOutcome, DecisionSubject, DomainAccess, HistoryAction, Kind, Layer, MemoryStatus, OperationState, Role, Scope
+from .enums import (
+    AdviceKind, ChangeKind, DecisionOutcome, DecisionSubject, DomainAccess, HistoryAction, Kind, Layer, MemoryStatus,
+    OperationState, Role, Scope,
+)
 from .v1 import admin_service_pb2 as admin_pb
 from .v1 import memory_pb2, memory_service_pb2 as svc_pb, operation_pb2
 
@@ -171,6 +174,22 @@ def history_entry(pb: svc_pb.HistoryEntry) -> types.HistoryEntry:
         change_time=time_field(pb, "change_time"),
         actor=pb.actor,
         reason=pb.reason,
+    )
+
+
+def change_event(pb: svc_pb.ChangeEvent) -> types.ChangeEvent:
+    """A ChangeEvent from its proto."""
+    return types.ChangeEvent(
+        position=pb.position,
+        change_kind=ChangeKind.from_proto(pb.change_kind),
+        action=HistoryAction.from_proto(pb.action),
+        memory_id=pb.memory_id,
+        memory=memory(pb.memory) if pb.HasField("memory") else None,
+        change_time=time_field(pb, "change_time"),
+        scope=Scope.from_proto(pb.scope),
+        kind=Kind.from_proto(pb.kind),
+        session_id=pb.session_id,
+        entity=pb.entity,
     )
 
 

@@ -16,6 +16,7 @@ from . import _convert, types
 from .enums import (
     DecisionSubject,
     DecisionSubjectLike,
+    ChangeKind,
     InferMode,
     InferModeLike,
     Kind,
@@ -470,3 +471,21 @@ def cancel_operation(id: str) -> PreparedCall[types.Operation]:
     return PreparedCall(
         "CancelOperation", ops_pb.CancelOperationRequest(id=id), lambda r: _convert.operation(r.operation)
     )
+
+
+def watch(
+    *, after_position: int | None, scopes: Any, session_id: str | None, entity: str | None, kinds: Any,
+    change_kinds: Any,
+) -> svc_pb.WatchRequest:
+    """A WatchRequest; scopes, kinds and change_kinds take one value or an iterable."""
+    request = svc_pb.WatchRequest(
+        filter=svc_pb.WatchFilter(
+            scopes=_enums(Scope, scopes), session_id=session_id or "", entity=entity or "",
+            kinds=_enums(Kind, kinds), change_kinds=_enums(ChangeKind, change_kinds),
+        )
+    )
+    if after_position is not None:
+        if isinstance(after_position, bool) or not isinstance(after_position, int) or after_position < 0:
+            raise ValueError("after_position must be a non-negative int from an earlier event or progress")
+        request.after_position = after_position
+    return request

@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, TypeVar
 
 import grpc
 import grpc.aio
@@ -20,6 +20,7 @@ import grpc.aio
 from ._auth import Metadata, auth_metadata
 from ._requests import PreparedCall
 from ._retry import RetryPolicy, RetryState, ensure_request_id, is_retryable_call
+from ._watch import WatchCursor
 from ._version import __version__
 from .errors import from_rpc_error
 from .v1.admin_service_pb2_grpc import AdminServiceStub
@@ -129,6 +130,32 @@ class SyncTransport:
             else:
                 return prepared.convert(response)
 
+    def watch(self, cursor: WatchCursor, *, timeout: float | None, resume: bool) -> Iterator[Any]:
+        """Streams Watch, reconnecting after the last position handed over when the stream
+        breaks with a retryable error (per the retry policy, whose budget starts again with
+        every response received)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        rpc = self._rpcs["Watch"]
+        state = _stream_state(self._settings, resume, deadline)
+        while True:
+            call = rpc(cursor.next_request(), timeout=state.next_attempt_timeout(), metadata=self._settings.metadata)
+            try:
+                for response in call:
+                    state = _stream_state(self._settings, resume, deadline)
+                    for position, item in cursor.items(response):
+                        cursor.position = position
+                        yield item
+                    cursor.finish(response)
+                return
+            except grpc.RpcError as exc:
+                error = from_rpc_error(exc)
+                delay = state.delay_before_retry(error)
+                if delay is None:
+                    raise error from exc
+                self._sleep(delay)
+            finally:
+                call.cancel()
+
     def close(self) -> None:
         """Closes the channel."""
         self._channel.close()
@@ -163,9 +190,38 @@ class AsyncTransport:
             else:
                 return prepared.convert(response)
 
+    async def watch(self, cursor: WatchCursor, *, timeout: float | None, resume: bool) -> AsyncIterator[Any]:
+        """The asyncio twin of SyncTransport.watch."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        rpc = self._rpcs["Watch"]
+        state = _stream_state(self._settings, resume, deadline)
+        while True:
+            call = rpc(cursor.next_request(), timeout=state.next_attempt_timeout(), metadata=self._settings.metadata)
+            try:
+                async for response in call:
+                    state = _stream_state(self._settings, resume, deadline)
+                    for position, item in cursor.items(response):
+                        cursor.position = position
+                        yield item
+                    cursor.finish(response)
+                return
+            except grpc.RpcError as exc:
+                error = from_rpc_error(exc)
+                delay = state.delay_before_retry(error)
+                if delay is None:
+                    raise error from exc
+                await self._sleep(delay)
+            finally:
+                call.cancel()
+
     async def close(self) -> None:
         """Closes the channel."""
         await self._channel.close()
+
+
+def _stream_state(settings: CallSettings, resume: bool, deadline: float | None) -> RetryState:
+    remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+    return RetryState(settings.retry, retryable=resume, timeout=remaining)
 
 
 def _settings(api_key: str, agent_id: str | None, retry: RetryPolicy, default_timeout: float | None) -> CallSettings:

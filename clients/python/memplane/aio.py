@@ -8,15 +8,19 @@ from typing import TYPE_CHECKING, AsyncIterator, Iterable, Mapping
 from . import _requests
 from ._polling import OperationWait
 from ._transport import AsyncClientBase
+from ._watch import WatchCursor
 from .enums import (
-    DecisionSubjectLike, InferModeLike, KindLike, OperationStateLike, ReflectModeLike, ScopeLike, TaskOutcomeLike,
+    ChangeKindLike, DecisionSubjectLike, InferModeLike, KindLike, OperationStateLike, ReflectModeLike, ScopeLike,
+    TaskOutcomeLike,
 )
 from .inputs import FilterArgs, MemoryChanges, MemoryFields, MemoryInputLike, TaskTrajectoryLike
 from .types import (
     Advice,
-    ReflectionDecision,
+    ChangeEvent,
     Conflict,
     ConflictResolution,
+    ReflectionDecision,
+    WatchProgress,
     ForgetResult,
     HistoryEntry,
     Memory,
@@ -184,6 +188,37 @@ class AsyncMemoryClient(AsyncClientBase):
             if not page.next_page_token:
                 return
             page_token = page.next_page_token
+
+    async def watch(
+        self,
+        *,
+        after_position: int | None = None,
+        scopes: ScopeLike | Iterable[ScopeLike] | None = None,
+        session_id: str | None = None,
+        entity: str | None = None,
+        kinds: KindLike | Iterable[KindLike] | None = None,
+        change_kinds: ChangeKindLike | Iterable[ChangeKindLike] | None = None,
+        progress: bool = False,
+        resume: bool = True,
+        timeout: float | None = None,
+    ) -> AsyncIterator[ChangeEvent | WatchProgress]:
+        """Streams every change of a memory this caller may see, in commit order: created,
+        superseded, updated, forgotten (soft) and erased (hard), optionally filtered by scopes,
+        session, entity, memory kinds and change kinds (each condition given must hold).
+
+        From now, or after after_position (the position of the last event handled, kept across
+        restarts; the server keeps changes for its change retention, 24 h by default, and an
+        older position raises FailedPreconditionError WATCH_POSITION_EXPIRED). A stream that
+        breaks with UNAVAILABLE (a server restarting or shutting down) is reopened after the last
+        position handed over, so nothing is missed or repeated, unless resume=False. With
+        progress=True, WatchProgress items report positions reached while nothing visible
+        changed (store those too, so a quiet filtered watch does not fall behind the retention).
+        timeout bounds the whole watch (None: no end); closing the iterator ends the stream.
+        """
+        cursor = WatchCursor(after_position=after_position, progress=progress, scopes=scopes,
+                             session_id=session_id, entity=entity, kinds=kinds, change_kinds=change_kinds)
+        async for item in self._transport.watch(cursor, timeout=timeout, resume=resume):
+            yield item
 
     async def update_memory(
         self,

@@ -113,6 +113,18 @@ class HistoryAction(ProtoEnum):
     CONFIRMED = 11
 
 
+class ChangeKind(ProtoEnum):
+    """What happened to a memory, as a watch reports it."""
+
+    UNSPECIFIED = 0
+    CREATED = 1
+    SUPERSEDED = 2
+    UPDATED = 3
+    FORGOTTEN = 4  # soft forget (restorable)
+    ERASED = 5  # hard forget; the event carries no memory
+    SUMMARY_STALE = 6  # a summary turned STALE when one of its sources changed
+
+
 class Role(ProtoEnum):
     """What an API key may do."""
 
@@ -206,6 +218,7 @@ class ReflectMode(ProtoEnum):
 ScopeLike = Union[Scope, str, int]
 LayerLike = Union[Layer, str, int]
 KindLike = Union[Kind, str, int]
+ChangeKindLike = Union[ChangeKind, str, int]
 MemoryStatusLike = Union[MemoryStatus, str, int]
 RoleLike = Union[Role, str, int]
 DomainAccessLike = Union[DomainAccess, str, int]

@@ -14,6 +14,7 @@ from .enums import (
     AdviceKind,
     DecisionOutcome,
     DecisionSubject,
+    ChangeKind,
     DomainAccess,
     HistoryAction,
     Kind,
@@ -167,6 +168,35 @@ class HistoryEntry:
     change_time: datetime | None
     actor: str
     reason: str
+
+
+@dataclass(frozen=True)
+class ChangeEvent:
+    """One change of a memory the caller may see, from watch().
+
+    position orders changes across all writers and servers; pass the last one you handled as
+    after_position to resume without missing any. memory is the memory as it was after the
+    change, or None once it has been erased (hard-forgotten).
+    """
+
+    position: int
+    change_kind: ChangeKind
+    action: HistoryAction
+    memory_id: str
+    memory: Memory | None
+    change_time: datetime | None
+    scope: Scope
+    kind: Kind
+    session_id: str
+    entity: str
+
+
+@dataclass(frozen=True)
+class WatchProgress:
+    """From watch(progress=True): everything visible up to position has been delivered (sent
+    when a stream starts, and now and then while nothing visible changes)."""
+
+    position: int
 
 
 @dataclass(frozen=True)

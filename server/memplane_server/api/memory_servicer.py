@@ -1,6 +1,8 @@
 """MemoryService: protobuf in, use case, protobuf out."""
 from __future__ import annotations
 
+import asyncio
+
 from memplane.v1 import memory_pb2 as pb
 from memplane.v1 import memory_service_pb2 as spb
 from memplane.v1 import memory_service_pb2_grpc as spb_grpc
@@ -18,10 +20,11 @@ from ..services.memories import MemoriesService
 from ..core.reflection import ReflectInput, Task, TaskStep
 from ..services.reflect import ReflectService
 from ..services.search import SearchQuery, SearchService
+from ..services.watch import WatchService
 from ..services.working import WorkingService
 from .context import current_caller, current_request_key
 from .convert import (
-    LAYERS, KINDS, SCOPES, STATUSES, add_each, counts_out, draft_in,
+    LAYERS, KINDS, SCOPES, STATUSES, add_each, change_filter_in, change_out, counts_out, draft_in,
     struct_in, enum_in, filter_in, history_out, hit_out, memory_out,
     ts_in, ts_out,
 )
@@ -43,10 +46,11 @@ _SIDES = {spb.CONFLICT_SIDE_CURRENT: "current", spb.CONFLICT_SIDE_CHALLENGER: "c
 class MemoryServicer(spb_grpc.MemoryServiceServicer):
     def __init__(self, search: SearchService, reflect: ReflectService, forget: ForgetService,
                  memories: MemoriesService, working: WorkingService, extract: ExtractService,
-                 conflicts: ConflictsService, foresight: ForesightService) -> None:
+                 conflicts: ConflictsService, foresight: ForesightService, watches: WatchService,
+                 stopping: asyncio.Event | None = None) -> None:
         self.searches, self.reflections, self.extractions = search, reflect, extract
         self.forgets, self.memories, self.working, self.conflicts = forget, memories, working, conflicts
-        self.foresight = foresight
+        self.foresight, self.watches, self.stopping = foresight, watches, stopping
 
     async def Write(self, request: spb.WriteRequest, context) -> spb.WriteResponse:
         drafts = [draft_in(m) for m in request.memories]
@@ -250,3 +254,11 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
                 operation_id=str(d.operation_id) if d.operation_id else "")
             ts_out(out.create_time, d.created_at)
         return response
+
+    async def Watch(self, request: spb.WatchRequest, context):
+        after = request.after_position if request.HasField("after_position") else None
+        batches = self.watches.watch(current_caller(), change_filter_in(request.filter), after, stop=self.stopping)
+        async for batch in batches:
+            response = spb.WatchResponse(position=batch.position)
+            add_each(response.events, batch.events, change_out)
+            yield response

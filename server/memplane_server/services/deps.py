@@ -7,6 +7,7 @@ from ..llm.embedders import Embedder
 from ..llm.chat import ChatModel
 from ..settings import Settings
 from ..stores.postgres.conflicts import ConflictStore
+from ..stores.postgres.changes import ChangeListener, ChangeStore
 from ..stores.postgres.contexts import ContextStore
 from ..stores.postgres.decisions import DecisionStore
 from ..stores.postgres.jobs import JobStore
@@ -27,3 +28,5 @@ class Deps:
     working: WorkingStore
     embedder: Embedder
     llm: ChatModel | None
+    changes: ChangeStore
+    change_listener: ChangeListener

@@ -18,6 +18,7 @@ from .operations import OperationsService
 from .rate_limits import RateLimits
 from .reflect import ReflectService
 from .search import SearchService
+from .watch import WatchService
 from .working import WorkingService
 from .write import WriteService
 
@@ -33,6 +34,7 @@ class Services:
     memories: MemoriesService
     conflicts: ConflictsService
     working: WorkingService
+    watches: WatchService
     operations: OperationsService
     contexts: ContextService
     admin: AdminService

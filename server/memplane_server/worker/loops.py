@@ -9,6 +9,7 @@ from opentelemetry import metrics
 from ..logs import OncePerCause, cause_of
 from ..services.context import ContextService
 from ..services.deps import Deps
+from ..services.watch import WatchService
 from ..services.working import WorkingService
 from ..services.write import WriteService
 from .runner import IDLE_POLL_SECONDS, JobRunner
@@ -23,13 +24,16 @@ _window_backlog = _meter.create_gauge(
 _stored = _meter.create_gauge("memplane.memories.stored", unit="{memory}", description="memories stored per tenant")
 
 
-async def sweep_expired(working: WorkingService, writes: WriteService, every_seconds: float, runner: JobRunner) -> None:
-    """Promotes expired working-memory sessions and forgets write requests past the idempotency window."""
+async def sweep_expired(working: WorkingService, writes: WriteService, watches: WatchService, every_seconds: float,
+                        runner: JobRunner) -> None:
+    """Promotes expired working-memory sessions, forgets write requests past the idempotency window
+    and changes past the change retention."""
     failures = OncePerCause(log)
     while not runner.stopping:
         try:
             await working.promote_expired()
             await writes.forget_old_requests()
+            await watches.prune()
         except Exception as exc:  # Redis or PostgreSQL hiccups: try again next round
             failures.log(cause_of(exc), "sweep of expired sessions and requests failed")
         await runner.wait(every_seconds)

@@ -81,6 +81,16 @@ class DecisionOutcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     DECISION_OUTCOME_RAN: _ClassVar[DecisionOutcome]
     DECISION_OUTCOME_SKIPPED: _ClassVar[DecisionOutcome]
     DECISION_OUTCOME_SIGNAL: _ClassVar[DecisionOutcome]
+
+class ChangeKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CHANGE_KIND_UNSPECIFIED: _ClassVar[ChangeKind]
+    CHANGE_KIND_CREATED: _ClassVar[ChangeKind]
+    CHANGE_KIND_SUPERSEDED: _ClassVar[ChangeKind]
+    CHANGE_KIND_UPDATED: _ClassVar[ChangeKind]
+    CHANGE_KIND_FORGOTTEN: _ClassVar[ChangeKind]
+    CHANGE_KIND_ERASED: _ClassVar[ChangeKind]
+    CHANGE_KIND_SUMMARY_STALE: _ClassVar[ChangeKind]
 INFER_MODE_UNSPECIFIED: InferMode
 INFER_MODE_ASYNC: InferMode
 INFER_MODE_SYNC: InferMode
@@ -121,6 +131,13 @@ DECISION_OUTCOME_UNSPECIFIED: DecisionOutcome
 DECISION_OUTCOME_RAN: DecisionOutcome
 DECISION_OUTCOME_SKIPPED: DecisionOutcome
 DECISION_OUTCOME_SIGNAL: DecisionOutcome
+CHANGE_KIND_UNSPECIFIED: ChangeKind
+CHANGE_KIND_CREATED: ChangeKind
+CHANGE_KIND_SUPERSEDED: ChangeKind
+CHANGE_KIND_UPDATED: ChangeKind
+CHANGE_KIND_FORGOTTEN: ChangeKind
+CHANGE_KIND_ERASED: ChangeKind
+CHANGE_KIND_SUMMARY_STALE: ChangeKind
 
 class MemoryInput(_message.Message):
     __slots__ = ("scope", "domain", "layer", "kind", "content", "context", "entity", "attribute", "value", "tags", "metadata", "confidence", "user_id", "session_id", "source", "occurred_at", "valid_from", "valid_to", "ttl", "state_key")
@@ -656,3 +673,57 @@ class ListReflectionDecisionsResponse(_message.Message):
     decisions: _containers.RepeatedCompositeFieldContainer[ReflectionDecision]
     next_page_token: str
     def __init__(self, decisions: _Optional[_Iterable[_Union[ReflectionDecision, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class WatchFilter(_message.Message):
+    __slots__ = ("scopes", "session_id", "entity", "kinds", "change_kinds")
+    SCOPES_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ENTITY_FIELD_NUMBER: _ClassVar[int]
+    KINDS_FIELD_NUMBER: _ClassVar[int]
+    CHANGE_KINDS_FIELD_NUMBER: _ClassVar[int]
+    scopes: _containers.RepeatedScalarFieldContainer[_memory_pb2.Scope]
+    session_id: str
+    entity: str
+    kinds: _containers.RepeatedScalarFieldContainer[_memory_pb2.Kind]
+    change_kinds: _containers.RepeatedScalarFieldContainer[ChangeKind]
+    def __init__(self, scopes: _Optional[_Iterable[_Union[_memory_pb2.Scope, str]]] = ..., session_id: _Optional[str] = ..., entity: _Optional[str] = ..., kinds: _Optional[_Iterable[_Union[_memory_pb2.Kind, str]]] = ..., change_kinds: _Optional[_Iterable[_Union[ChangeKind, str]]] = ...) -> None: ...
+
+class WatchRequest(_message.Message):
+    __slots__ = ("filter", "after_position")
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    AFTER_POSITION_FIELD_NUMBER: _ClassVar[int]
+    filter: WatchFilter
+    after_position: int
+    def __init__(self, filter: _Optional[_Union[WatchFilter, _Mapping]] = ..., after_position: _Optional[int] = ...) -> None: ...
+
+class ChangeEvent(_message.Message):
+    __slots__ = ("position", "change_kind", "action", "memory_id", "memory", "change_time", "scope", "kind", "session_id", "entity")
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    CHANGE_KIND_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_ID_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    CHANGE_TIME_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ENTITY_FIELD_NUMBER: _ClassVar[int]
+    position: int
+    change_kind: ChangeKind
+    action: HistoryAction
+    memory_id: str
+    memory: _memory_pb2.Memory
+    change_time: _timestamp_pb2.Timestamp
+    scope: _memory_pb2.Scope
+    kind: _memory_pb2.Kind
+    session_id: str
+    entity: str
+    def __init__(self, position: _Optional[int] = ..., change_kind: _Optional[_Union[ChangeKind, str]] = ..., action: _Optional[_Union[HistoryAction, str]] = ..., memory_id: _Optional[str] = ..., memory: _Optional[_Union[_memory_pb2.Memory, _Mapping]] = ..., change_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., scope: _Optional[_Union[_memory_pb2.Scope, str]] = ..., kind: _Optional[_Union[_memory_pb2.Kind, str]] = ..., session_id: _Optional[str] = ..., entity: _Optional[str] = ...) -> None: ...
+
+class WatchResponse(_message.Message):
+    __slots__ = ("events", "position")
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[ChangeEvent]
+    position: int
+    def __init__(self, events: _Optional[_Iterable[_Union[ChangeEvent, _Mapping]]] = ..., position: _Optional[int] = ...) -> None: ...

@@ -117,6 +117,11 @@ class MemoryServiceStub:
                 request_serializer=memplane_dot_v1_dot_memory__service__pb2.ListReflectionDecisionsRequest.SerializeToString,
                 response_deserializer=memplane_dot_v1_dot_memory__service__pb2.ListReflectionDecisionsResponse.FromString,
                 _registered_method=True)
+        self.Watch = channel.unary_stream(
+                '/memplane.v1.MemoryService/Watch',
+                request_serializer=memplane_dot_v1_dot_memory__service__pb2.WatchRequest.SerializeToString,
+                response_deserializer=memplane_dot_v1_dot_memory__service__pb2.WatchResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -238,6 +243,14 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Watch(self, request, context):
+        """Streams every change of a memory the caller may see, in commit order, from now or from a
+        position the caller saw before (resumable within the server's change retention).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -320,6 +333,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.ListReflectionDecisions,
                     request_deserializer=memplane_dot_v1_dot_memory__service__pb2.ListReflectionDecisionsRequest.FromString,
                     response_serializer=memplane_dot_v1_dot_memory__service__pb2.ListReflectionDecisionsResponse.SerializeToString,
+            ),
+            'Watch': grpc.unary_stream_rpc_method_handler(
+                    servicer.Watch,
+                    request_deserializer=memplane_dot_v1_dot_memory__service__pb2.WatchRequest.FromString,
+                    response_serializer=memplane_dot_v1_dot_memory__service__pb2.WatchResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -757,6 +775,33 @@ class MemoryService:
             '/memplane.v1.MemoryService/ListReflectionDecisions',
             memplane_dot_v1_dot_memory__service__pb2.ListReflectionDecisionsRequest.SerializeToString,
             memplane_dot_v1_dot_memory__service__pb2.ListReflectionDecisionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Watch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/memplane.v1.MemoryService/Watch',
+            memplane_dot_v1_dot_memory__service__pb2.WatchRequest.SerializeToString,
+            memplane_dot_v1_dot_memory__service__pb2.WatchResponse.FromString,
             options,
             channel_credentials,
             insecure,
