@@ -4,6 +4,7 @@ indexed in the single global index still expire."""
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import replace
 
 import pytest
@@ -86,3 +87,19 @@ async def test_a_tenant_whose_sessions_are_all_swept_leaves_the_set_and_comes_ba
     assert not await deps.working.client.sismember(TENANTS, world.tenant_id)
     await WriteService(deps).write(world.agent1, [turn("again", "back")])
     assert await deps.working.client.sismember(TENANTS, world.tenant_id)
+
+
+async def test_a_due_session_extended_since_its_index_entry_is_indexed_anew_not_promoted(deps, make_tenant):
+    world = await make_tenant()
+    await WriteService(deps).write(world.agent1, [turn("still in use", "extended")])
+    # Extended without its entry in the tenant's index moving: what a write between a sweeper's
+    # claim and its read leaves, or an older release's server extending it in the old index only.
+    session = WorkingSession(world.tenant_id, "a1", "extended")
+    later = int(time.time()) + 3600
+    await deps.working.client.hset(session.key("meta"), "expire_at", str(later))
+    await asyncio.sleep(2.1)
+    sweeper = WorkingService(deps, WriteService(deps))
+    while await sweeper.promote_expired(limit=100):
+        pass
+    assert await promoted(deps, world.agent1, "extended") == []
+    assert await deps.working.client.zscore(expiry_index(world.tenant_id), session.member) == later

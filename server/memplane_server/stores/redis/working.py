@@ -252,6 +252,11 @@ class WorkingStore:
                     await self.client.sadd(TENANTS, tenant)
         return claimed
 
+    async def reindex(self, session: WorkingSession, expire_at: float) -> None:
+        """Puts a claimed session back in its tenant's index (never earlier than it is there)."""
+        await self.client.zadd(expiry_index(session.tenant_id), {session.member: expire_at}, gt=True)
+        await self.client.sadd(TENANTS, session.tenant_id)
+
     async def _adopt_legacy(self, limit: int) -> None:
         """Moves sessions of the single index of older releases into their tenants' indexes (each
         step idempotent, so sweepers may race), until it is empty; also while older servers still
