@@ -78,8 +78,11 @@ def _migrate(settings: Settings) -> int:
         finally:
             await conn.close()
 
-    with tool_database(settings) as url:
-        applied = asyncio.run(run(url))
+    if settings.migration_database_url:
+        applied = asyncio.run(run(settings.migration_database_url))
+    else:
+        with tool_database(settings) as url:
+            applied = asyncio.run(run(url))
     print("applied: " + (", ".join(applied) if applied else "nothing, schema is current"))
     return 0
 

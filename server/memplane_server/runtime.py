@@ -45,7 +45,7 @@ from .stores.postgres.contexts import ContextStore
 from .stores.postgres.decisions import DecisionStore
 from .stores.postgres.jobs import JobStore
 from .stores.postgres.memories import MemoryStore
-from .stores.postgres.migrations import migrate
+from .stores.postgres.migrations import applied_version, latest_version, migrate
 from .stores.postgres.pool import create_pool, database_ping
 from .stores.postgres.schema import VECTOR_DIM
 from .stores.postgres.tenancy import TenancyStore
@@ -121,6 +121,29 @@ class Embedded:
             self.guardian.stop()
 
 
+async def prepare_schema(settings: Settings, database_url: str) -> None:
+    """Migrates at start (through MEMPLANE_MIGRATION_DATABASE_URL when set), or, when
+    MEMPLANE_MIGRATE_ON_START is false, refuses a database this release's migrations have not all
+    reached: a process that waited instead would hide a migration Job that never ran."""
+    if settings.migrate_on_start:
+        conn = await asyncpg.connect(settings.migration_database_url or database_url)
+        try:
+            await migrate(conn)
+        finally:
+            await conn.close()
+        return
+    conn = await asyncpg.connect(database_url)
+    try:
+        version = await applied_version(conn)
+    finally:
+        await conn.close()
+    if version < latest_version():
+        raise SystemExit(
+            f"the database schema is at version {version}, this release needs {latest_version()}, and "
+            "MEMPLANE_MIGRATE_ON_START=false: run `memplane migrate` first (the Helm chart's migration Job, "
+            "docker compose's migrate service)")
+
+
 @dataclass
 class Runtime:
     settings: Settings
@@ -132,12 +155,8 @@ class Runtime:
 
     async def open(self) -> Deps:
         s = self.settings
-        # Migrate on a plain connection first: the pool's connections need the vector type to exist.
-        conn = await asyncpg.connect(self.database_url)
-        try:
-            await migrate(conn)
-        finally:
-            await conn.close()
+        # Before the pool: its connections need the vector type to exist.
+        await prepare_schema(s, self.database_url)
         self.pool = await create_pool(self.database_url, size=s.db_pool_size, ef_search=s.hnsw_ef_search)
         # Bounded waits: a Redis that hangs must turn into UNAVAILABLE, not a call that never ends.
         # One quick retry replaces a pooled connection that a Redis restart broke; redis-py's

@@ -23,6 +23,14 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default_factory=_default_data_dir, description="embedded PostgreSQL/Redis data")
     database_url: str | None = Field(None, description="PostgreSQL DSN; unset starts the embedded one")
     redis_url: str | None = Field(None, description="Redis URL; unset starts the embedded one")
+    # Migrations hold a session-level advisory lock, which a transaction-mode pooler (PgBouncer)
+    # would leave on a pooled connection: they need a direct connection when database_url is one.
+    migration_database_url: str | None = Field(
+        None, description="PostgreSQL DSN migrations use (direct, not through a pooler); unset = database_url"
+    )
+    migrate_on_start: bool = Field(
+        True, description="serve/worker apply migrations at start; false: they refuse an unmigrated database"
+    )
     # At least 2: bootstrapping holds one connection (its advisory lock) while it writes on another.
     db_pool_size: int = Field(10, ge=2, description="PostgreSQL connections per process")
     bootstrap_tenant: str = Field("default", description="first tenant created on an empty database; empty disables")
@@ -111,6 +119,13 @@ class Settings(BaseSettings):
     api_key: SecretStr | None = Field(None, description="key `memplane mcp` (stdio) and `memplane admin` call with")
     agent_id: str | None = Field(None, description="agent a tenant-wide key acts as in `memplane mcp` (stdio)")
     mcp_listen: str = Field("127.0.0.1:8765", description="host:port `memplane mcp --http` binds")
+
+    @model_validator(mode="after")
+    def _migration_url_needs_a_database_url(self) -> "Settings":
+        # Without database_url the embedded database is used, which no other URL can reach.
+        if self.migration_database_url and not self.database_url:
+            raise ValueError("MEMPLANE_MIGRATION_DATABASE_URL needs MEMPLANE_DATABASE_URL (the same database)")
+        return self
 
     @model_validator(mode="after")
     def _llm_stages_need_a_model(self) -> "Settings":
