@@ -23,6 +23,7 @@ from .services.admin import AdminService
 from .services.auth import Authenticator
 from .services.availability import Availability
 from .services.conflicts import ConflictsService
+from .services.consolidate import ConsolidateService
 from .services.context import ContextService
 from .services.deps import Deps
 from .services.extract import ExtractService
@@ -213,6 +214,7 @@ def build_services(deps: Deps, runtime: Runtime) -> Services:
         forgets=ForgetService(deps),
         memories=MemoriesService(deps),
         conflicts=ConflictsService(deps),
+        consolidations=ConsolidateService(deps, writes),
         working=WorkingService(deps, writes),
         watches=WatchService(deps),
         operations=OperationsService(deps),

@@ -47,6 +47,7 @@ from .errors import (
 from .inputs import FilterArgs, MemoryChanges, MemoryFields, MemoryInput, TaskStep, TaskTrajectory
 from .types import (
     Advice,
+    MemoryCluster,
     ReflectionDecision,
     ChangeEvent,
     Agent,
@@ -87,7 +88,7 @@ __all__ = [
     # results
     "Memory", "ScoreComponent", "SearchHit", "SearchResult", "WriteResult", "ReflectResult",
     "Operation", "ForgetResult", "Page", "HistoryEntry", "WorkingMemory", "Stats", "Conflict", "ConflictResolution",
-    "Advice", "ReflectionDecision", "ChangeEvent", "WatchProgress",
+    "Advice", "ReflectionDecision", "MemoryCluster", "ChangeEvent", "WatchProgress",
     "Tenant", "Agent", "ApiKey", "CreatedApiKey", "CreatedTenant", "Domain", "DomainGrant", "AuditEvent",
     # errors
     "MemplaneError", "InvalidArgumentError", "NotFoundError", "AlreadyExistsError",

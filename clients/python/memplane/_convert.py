@@ -97,6 +97,7 @@ def memory(pb: memory_pb2.Memory) -> types.Memory:
         embedding_model=pb.embedding_model,
         sources=tuple((s.type, s.id) for s in pb.sources),
         conflicts_with=pb.conflicts_with,
+        consolidated_into=pb.consolidated_into,
     )
 
 
@@ -306,3 +307,8 @@ def reflection_decision(pb: Any) -> types.ReflectionDecision:
         outcome=DecisionOutcome.from_proto(pb.outcome), reason=pb.reason, operation_id=pb.operation_id,
         turns=pb.turns, create_time=time_field(pb, "create_time"),
     )
+
+
+def memory_cluster(pb: Any) -> types.MemoryCluster:
+    return types.MemoryCluster(kind=Kind.from_proto(pb.kind), members=memories(pb.members),
+                               consolidated=memory(pb.consolidated) if pb.HasField("consolidated") else None)

@@ -418,6 +418,14 @@ def list_reflection_decisions(
                         lambda r: _convert.page(r.decisions, _convert.reflection_decision, r.next_page_token))
 
 
+def consolidate(
+    *, scope: ScopeLike | None, domain: str, dry_run: bool
+) -> PreparedCall[tuple[types.MemoryCluster, ...]]:
+    """Consolidate, resolving to the clusters found (and written, unless a dry run)."""
+    request = svc_pb.ConsolidateRequest(scope=_enum_or_zero(Scope, scope), domain=domain, dry_run=dry_run)
+    return PreparedCall("Consolidate", request, lambda r: tuple(_convert.memory_cluster(c) for c in r.clusters))
+
+
 def foresee(
     task: str, *, entities: Iterable[str], tools: Iterable[str], top_k: int, filters: Mapping[str, Any]
 ) -> PreparedCall[tuple[types.Advice, ...]]:

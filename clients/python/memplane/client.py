@@ -16,6 +16,7 @@ from .enums import (
 from .inputs import FilterArgs, MemoryChanges, MemoryFields, MemoryInputLike, TaskTrajectoryLike
 from .types import (
     Advice,
+    MemoryCluster,
     ChangeEvent,
     Conflict,
     ConflictResolution,
@@ -276,6 +277,14 @@ class MemoryClient(SyncClientBase):
                 subject=subject, subject_id=subject_id, page_size=page_size, page_token=page_token),
             timeout,
         )
+
+    def consolidate(
+        self, *, scope: ScopeLike | None = None, domain: str = "", dry_run: bool = False,
+        timeout: float | None = None,
+    ) -> tuple[MemoryCluster, ...]:
+        """Clusters similar lessons and procedures and, with the server's model, writes one more
+        general memory per cluster (dry_run: only reports the clusters)."""
+        return self._transport.call(_requests.consolidate(scope=scope, domain=domain, dry_run=dry_run), timeout)
 
     def foresee(
         self,

@@ -66,6 +66,7 @@ class Memory:
     embedding_model: str
     sources: tuple[tuple[str, str], ...] = ()  # (type, id) of every observation behind the memory
     conflicts_with: str = ""  # NEEDS_CONFIRMATION only: the memory this one contradicts
+    consolidated_into: str = ""  # a more general consolidated memory stands for this one
 
 
 @dataclass(frozen=True)
@@ -350,3 +351,12 @@ class ReflectionDecision:
     operation_id: str
     turns: int
     create_time: datetime | None
+
+
+@dataclass(frozen=True)
+class MemoryCluster:
+    """Similar lessons or procedures, and the more general memory written for them (None in a dry run)."""
+
+    kind: Kind
+    members: tuple[Memory, ...]
+    consolidated: Memory | None

@@ -214,6 +214,7 @@ def memory_out(r: MemoryRecord, target: pb.Memory | None = None) -> pb.Memory:
     m.use_count = r.use_count
     m.embedding_model = r.embedding_model or ""
     m.conflicts_with = str(r.conflicts_with) if r.conflicts_with else ""
+    m.consolidated_into = str(r.consolidated_into) if r.consolidated_into else ""
     for source in r.sources:
         m.sources.add(type=source.get("type") or "", id=source.get("id") or "")
     return m

@@ -13,6 +13,7 @@ from ..core.operations import Operation
 from ..core.validation import shown
 from ..core.working import item_to_record
 from ..services.conflicts import ConflictsService
+from ..services.consolidate import ConsolidateService
 from ..services.extract import ExtractService
 from ..services.forget import ForgetService
 from ..services.foresight import ForesightService
@@ -25,7 +26,7 @@ from ..services.working import WorkingService
 from .context import current_caller, current_request_key
 from .convert import (
     LAYERS, KINDS, SCOPES, STATUSES, add_each, change_filter_in, change_out, counts_out, draft_in,
-    struct_in, enum_in, filter_in, history_out, hit_out, memory_out,
+    struct_in, enum_in, enum_out, filter_in, history_out, hit_out, memory_out,
     ts_in, ts_out,
 )
 from .operation_convert import operation_out
@@ -46,11 +47,12 @@ _SIDES = {spb.CONFLICT_SIDE_CURRENT: "current", spb.CONFLICT_SIDE_CHALLENGER: "c
 class MemoryServicer(spb_grpc.MemoryServiceServicer):
     def __init__(self, search: SearchService, reflect: ReflectService, forget: ForgetService,
                  memories: MemoriesService, working: WorkingService, extract: ExtractService,
-                 conflicts: ConflictsService, foresight: ForesightService, watches: WatchService,
-                 stopping: asyncio.Event | None = None) -> None:
+                 conflicts: ConflictsService, foresight: ForesightService, consolidations: ConsolidateService,
+                 watches: WatchService, stopping: asyncio.Event | None = None) -> None:
         self.searches, self.reflections, self.extractions = search, reflect, extract
         self.forgets, self.memories, self.working, self.conflicts = forget, memories, working, conflicts
-        self.foresight, self.watches, self.stopping = foresight, watches, stopping
+        self.foresight, self.consolidations = foresight, consolidations
+        self.watches, self.stopping = watches, stopping
 
     async def Write(self, request: spb.WriteRequest, context) -> spb.WriteResponse:
         drafts = [draft_in(m) for m in request.memories]
@@ -262,3 +264,15 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
             response = spb.WatchResponse(position=batch.position)
             add_each(response.events, batch.events, change_out)
             yield response
+
+    async def Consolidate(self, request: spb.ConsolidateRequest, context) -> spb.ConsolidateResponse:
+        found = await self.consolidations.consolidate(
+            current_caller(), scope=enum_in(SCOPES, request.scope, "scope"), domain=request.domain or None,
+            dry_run=request.dry_run)
+        response = spb.ConsolidateResponse()
+        for c in found:
+            out = response.clusters.add(kind=enum_out(KINDS, c.kind))
+            add_each(out.members, c.members, memory_out)
+            if c.consolidated is not None:
+                memory_out(c.consolidated, out.consolidated)
+        return response

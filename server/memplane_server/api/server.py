@@ -56,7 +56,7 @@ def build_server(services: Services, drain: Drain) -> tuple[grpc.aio.Server, hea
     memory_service_pb2_grpc.add_MemoryServiceServicer_to_server(
         MemoryServicer(services.searches, services.reflections, services.forgets, services.memories,
                        services.working, services.extractions, services.conflicts,
-                       services.foresight, services.watches, drain.stopping),
+                       services.foresight, services.consolidations, services.watches, drain.stopping),
         server,
     )
     admin_service_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(services.admin), server)

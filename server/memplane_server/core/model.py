@@ -134,6 +134,7 @@ class MemoryRecord:
     expire_at: datetime | None = None
     sources: list[dict[str, Any]] = field(default_factory=list)
     conflicts_with: UUID | None = None
+    consolidated_into: UUID | None = None  # a lesson or procedure a more general one now stands for
 
 
 @dataclass(frozen=True)

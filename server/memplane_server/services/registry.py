@@ -8,6 +8,7 @@ from .admin import AdminService
 from .auth import Authenticator
 from .availability import Availability
 from .conflicts import ConflictsService
+from .consolidate import ConsolidateService
 from .context import ContextService
 from .extract import ExtractService
 from .forget import ForgetService
@@ -33,6 +34,7 @@ class Services:
     forgets: ForgetService
     memories: MemoriesService
     conflicts: ConflictsService
+    consolidations: ConsolidateService
     working: WorkingService
     watches: WatchService
     operations: OperationsService

@@ -727,3 +727,29 @@ class WatchResponse(_message.Message):
     events: _containers.RepeatedCompositeFieldContainer[ChangeEvent]
     position: int
     def __init__(self, events: _Optional[_Iterable[_Union[ChangeEvent, _Mapping]]] = ..., position: _Optional[int] = ...) -> None: ...
+
+class ConsolidateRequest(_message.Message):
+    __slots__ = ("scope", "domain", "dry_run")
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    DOMAIN_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    scope: _memory_pb2.Scope
+    domain: str
+    dry_run: bool
+    def __init__(self, scope: _Optional[_Union[_memory_pb2.Scope, str]] = ..., domain: _Optional[str] = ..., dry_run: _Optional[bool] = ...) -> None: ...
+
+class MemoryCluster(_message.Message):
+    __slots__ = ("kind", "members", "consolidated")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    CONSOLIDATED_FIELD_NUMBER: _ClassVar[int]
+    kind: _memory_pb2.Kind
+    members: _containers.RepeatedCompositeFieldContainer[_memory_pb2.Memory]
+    consolidated: _memory_pb2.Memory
+    def __init__(self, kind: _Optional[_Union[_memory_pb2.Kind, str]] = ..., members: _Optional[_Iterable[_Union[_memory_pb2.Memory, _Mapping]]] = ..., consolidated: _Optional[_Union[_memory_pb2.Memory, _Mapping]] = ...) -> None: ...
+
+class ConsolidateResponse(_message.Message):
+    __slots__ = ("clusters",)
+    CLUSTERS_FIELD_NUMBER: _ClassVar[int]
+    clusters: _containers.RepeatedCompositeFieldContainer[MemoryCluster]
+    def __init__(self, clusters: _Optional[_Iterable[_Union[MemoryCluster, _Mapping]]] = ...) -> None: ...

@@ -117,6 +117,11 @@ class MemoryServiceStub:
                 request_serializer=memplane_dot_v1_dot_memory__service__pb2.ListReflectionDecisionsRequest.SerializeToString,
                 response_deserializer=memplane_dot_v1_dot_memory__service__pb2.ListReflectionDecisionsResponse.FromString,
                 _registered_method=True)
+        self.Consolidate = channel.unary_unary(
+                '/memplane.v1.MemoryService/Consolidate',
+                request_serializer=memplane_dot_v1_dot_memory__service__pb2.ConsolidateRequest.SerializeToString,
+                response_deserializer=memplane_dot_v1_dot_memory__service__pb2.ConsolidateResponse.FromString,
+                _registered_method=True)
         self.Watch = channel.unary_stream(
                 '/memplane.v1.MemoryService/Watch',
                 request_serializer=memplane_dot_v1_dot_memory__service__pb2.WatchRequest.SerializeToString,
@@ -243,6 +248,14 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Consolidate(self, request, context):
+        """Clusters similar lessons and procedures the caller may change and, with a model, abstracts
+        each cluster into one more general memory that its sources then rank below.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Watch(self, request, context):
         """Streams every change of a memory the caller may see, in commit order, from now or from a
         position the caller saw before (resumable within the server's change retention).
@@ -333,6 +346,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.ListReflectionDecisions,
                     request_deserializer=memplane_dot_v1_dot_memory__service__pb2.ListReflectionDecisionsRequest.FromString,
                     response_serializer=memplane_dot_v1_dot_memory__service__pb2.ListReflectionDecisionsResponse.SerializeToString,
+            ),
+            'Consolidate': grpc.unary_unary_rpc_method_handler(
+                    servicer.Consolidate,
+                    request_deserializer=memplane_dot_v1_dot_memory__service__pb2.ConsolidateRequest.FromString,
+                    response_serializer=memplane_dot_v1_dot_memory__service__pb2.ConsolidateResponse.SerializeToString,
             ),
             'Watch': grpc.unary_stream_rpc_method_handler(
                     servicer.Watch,
@@ -775,6 +793,33 @@ class MemoryService:
             '/memplane.v1.MemoryService/ListReflectionDecisions',
             memplane_dot_v1_dot_memory__service__pb2.ListReflectionDecisionsRequest.SerializeToString,
             memplane_dot_v1_dot_memory__service__pb2.ListReflectionDecisionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Consolidate(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memplane.v1.MemoryService/Consolidate',
+            memplane_dot_v1_dot_memory__service__pb2.ConsolidateRequest.SerializeToString,
+            memplane_dot_v1_dot_memory__service__pb2.ConsolidateResponse.FromString,
             options,
             channel_credentials,
             insecure,

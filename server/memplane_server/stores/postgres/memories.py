@@ -79,6 +79,14 @@ class MemoryStore:
             row = await conn.fetchrow(f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {' AND '.join(where)}", *p.values)
         return record_from_row(row) if row else None
 
+    async def mark_consolidated(self, caller: Caller, ids: Sequence[uuid.UUID], into: uuid.UUID) -> None:
+        """Points writable sources at the consolidated memory that now stands for them."""
+        p = Params(list(ids), into)
+        async with self.session(caller) as conn:
+            await conn.execute(
+                f"UPDATE memories m SET consolidated_into = $2 WHERE m.id = ANY($1::uuid[]) AND {writable(caller, p)}",
+                *p.values)
+
     async def sources_of(self, caller: Caller, memory_id: uuid.UUID) -> list[uuid.UUID]:
         """The memories a derived memory (a summary) was built from (migration 0009)."""
         async with self.session(caller) as conn:

@@ -177,11 +177,12 @@ class WriteTransaction:
         return next((r for r in map(record_from_row, rows) if normalized(r.value or r.content) == wanted), None)
 
     async def _nearest(self, s: StoredDraft) -> MemoryRecord | None:
-        p = Params(s.embedding)
+        # A memory derived from others (a consolidation of them) never merges into one of them.
+        p = Params(s.embedding, list(s.draft.derived_from))
         row = await self.conn.fetchrow(
             f"SELECT {MEMORY_COLUMNS}, 1 - (m.embedding <=> $1) AS similarity FROM memories m"
             f" WHERE {same_space(self.caller, s.draft, p)} AND m.kind = {p.add(s.draft.kind.value)}"
-            " AND m.entity IS NULL ORDER BY m.embedding <=> $1 LIMIT 1",
+            " AND m.entity IS NULL AND m.id <> ALL($2::uuid[]) ORDER BY m.embedding <=> $1 LIMIT 1",
             *p.values,
         )
         if row is None or row["similarity"] < self.dedup_threshold:

@@ -19,7 +19,8 @@ MEMORY_COLUMNS = (
     "m.tenant_id, m.id, m.scope, m.domain, m.agent_id, m.user_id, m.session_id, m.layer, m.kind,"
     " m.content, m.context, m.entity, m.attribute, m.value, m.tags, m.metadata, m.confidence, m.status,"
     " m.supersedes, m.source_type, m.source_id, m.occurred_at, m.valid_from, m.valid_to, m.created_at,"
-    " m.updated_at, m.last_used_at, m.use_count, m.embedding_model, m.sources, m.conflicts_with"
+    " m.updated_at, m.last_used_at, m.use_count, m.embedding_model, m.sources, m.conflicts_with,"
+    " m.consolidated_into"
 )
 
 
@@ -135,6 +136,7 @@ def record_from_row(values: Mapping[str, Any]) -> MemoryRecord:
         last_used_at=ts("last_used_at"), use_count=values.get("use_count") or 0,
         embedding_model=values.get("embedding_model"), sources=list(values.get("sources") or []),
         conflicts_with=_uuid_or_none(values.get("conflicts_with")),
+        consolidated_into=_uuid_or_none(values.get("consolidated_into")),
     )
 
 
@@ -155,6 +157,7 @@ def record_to_json(r: MemoryRecord) -> dict[str, Any]:
         "valid_to": ts(r.valid_to), "created_at": ts(r.created_at), "updated_at": ts(r.updated_at),
         "embedding_model": r.embedding_model, "sources": r.sources,
         "conflicts_with": str(r.conflicts_with) if r.conflicts_with else None,
+        "consolidated_into": str(r.consolidated_into) if r.consolidated_into else None,
     }
 
 
