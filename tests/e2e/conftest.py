@@ -177,7 +177,7 @@ def panel(panel_server, tmp_path_factory):
     assert "Traceback" not in log.read_text(), log.read_text()
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def panel_tenant(panel_server):
     """A fresh tenant on panel_server with agents a1 and a2: (tenant id, writer key, reader key)."""
     import uuid
