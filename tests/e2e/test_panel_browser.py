@@ -141,12 +141,17 @@ def test_a_memory_written_through_the_sdk_appears_live(browser, panel, panel_ser
     page.context.close()
 
 
-def test_forgetting_from_the_ui_asks_first_then_forgets(browser, panel, panel_server, tenant):
+def test_a_memory_seen_live_is_forgotten_from_the_ui_after_confirmation(browser, panel, panel_server, tenant):
     writer, _ = tenant
+    live = signed_in(browser, panel, writer)
+    live.goto(f"{panel}/live")
+    expect(live.locator("#live-status")).to_have_text("live")
     with MemoryClient(panel_server.target, writer) as client:
         memory = client.write_one("The old wiki lives at wiki-old.internal", kind="fact", scope="global")
-        page = signed_in(browser, panel, writer)
-        page.goto(f"{panel}/memories/{memory.id}")
+        arrived = live.locator(f'tr.change-created[data-memory-id="{memory.id}"]')
+        # Opened beside the live page (same session), which stays open to show the forget arrive.
+        page = live.context.new_page()
+        page.goto(panel + arrived.get_by_role("link").get_attribute("href"))
         page.get_by_role("button", name="Forget…").click()
         expect(page.get_by_role("heading")).to_have_text("Forget this memory?")
         shot(page, "confirm-forget")
@@ -155,7 +160,8 @@ def test_forgetting_from_the_ui_asks_first_then_forgets(browser, panel, panel_se
         expect(page.locator("p.done")).to_have_text("Forgotten.")
         assert client.get_memory(memory.id).status is MemoryStatus.DELETED
     expect(page.locator("table.memories")).not_to_contain_text("wiki-old.internal")
-    page.context.close()
+    expect(live.locator(f'tr.change-forgotten[data-memory-id="{memory.id}"]')).to_be_visible()
+    live.context.close()
 
 
 def test_correcting_from_the_ui_shows_the_change_then_makes_it(browser, panel, panel_server, tenant):
