@@ -94,3 +94,15 @@ def test_every_page_sends_a_content_security_policy_without_inline_scripts(panel
     with sign_in(panel, key) as client:
         policy = client.get("/memories").headers["content-security-policy"]
     assert "script-src 'self'" in policy and "unsafe-inline" not in policy and "frame-ancestors 'none'" in policy
+
+
+def test_a_reader_key_cannot_forget_through_the_panel(panel, panel_server, panel_tenant):
+    _, writer, reader = panel_tenant()
+    with MemoryClient(panel_server.target, writer) as sdk:
+        memory = sdk.write_one("The build cache lives on disk 3", kind="fact", scope="global")
+        with sign_in(panel, reader) as client:
+            token = csrf_of(client.get(f"/memories/{memory.id}").text)
+            response = client.post(f"/memories/{memory.id}/forget", data={"confirmed": "yes", "csrf": token},
+                                   headers={"origin": panel})
+        assert response.status_code == 403 and "PERMISSION_DENIED" in response.text
+        assert sdk.get_memory(memory.id).status is MemoryStatus.ACTIVE
