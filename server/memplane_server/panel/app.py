@@ -43,7 +43,7 @@ async def home(request: Request) -> Response:
     return RedirectResponse("/memories", status_code=303)
 
 
-def build_app(address: str, *, call_timeout: float = 30.0, session_store: SessionStore | None = None) -> Starlette:
+def build_app(address: str, *, call_timeout: float = 30.0) -> Starlette:
     """The panel calling the Memplane server at address; call_timeout bounds each SDK call."""
     app = Starlette(
         routes=[
@@ -70,5 +70,5 @@ def build_app(address: str, *, call_timeout: float = 30.0, session_store: Sessio
     )
     app.state.address = address
     app.state.call_timeout = call_timeout
-    app.state.sessions = session_store or SessionStore()
+    app.state.sessions = SessionStore()
     return app
