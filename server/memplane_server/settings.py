@@ -114,11 +114,14 @@ class Settings(BaseSettings):
     )
     log_level: str = "INFO"
 
-    # `memplane mcp` is a client of a running server, like any agent.
-    address: str | None = Field(None, description="server `memplane mcp` calls; unset = MEMPLANE_LISTEN")
+    # `memplane mcp` and `memplane panel` are clients of a running server, like any agent.
+    address: str | None = Field(None, description="server `memplane mcp` and `memplane panel` call; unset = MEMPLANE_LISTEN")
     api_key: SecretStr | None = Field(None, description="key `memplane mcp` (stdio) and `memplane admin` call with")
     agent_id: str | None = Field(None, description="agent a tenant-wide key acts as in `memplane mcp` (stdio)")
     mcp_listen: str = Field("127.0.0.1:8765", description="host:port `memplane mcp --http` binds")
+    panel_listen: str = Field(
+        "127.0.0.1:8766", pattern=r"^.*:\d+$", description="host:port the `memplane panel` web inspector binds"
+    )
 
     @model_validator(mode="after")
     def _migration_url_needs_a_database_url(self) -> "Settings":
