@@ -55,7 +55,7 @@ from .stores.redis.idempotency import IdempotencyStore
 from .stores.redis.rate_limit import RateLimiter
 from .stores.redis.working import WorkingStore
 from .telemetry import setup_telemetry
-from .worker.loops import build_turn_windows, report_backlogs, sweep_expired
+from .worker.loops import build_turn_windows, report_backlogs, schedule_consolidations, sweep_expired
 from .worker.runner import JobRunner
 
 log = logging.getLogger(__name__)
@@ -229,12 +229,13 @@ def build_services(deps: Deps, runtime: Runtime) -> Services:
 
 
 def start_background(deps: Deps, services: Services) -> tuple[list[JobRunner], list[asyncio.Task]]:
-    """One process's share of the background work: job runners, the expiry sweep and the turn-window
-    builder. Each claims what it does (jobs by SKIP LOCKED, window builds by lease, expired sessions
+    """One process's share of the background work: job runners, the expiry sweep, the turn-window
+    builder, the backlog gauges and the consolidation schedule. Each claims what it does (jobs by SKIP LOCKED, window builds by lease, expired sessions
     by ZREM; pruning old request records is an idempotent DELETE), so any number of servers and
     workers do each piece once."""
     s = deps.settings
-    runners = [JobRunner(deps, services.reflections, services.extractions) for _ in range(s.workers)]
+    runners = [JobRunner(deps, services.reflections, services.extractions, services.consolidations)
+               for _ in range(s.workers)]
     tasks = [asyncio.create_task(r.run_forever()) for r in runners]
     if runners:
         tasks.append(asyncio.create_task(
@@ -243,6 +244,8 @@ def start_background(deps: Deps, services: Services) -> tuple[list[JobRunner], l
         tasks.append(asyncio.create_task(build_turn_windows(services.contexts, runners[0])))
     if runners:
         tasks.append(asyncio.create_task(report_backlogs(deps, runners[0])))
+    if runners and s.consolidate_every_seconds:
+        tasks.append(asyncio.create_task(schedule_consolidations(deps, s.consolidate_every_seconds, runners[0])))
     return runners, tasks
 
 

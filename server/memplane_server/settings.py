@@ -106,6 +106,7 @@ class Settings(BaseSettings):
     job_lease_seconds: float = Field(30.0, gt=0)
     reflect_every_turns: int = Field(0, ge=0)
     reflect_on_entity_change: bool = False
+    consolidate_every_seconds: float = Field(0.0, ge=0)
     shutdown_grace_seconds: float = Field(10.0, ge=0)
     telemetry_exporter: str = Field("none", pattern="^(none|console|otlp)$")
     otlp_endpoint: str = Field("localhost:4317", description="OTLP/gRPC collector host:port for the otlp exporter")

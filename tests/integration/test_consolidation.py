@@ -17,6 +17,8 @@ from memplane_server.services.memories import MemoriesService
 from memplane_server.services.search import SearchQuery, SearchService
 from memplane_server.services.write import WriteService
 from tests.support.fake_llm import Reply
+from tests.support.jobs import run_jobs_until
+from tests.support.services import job_runner
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -82,3 +84,27 @@ async def test_forgetting_the_general_memory_gives_its_sources_back_their_rank(l
                                          dry_run=False, reason="")
     source = await MemoriesService(llm_deps).get(world.writer, str(written[0].id))
     assert source.consolidated_into is None
+
+
+async def test_the_schedule_queues_one_consolidation_per_changed_tenant_per_period(deps, make_tenant):
+    world, quiet = await make_tenant(), await make_tenant()
+    await lessons(deps, world.writer)
+    await deps.jobs.pool.execute(
+        "UPDATE jobs SET state = 'cancelled' WHERE type = 'consolidate' AND state IN ('pending', 'running')")
+    await deps.jobs.schedule_consolidations(3600)
+    await deps.jobs.schedule_consolidations(3600)  # another worker, same period: nothing more
+    queued = await deps.jobs.pool.fetch(
+        "SELECT tenant_id FROM jobs WHERE type = 'consolidate' AND tenant_id = ANY($1)", [world.tenant_id, quiet.tenant_id])
+    assert [r["tenant_id"] for r in queued] == [world.tenant_id]
+
+
+async def test_a_scheduled_consolidation_without_a_model_reports_the_clusters(deps, make_tenant):
+    world = await make_tenant()
+    await lessons(deps, world.writer)
+    await deps.jobs.pool.execute(
+        "UPDATE jobs SET state = 'cancelled' WHERE type = 'consolidate' AND state IN ('pending', 'running')")
+    await deps.jobs.schedule_consolidations(3600)
+    job_id = await deps.jobs.pool.fetchval(
+        "SELECT id FROM jobs WHERE type = 'consolidate' AND tenant_id = $1", world.tenant_id)
+    done = await run_jobs_until(job_runner(deps), deps, world.writer, job_id, lambda v: v.state == "succeeded")
+    assert done.result_summary == "1 clusters of similar lessons or procedures, 0 consolidated"

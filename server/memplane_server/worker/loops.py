@@ -1,5 +1,5 @@
-"""The background loops besides jobs: working-memory expiry and old request records, and turn
-windows. Each runs until its runner is told to stop and outlives any single failure."""
+"""The background loops besides jobs: working-memory expiry and old request records, turn
+windows, backlog gauges and the consolidation schedule. Each runs until its runner is told to stop and outlives any single failure."""
 from __future__ import annotations
 
 import logging
@@ -70,3 +70,14 @@ async def report_backlogs(deps: Deps, runner: JobRunner, every_seconds: float = 
             for tenant, count in counts.items():
                 _stored.set(count, {"memplane.tenant": tenant})
         await runner.wait(every_seconds)
+
+
+async def schedule_consolidations(deps: Deps, every_seconds: float, runner: JobRunner) -> None:
+    """Queues each tenant's periodic consolidation (MEMPLANE_CONSOLIDATE_EVERY_SECONDS)."""
+    failures = OncePerCause(log)
+    while not runner.stopping:
+        try:
+            await deps.jobs.schedule_consolidations(every_seconds)
+        except Exception as exc:  # PostgreSQL away: the next period queues them
+            failures.log(cause_of(exc), "scheduling consolidations failed")
+        await runner.wait(min(every_seconds, 60.0))

@@ -8,11 +8,13 @@ import uuid
 from ..core.attribution import reset_work_tenant, set_work_tenant
 from ..core.caller import caller_from_json
 from ..core.errors import Code, MemplaneError
+from ..core.model import Scope
 from ..core.operations import Job
 from ..core.reflection import input_from_json
 from ..core.requests import request_key
 from ..logs import OncePerCause, cause_of
 from ..services.deps import Deps
+from ..services.consolidate import ConsolidateService
 from ..services.extract import ExtractService
 from ..services.reflect import ReflectService
 
@@ -23,10 +25,12 @@ FINAL_CODES = frozenset({Code.INVALID_ARGUMENT, Code.NOT_FOUND, Code.PERMISSION_
 
 
 class JobRunner:
-    def __init__(self, deps: Deps, reflections: ReflectService, extractions: ExtractService) -> None:
+    def __init__(self, deps: Deps, reflections: ReflectService, extractions: ExtractService,
+                 consolidations: ConsolidateService) -> None:
         self.deps = deps
         self.reflect = reflections
         self.extract = extractions
+        self.consolidate = consolidations
         self._stopping = asyncio.Event()
         self._failures = OncePerCause(log)
 
@@ -111,4 +115,10 @@ class JobRunner:
                                                request=request)
             return extracted.memories, (f"{len(extracted.memories)} facts added or updated,"
                                         f" {len(extracted.deleted)} deleted")
+        if job.type == "consolidate":
+            # Without a model the scheduled run only finds the clusters (reported in the job's summary).
+            found = await self.consolidate.consolidate(
+                caller, scope=Scope(job.payload["scope"]), domain=None, dry_run=self.deps.llm is None)
+            written = [c.consolidated for c in found if c.consolidated is not None]
+            return written, f"{len(found)} clusters of similar lessons or procedures, {len(written)} consolidated"
         raise MemplaneError(Code.INTERNAL, "UNKNOWN_JOB_TYPE", f"unknown job type {job.type}")

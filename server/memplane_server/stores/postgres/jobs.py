@@ -39,6 +39,29 @@ class JobStore:
                 caller.tenant_id, uuid.uuid4(), job_type, payload, caller_json,
             ))
 
+    async def schedule_consolidations(self, every_seconds: float) -> int:
+        """Queues a consolidation of each tenant's global lessons and procedures that changed within
+        the period, unless one ran or waits within it; schedulers take turns, so once a period.
+        Returns how many were queued."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext('memplane.consolidation.schedule'))")
+            return len(await conn.fetch(
+                """
+                INSERT INTO jobs (tenant_id, id, type, state, payload, caller)
+                SELECT t.id, gen_random_uuid(), 'consolidate', 'pending', '{"scope": "global"}'::jsonb,
+                       jsonb_build_object('key_id', 'system:consolidate', 'role', 'writer', 'tenant_id', t.id,
+                                          'agent_id', NULL, 'domains', '{}'::jsonb)
+                FROM tenants t
+                WHERE EXISTS (SELECT 1 FROM memories m WHERE m.tenant_id = t.id AND m.kind IN ('lesson', 'procedure')
+                                AND m.status = 'active' AND m.scope = 'global'
+                                AND m.updated_at > now() - make_interval(secs => $1))
+                  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.tenant_id = t.id AND j.type = 'consolidate'
+                                    AND (j.state IN ('pending', 'running') OR j.created_at > now() - make_interval(secs => $1)))
+                RETURNING id
+                """,
+                every_seconds,
+            ))
+
     async def claim(self, lease_seconds: float) -> Job | None:
         """Takes the oldest ready job for lease_seconds (renewed while it runs); a dead worker's job
         becomes ready again when its lease runs out."""
