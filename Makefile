@@ -6,11 +6,12 @@ STAMP := $(VENV)/.installed
 
 .PHONY: serve test generate bench
 
-$(STAMP): pyproject.toml clients/python/pyproject.toml scripts/install_deploy_tools.py
+$(STAMP): pyproject.toml clients/python/pyproject.toml scripts/install_deploy_tools.py scripts/install_browser.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e clients/python -e '.[dev]'
 	$(BIN)/python scripts/install_deploy_tools.py
+	$(BIN)/python scripts/install_browser.py
 	touch $(STAMP)
 
 serve: $(STAMP)

@@ -78,8 +78,11 @@ def _migrate(settings: Settings) -> int:
         finally:
             await conn.close()
 
-    with tool_database(settings) as url:
-        applied = asyncio.run(run(url))
+    if settings.migration_database_url:
+        applied = asyncio.run(run(settings.migration_database_url))
+    else:
+        with tool_database(settings) as url:
+            applied = asyncio.run(run(url))
     print("applied: " + (", ".join(applied) if applied else "nothing, schema is current"))
     return 0
 
@@ -248,6 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     health.add_argument("--timeout", type=float, default=3.0, help="seconds to wait for the answer")
     mcp = sub.add_parser("mcp", help="MCP server (stdio) calling a running Memplane; see docs/mcp.md")
     mcp.add_argument("--http", action="store_true", help="serve streamable HTTP on MEMPLANE_MCP_LISTEN instead")
+    sub.add_parser("panel", help="inspector web UI on MEMPLANE_PANEL_LISTEN, calling a running Memplane with each "
+                   "visitor's API key")
     args = parser.parse_args(argv)
     settings = Settings()
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -271,6 +276,10 @@ def main(argv: list[str] | None = None) -> int:
         from .mcp.server import run
 
         return run(settings, http=args.http)
+    if args.cmd == "panel":
+        from .panel.server import run as serve_panel
+
+        return serve_panel(settings)
     return _admin(args, settings)
 
 

@@ -22,11 +22,14 @@ from .llm.embedders import create_embedder
 from .services.admin import AdminService
 from .services.auth import Authenticator
 from .services.availability import Availability
+from .services.conflicts import ConflictsService
+from .services.consolidate import ConsolidateService
 from .services.context import ContextService
 from .services.deps import Deps
 from .services.erasure import ErasureService
 from .services.extract import ExtractService
 from .services.forget import ForgetService
+from .services.foresight import ForesightService
 from .services.idempotency import Idempotency
 from .services.memories import MemoriesService
 from .services.operations import OperationsService
@@ -34,22 +37,27 @@ from .services.rate_limits import RateLimits
 from .services.reflect import ReflectService
 from .services.registry import Services
 from .services.search import SearchService
+from .services.watch import WatchService
 from .services.working import WorkingService
 from .services.write import WriteService
 from .settings import Settings
+from .stores.postgres.conflicts import ConflictStore
+from .stores.postgres.changes import ChangeListener, ChangeStore
 from .stores.postgres.contexts import ContextStore
+from .stores.postgres.decisions import DecisionStore
 from .stores.postgres.erasure import ErasureStore
 from .stores.postgres.jobs import JobStore
 from .stores.postgres.memories import MemoryStore
-from .stores.postgres.migrations import migrate
+from .stores.postgres.migrations import applied_version, latest_version, migrate
 from .stores.postgres.pool import create_pool, database_ping
 from .stores.postgres.schema import VECTOR_DIM
 from .stores.postgres.tenancy import TenancyStore
+from .stores.redis.client import TracedRedis
 from .stores.redis.idempotency import IdempotencyStore
 from .stores.redis.rate_limit import RateLimiter
 from .stores.redis.working import WorkingStore
 from .telemetry import setup_telemetry
-from .worker.loops import build_turn_windows, sweep_expired
+from .worker.loops import build_turn_windows, report_backlogs, schedule_consolidations, sweep_expired
 from .worker.runner import JobRunner
 
 log = logging.getLogger(__name__)
@@ -116,6 +124,29 @@ class Embedded:
             self.guardian.stop()
 
 
+async def prepare_schema(settings: Settings, database_url: str) -> None:
+    """Migrates at start (through MEMPLANE_MIGRATION_DATABASE_URL when set), or, when
+    MEMPLANE_MIGRATE_ON_START is false, refuses a database this release's migrations have not all
+    reached: a process that waited instead would hide a migration Job that never ran."""
+    if settings.migrate_on_start:
+        conn = await asyncpg.connect(settings.migration_database_url or database_url)
+        try:
+            await migrate(conn)
+        finally:
+            await conn.close()
+        return
+    conn = await asyncpg.connect(database_url)
+    try:
+        version = await applied_version(conn)
+    finally:
+        await conn.close()
+    if version < latest_version():
+        raise SystemExit(
+            f"the database schema is at version {version}, this release needs {latest_version()}, and "
+            "MEMPLANE_MIGRATE_ON_START=false: run `memplane migrate` first (the Helm chart's migration Job, "
+            "docker compose's migrate service)")
+
+
 @dataclass
 class Runtime:
     settings: Settings
@@ -127,17 +158,13 @@ class Runtime:
 
     async def open(self) -> Deps:
         s = self.settings
-        # Migrate on a plain connection first: the pool's connections need the vector type to exist.
-        conn = await asyncpg.connect(self.database_url)
-        try:
-            await migrate(conn)
-        finally:
-            await conn.close()
+        # Before the pool: its connections need the vector type to exist.
+        await prepare_schema(s, self.database_url)
         self.pool = await create_pool(self.database_url, size=s.db_pool_size, ef_search=s.hnsw_ef_search)
         # Bounded waits: a Redis that hangs must turn into UNAVAILABLE, not a call that never ends.
         # One quick retry replaces a pooled connection that a Redis restart broke; redis-py's
         # default (three with backoff) made every call wait 3 s while Redis was down.
-        self.redis_client = redis.Redis.from_url(
+        self.redis_client = TracedRedis.from_url(
             self.redis_url, socket_timeout=REDIS_TIMEOUT_SECONDS, socket_connect_timeout=REDIS_TIMEOUT_SECONDS,
             retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), 1),
         )
@@ -155,8 +182,10 @@ class Runtime:
         self.deps = Deps(
             settings=s, memories=MemoryStore(self.pool, default_max_memories=s.max_memories_per_tenant),
             tenancy=TenancyStore(self.pool), jobs=JobStore(self.pool),
-            contexts=ContextStore(self.pool),
+            contexts=ContextStore(self.pool), conflicts=ConflictStore(self.pool),
+            decisions=DecisionStore(self.pool),
             working=WorkingStore(self.redis_client, s.working_max_items), embedder=embedder, llm=model,
+            changes=ChangeStore(self.pool), change_listener=ChangeListener(self.database_url),
             idempotency=IdempotencyStore(self.redis_client, s.idempotency_ttl_seconds),
         )
         return self.deps
@@ -164,6 +193,7 @@ class Runtime:
     async def close(self) -> None:
         if self.deps is not None:
             self.deps.embedder.close()
+            await self.deps.change_listener.close()
         if self.redis_client is not None:
             await self.redis_client.aclose()
         if self.pool is not None:
@@ -177,15 +207,20 @@ def build_services(deps: Deps, runtime: Runtime) -> Services:
     """Every use case, once; those that write through another get that one."""
     s = deps.settings
     writes = WriteService(deps)
+    searches = SearchService(deps)
     return Services(
         writes=writes,
         extractions=ExtractService(deps, writes),
-        searches=SearchService(deps),
+        searches=searches,
+        foresight=ForesightService(searches),
         reflections=ReflectService(deps, writes),
         forgets=ForgetService(deps),
         erasures=ErasureService(deps, ErasureStore(runtime.pool)),
         memories=MemoriesService(deps),
+        conflicts=ConflictsService(deps),
+        consolidations=ConsolidateService(deps, writes),
         working=WorkingService(deps, writes),
+        watches=WatchService(deps),
         operations=OperationsService(deps),
         contexts=ContextService(deps, quiet_seconds=s.context_quiet_seconds),
         admin=AdminService(deps.tenancy),
@@ -198,18 +233,23 @@ def build_services(deps: Deps, runtime: Runtime) -> Services:
 
 
 def start_background(deps: Deps, services: Services) -> tuple[list[JobRunner], list[asyncio.Task]]:
-    """One process's share of the background work: job runners, the expiry sweep and the turn-window
-    builder. Each claims what it does (jobs by SKIP LOCKED, window builds by lease, expired sessions
+    """One process's share of the background work: job runners, the expiry sweep, the turn-window
+    builder, the backlog gauges and the consolidation schedule. Each claims what it does (jobs by SKIP LOCKED, window builds by lease, expired sessions
     by ZREM; pruning old request records is an idempotent DELETE), so any number of servers and
     workers do each piece once."""
     s = deps.settings
-    runners = [JobRunner(deps, services.reflections, services.extractions, services.erasures) for _ in range(s.workers)]
+    runners = [JobRunner(deps, services.reflections, services.extractions, services.consolidations, services.erasures)
+               for _ in range(s.workers)]
     tasks = [asyncio.create_task(r.run_forever()) for r in runners]
     if runners:
         tasks.append(asyncio.create_task(
-            sweep_expired(services.working, services.writes, s.working_sweep_seconds, runners[0])))
+            sweep_expired(services.working, services.writes, services.watches, s.working_sweep_seconds, runners[0])))
     if runners and s.context_window:
         tasks.append(asyncio.create_task(build_turn_windows(services.contexts, runners[0])))
+    if runners:
+        tasks.append(asyncio.create_task(report_backlogs(deps, runners[0])))
+    if runners and s.consolidate_every_seconds:
+        tasks.append(asyncio.create_task(schedule_consolidations(deps, s.consolidate_every_seconds, runners[0])))
     return runners, tasks
 
 

@@ -23,7 +23,16 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default_factory=_default_data_dir, description="embedded PostgreSQL/Redis data")
     database_url: str | None = Field(None, description="PostgreSQL DSN; unset starts the embedded one")
     redis_url: str | None = Field(None, description="Redis URL; unset starts the embedded one")
-    db_pool_size: int = Field(10, ge=1)
+    # Migrations hold a session-level advisory lock, which a transaction-mode pooler (PgBouncer)
+    # would leave on a pooled connection: they need a direct connection when database_url is one.
+    migration_database_url: str | None = Field(
+        None, description="PostgreSQL DSN migrations use (direct, not through a pooler); unset = database_url"
+    )
+    migrate_on_start: bool = Field(
+        True, description="serve/worker apply migrations at start; false: they refuse an unmigrated database"
+    )
+    # At least 2: bootstrapping holds one connection (its advisory lock) while it writes on another.
+    db_pool_size: int = Field(10, ge=2, description="PostgreSQL connections per process")
     bootstrap_tenant: str = Field("default", description="first tenant created on an empty database; empty disables")
     backup_dir: Path | None = Field(None, description="where `memplane backup` writes; unset = MEMPLANE_DATA_DIR/backups")
     backup_keep: int = Field(7, ge=1, description="newest backups `memplane backup` keeps in backup_dir")
@@ -77,8 +86,13 @@ class Settings(BaseSettings):
     working_promote: bool = Field(True, description="promote a session's working memory when it closes or expires")
     working_sweep_seconds: float = Field(30.0, gt=0, description="how often expired sessions are looked for")
     idempotency_ttl_seconds: int = Field(24 * 3600, ge=1)
+    change_retention_seconds: float = Field(
+        24 * 3600, gt=0, description="how long the change log keeps changes for Watch to resume from"
+    )
     pending_threshold: float = Field(0.7, ge=0, le=1)
     dedup_threshold: float = Field(0.95, ge=0, le=1)
+    conflict_window_seconds: float = Field(0.0, ge=0)
+    conflict_min_confidence: float = Field(0.8, ge=0, le=1)
     reflect_sync_max_items: int = Field(200, ge=1, description="larger reflections run as operations")
     erase_sync_max_memories: int = Field(
         1000, ge=0, description="erasures of a user reaching more memories run as operations"
@@ -92,6 +106,10 @@ class Settings(BaseSettings):
         description="whether `memplane serve` does the background work itself or leaves it to `memplane worker`",
     )
     job_max_attempts: int = Field(3, ge=1)
+    job_lease_seconds: float = Field(30.0, gt=0)
+    reflect_every_turns: int = Field(0, ge=0)
+    reflect_on_entity_change: bool = False
+    consolidate_every_seconds: float = Field(0.0, ge=0)
     shutdown_grace_seconds: float = Field(10.0, ge=0)
     telemetry_exporter: str = Field("none", pattern="^(none|console|otlp)$")
     otlp_endpoint: str = Field("localhost:4317", description="OTLP/gRPC collector host:port for the otlp exporter")
@@ -100,11 +118,21 @@ class Settings(BaseSettings):
     )
     log_level: str = "INFO"
 
-    # `memplane mcp` is a client of a running server, like any agent.
-    address: str | None = Field(None, description="server `memplane mcp` calls; unset = MEMPLANE_LISTEN")
+    # `memplane mcp` and `memplane panel` are clients of a running server, like any agent.
+    address: str | None = Field(None, description="server `memplane mcp` and `memplane panel` call; unset = MEMPLANE_LISTEN")
     api_key: SecretStr | None = Field(None, description="key `memplane mcp` (stdio) and `memplane admin` call with")
     agent_id: str | None = Field(None, description="agent a tenant-wide key acts as in `memplane mcp` (stdio)")
     mcp_listen: str = Field("127.0.0.1:8765", description="host:port `memplane mcp --http` binds")
+    panel_listen: str = Field(
+        "127.0.0.1:8766", pattern=r"^.*:\d+$", description="host:port the `memplane panel` web inspector binds"
+    )
+
+    @model_validator(mode="after")
+    def _migration_url_needs_a_database_url(self) -> "Settings":
+        # Without database_url the embedded database is used, which no other URL can reach.
+        if self.migration_database_url and not self.database_url:
+            raise ValueError("MEMPLANE_MIGRATION_DATABASE_URL needs MEMPLANE_DATABASE_URL (the same database)")
+        return self
 
     @model_validator(mode="after")
     def _llm_stages_need_a_model(self) -> "Settings":

@@ -59,6 +59,13 @@ def test_memplane_starts_after_healthy_dependencies_and_a_completed_migration(pr
         assert depends["redis"]["condition"] == "service_healthy"
 
 
+def test_only_the_migrate_service_migrates(project):
+    services = project["services"]
+    assert services["migrate"]["command"] == ["migrate"]
+    for name in ("server", "worker"):
+        assert services[name]["environment"]["MEMPLANE_MIGRATE_ON_START"] == "false"
+
+
 def test_the_server_leaves_background_work_to_the_worker(project):
     services = project["services"]
     assert services["server"]["environment"]["MEMPLANE_BACKGROUND_WORK"] == "none"

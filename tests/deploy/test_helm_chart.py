@@ -154,3 +154,21 @@ def test_every_value_is_described_by_the_schema():
 
     walk(values, schema, "")
     assert not undescribed, undescribed
+
+
+@pytest.mark.parametrize(("hook", "on_start"), [("true", "false"), ("false", "true")])
+def test_pods_migrate_at_start_only_without_the_migration_job(hook, on_start):
+    manifests = render("-f", str(VALUE_FILES["minimal"]), "--set", f"migrations.enabled={hook}")
+    assert find(manifests, "ConfigMap")["data"]["MEMPLANE_MIGRATE_ON_START"] == on_start
+    assert bool([m for m in manifests if m["kind"] == "Job"]) == (hook == "true")
+
+
+def test_a_migration_url_reaches_the_migration_job_through_the_charts_secret():
+    direct = "postgresql://memplane:secret@postgres-direct.db.svc:5432/memplane"
+    manifests = render("-f", str(VALUE_FILES["minimal"]), "--set", f"secrets.migrationDatabaseUrl={direct}")
+    secret = find(manifests, "Secret")
+    assert secret["stringData"]["MEMPLANE_MIGRATION_DATABASE_URL"] == direct
+    env_from = find(manifests, "Job", "-migrate")["spec"]["template"]["spec"]["containers"][0]["envFrom"]
+    assert {"secretRef": {"name": secret["metadata"]["name"]}} in env_from
+    assert "MEMPLANE_MIGRATION_DATABASE_URL" not in find(
+        render("-f", str(VALUE_FILES["minimal"])), "Secret")["stringData"]

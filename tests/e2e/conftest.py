@@ -130,3 +130,68 @@ def new_tenant(server, platform_key):
         return tenant, created.admin_key.secret
 
     return make
+
+
+@pytest.fixture(scope="session")
+def panel_server(services_urls):
+    """A server of the panel tests' own, without background work: a summary made stale stays STALE
+    (no job rebuilds it) for as long as a test looks at it."""
+    database_url, redis_url = services_urls
+    url = asyncio.run(fresh_database(database_url, "memplane_panel"))
+    proc = ServerProcess({
+        "MEMPLANE_DATABASE_URL": url,
+        "MEMPLANE_REDIS_URL": redis_url.rsplit("/", 1)[0] + "/2",
+        "MEMPLANE_DATA_DIR": str(make_shared_tmpdir("memplane-panel-")),
+        "MEMPLANE_BOOTSTRAP_TENANT": "panel-admin",
+        "MEMPLANE_BACKGROUND_WORK": "none",
+        "MEMPLANE_SHUTDOWN_GRACE_SECONDS": "2",
+    }).start()
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture(scope="session")
+def panel(panel_server, tmp_path_factory):
+    """`memplane panel` calling panel_server, on a free port; yields its base URL."""
+    port = free_port()
+    env = {**os.environ, "MEMPLANE_ADDRESS": panel_server.target, "MEMPLANE_PANEL_LISTEN": f"127.0.0.1:{port}"}
+    # A file, not a pipe: nobody reads the log while tests run, and a full pipe would block the panel.
+    log = tmp_path_factory.mktemp("panel") / "panel.log"
+    with log.open("w") as out:
+        process = subprocess.Popen([sys.executable, "-m", "memplane_server.cli", "panel"], env=env, stdout=out,
+                                   stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                process.wait()
+                raise RuntimeError("memplane panel did not start:\n" + log.read_text())
+            time.sleep(0.1)
+    yield f"http://127.0.0.1:{port}"
+    process.terminate()
+    assert process.wait(30) in (0, -signal.SIGTERM), log.read_text()
+    assert "Traceback" not in log.read_text(), log.read_text()
+
+
+@pytest.fixture(scope="session")
+def panel_tenant(panel_server):
+    """A fresh tenant on panel_server with agents a1 and a2: (tenant id, writer key, reader key)."""
+    import uuid
+
+    from memplane import AdminClient
+
+    def make() -> tuple[str, str, str]:
+        tenant = f"panel-{uuid.uuid4().hex[:8]}"
+        with AdminClient(panel_server.target, panel_server.key("platform admin")) as admin:
+            admin.create_tenant(tenant)
+            for agent in ("a1", "a2"):
+                admin.create_agent(tenant, agent)
+            writer = admin.create_api_key(tenant_id=tenant, role="writer").secret
+            reader = admin.create_api_key(tenant_id=tenant, role="reader").secret
+        return tenant, writer, reader
+
+    return make

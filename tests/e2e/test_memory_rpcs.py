@@ -5,7 +5,7 @@ import time
 
 import grpc
 import pytest
-from memplane import MemoryClient, MemoryInput
+from memplane import MemoryClient, MemoryInput, MemoryStatus
 from memplane.errors import FailedPreconditionError, InvalidArgumentError, NotFoundError, UnauthenticatedError
 from memplane.v1 import memory_pb2, memory_service_pb2, memory_service_pb2_grpc
 
@@ -145,6 +145,13 @@ def test_get_unknown_or_malformed_id_is_not_found(client):
         with pytest.raises(NotFoundError) as err:
             client.get_memory(bad)
         assert reason_of(err) == "MEMORY_NOT_FOUND"
+
+
+def test_a_failed_task_lowers_the_confidence_of_the_lesson_it_used_and_says_so(client):
+    [lesson] = client.write([{"content": "Retry the upload twice", "kind": "lesson", "confidence": 0.8}]).memories
+    [after] = client.submit_feedback([lesson.id], outcome="failure", task_id="upload-1")
+    assert after.confidence == pytest.approx(0.68) and after.status is MemoryStatus.PENDING
+    assert client.list_history(memory_id=lesson.id).items[0].reason.startswith("used in task upload-1, failure")
 
 
 def test_update_list_history_feedback_stats_and_working_memory(client):

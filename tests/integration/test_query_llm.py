@@ -5,6 +5,8 @@ import json
 
 import pytest
 
+from memplane_server.core.errors import MemplaneError
+
 from memplane_server.llm.chat import ChatModel
 from memplane_server.llm.litellm_import import load_litellm
 from memplane_server.llm.query_rewrite import QueryRewriter
@@ -76,8 +78,9 @@ async def test_a_malformed_first_answer_is_retried_once(chat, fake_llm):
     assert len(fake_llm.requests) == 2
 
 
-async def test_a_provider_error_propagates_without_a_retry(chat, fake_llm):
+async def test_a_provider_error_is_unavailable_without_a_retry(chat, fake_llm):
     fake_llm.script(Reply("provider error", status=500))
-    with pytest.raises(load_litellm().InternalServerError, match="provider error"):
+    with pytest.raises(MemplaneError) as down:
         await QueryRewriter(chat).rewrite("user address")
+    assert down.value.reason == "LLM_UNAVAILABLE" and isinstance(down.value.__cause__, load_litellm().InternalServerError)
     assert len(fake_llm.requests) == 1

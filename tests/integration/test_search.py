@@ -45,11 +45,13 @@ async def test_explanation_lists_channels_fusion_and_every_factor(deps, make_ten
     await seed(deps, world.writer, draft("Kubernetes upgrades need a drain first"))
     [hit] = await SearchService(deps).search(world.writer, SearchQuery("kubernetes drain", top_k=1, explain=True))
     names = [c.name for c in hit.explanation]
-    assert names == ["vector", "keyword", "rrf", "scope_weight", "kind_intent", "recency", "confidence", "valid_time"]
+    assert names == ["vector", "keyword", "rrf", "scope_weight", "kind_intent", "recency", "confidence", "valid_time",
+                     "consolidated"]
     assert hit.explanation[0].rank == 1
     factors = {c.name: c.value for c in hit.explanation}
     assert hit.score == pytest.approx(factors["rrf"] * factors["scope_weight"] * factors["kind_intent"]
-                                      * factors["recency"] * factors["confidence"] * factors["valid_time"])
+                                      * factors["recency"] * factors["confidence"] * factors["valid_time"]
+                                      * factors["consolidated"])
 
 
 async def test_filters_restrict_kinds_and_tags(deps, make_tenant):

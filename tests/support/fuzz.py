@@ -96,6 +96,7 @@ class Pool:
     memory_ids: list[str] = field(default_factory=list)
     operation_ids: list[str] = field(default_factory=list)
     key_ids: list[str] = field(default_factory=list)
+    challengers: list[str] = field(default_factory=list)  # NEEDS_CONFIRMATION memories, each resolvable once
     sessions: list[str] = field(default_factory=lambda: ["s1", "s2"])
     entities: list[str] = field(default_factory=lambda: ["user", "flight"])
     attributes: list[str] = field(default_factory=lambda: ["city", "time"])
@@ -295,6 +296,7 @@ class RequestGenerator:
             "name": p.domains + ["fz-" + self._word()], "session_id": p.sessions, "entity": p.entities,
             "attribute": p.attributes, "paths": MEMORY_FIELDS, "memory_ids": p.memory_ids,
             "memory_id": p.memory_ids, "ids": p.memory_ids, "supersedes": p.memory_ids,
+            "challenger_id": p.challengers,
         }.get(name)
         if name == "id":
             parent = f.containing_type.name
@@ -511,6 +513,9 @@ async def send_group(channel, planned: list[Planned], keys: dict[str, str], *, c
     async def one(p: Planned) -> None:
         path = f"/{p.method.containing_service.full_name}/{p.method.name}"
         call = channel.unary_unary(path, request_serializer=lambda b: b, response_deserializer=lambda b: b)
+        if p.method.server_streaming:
+            call = _first_messages(channel.unary_stream(path, request_serializer=lambda b: b,
+                                                        response_deserializer=lambda b: b))
         metadata = []
         if p.role != "none":
             metadata.append(("authorization", f"Bearer {keys.get(p.role, 'mpk_0000000000000000_nope')}"))
@@ -539,6 +544,29 @@ async def send_group(channel, planned: list[Planned], keys: dict[str, str], *, c
     return counts, reasons, failures
 
 
+STREAM_SECONDS = 1.0
+
+
+def _first_messages(stream):
+    """A server stream (Watch) read like a unary call: what it sends within STREAM_SECONDS. A
+    stream still open then is healthy (OK); an error before is its answer."""
+
+    async def call(data, *, metadata, timeout):
+        rpc = stream(data, metadata=metadata, timeout=timeout)
+        try:
+            async def drain():
+                async for _ in rpc:
+                    pass
+
+            await asyncio.wait_for(drain(), STREAM_SECONDS)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            rpc.cancel()
+
+    return call
+
+
 def _reason(err) -> str:
     """The ErrorInfo reason of a failed call, or its code when there is none."""
     for key, value in err.trailing_metadata() or ():
@@ -553,7 +581,8 @@ def _reason(err) -> str:
 
 def build_world(target: str, platform_key: str, tenant: str) -> tuple[dict[str, str], Pool]:
     """A tenant with agents, keys of every role, domains (read-write and read-only), memories
-    of each layer, a working session and an operation: the valid values requests draw from."""
+    of each layer, a working session, an operation and open conflicts: the valid values requests
+    draw from."""
     from memplane import AdminClient, MemoryClient
 
     pool = Pool(tenants=[tenant, "acme", "no-such-tenant"], agents=["a1", "a2", "ghost"])
@@ -584,6 +613,13 @@ def build_world(target: str, platform_key: str, tenant: str) -> tuple[dict[str, 
         pool.memory_ids += [m.id for m in written.memories]
         operation = client.reflect(session_id="s1", mode="async").operation
         pool.operation_ids.append(operation.id)
+    # Agents a1 and a2 disagreeing about shared facts: open conflicts to resolve.
+    for n in range(8):
+        for agent, value in (("a1", "08:00"), ("a2", "09:30")):
+            with MemoryClient(target, keys["tenant"], agent_id=agent) as client:
+                [m] = client.write([{"content": f"Flight {n} leaves at {value}", "kind": "fact", "entity": f"flight-{n}",
+                                     "attribute": "time", "value": value, "scope": "global"}]).memories
+        pool.challengers.append(m.id)
     pool.memory_ids.append(str(uuid.UUID(int=1)))
     pool.operation_ids.append(str(uuid.UUID(int=2)))
     return keys, pool

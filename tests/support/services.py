@@ -1,6 +1,7 @@
 """Use cases wired as the composition root wires them, over whatever deps a test built."""
 from __future__ import annotations
 
+from memplane_server.services.consolidate import ConsolidateService
 from memplane_server.services.deps import Deps
 from memplane_server.services.erasure import ErasureService
 from memplane_server.services.extract import ExtractService
@@ -16,7 +17,8 @@ def reflect_service(deps: Deps) -> ReflectService:
 
 def job_runner(deps: Deps) -> JobRunner:
     writes = WriteService(deps)
-    return JobRunner(deps, ReflectService(deps, writes), ExtractService(deps, writes), erasure_service(deps))
+    return JobRunner(deps, ReflectService(deps, writes), ExtractService(deps, writes), ConsolidateService(deps, writes),
+                     erasure_service(deps))
 
 
 def erasure_service(deps: Deps) -> ErasureService:

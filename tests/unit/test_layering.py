@@ -27,6 +27,8 @@ ALLOWED = {
     "api": {"core", "services", "logs", "settings"},
     # The MCP adapter is a client of the server through the Python SDK, not of its insides.
     "mcp": {"settings"},
+    # So is the inspector web panel: it sees exactly what its visitor's API key may see.
+    "panel": {"settings"},
     # Operator commands (backup, export, ...) beside the server, on stores and the embedded launcher.
     "tools": {"core", "stores", "embedded", "logs", "settings"},
     # The composition root and the command line put everything together.

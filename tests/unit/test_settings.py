@@ -56,7 +56,7 @@ def test_unprefixed_and_unknown_variables_are_ignored(monkeypatch):
 
 @pytest.mark.parametrize("name,value", [
     ("MEMPLANE_TELEMETRY_EXPORTER", "bogus"),
-    ("MEMPLANE_DB_POOL_SIZE", "0"),
+    ("MEMPLANE_DB_POOL_SIZE", "1"),
     ("MEMPLANE_DEDUP_THRESHOLD", "1.5"),
     ("MEMPLANE_PENDING_THRESHOLD", "-0.1"),
     ("MEMPLANE_LLM_TIMEOUT_SECONDS", "0"),
@@ -89,3 +89,14 @@ def test_default_data_dir_as_user_is_under_home(monkeypatch):
 def test_llm_search_stages_without_a_model_are_refused_at_start():
     with pytest.raises(ValueError, match="MEMPLANE_LLM_MODEL"):
         Settings(search_rerank=True, llm_model=None)
+
+
+def test_a_migration_url_without_a_database_url_is_refused_at_start():
+    with pytest.raises(ValueError, match="MEMPLANE_DATABASE_URL"):
+        Settings(migration_database_url="postgresql://direct/db")
+
+
+def test_migrations_run_at_start_unless_turned_off(monkeypatch):
+    assert Settings().migrate_on_start is True
+    monkeypatch.setenv("MEMPLANE_MIGRATE_ON_START", "false")
+    assert Settings().migrate_on_start is False

@@ -15,6 +15,10 @@ from .admin import AdminClient, AsyncAdminClient
 from .aio import AsyncMemoryClient
 from .client import MemoryClient
 from .enums import (
+    AdviceKind,
+    DecisionOutcome,
+    DecisionSubject,
+    ChangeKind,
     DomainAccess,
     EraseMode,
     HistoryAction,
@@ -43,9 +47,15 @@ from .errors import (
 )
 from .inputs import FilterArgs, MemoryChanges, MemoryFields, MemoryInput, TaskStep, TaskTrajectory
 from .types import (
+    Advice,
+    MemoryCluster,
+    ReflectionDecision,
+    ChangeEvent,
     Agent,
     ApiKey,
     AuditEvent,
+    Conflict,
+    ConflictResolution,
     CreatedApiKey,
     CreatedTenant,
     Domain,
@@ -63,6 +73,7 @@ from .types import (
     SearchResult,
     Stats,
     Tenant,
+    WatchProgress,
     WorkingMemory,
     WriteResult,
 )
@@ -75,10 +86,12 @@ __all__ = [
     "MemoryInput", "TaskStep", "TaskTrajectory", "FilterArgs", "MemoryFields", "MemoryChanges",
     # enums
     "Scope", "Layer", "Kind", "MemoryStatus", "HistoryAction", "Role", "DomainAccess",
-    "OperationState", "TaskOutcome", "InferMode", "ReflectMode", "PromoteMode", "EraseMode",
+    "OperationState", "TaskOutcome", "AdviceKind", "DecisionSubject", "DecisionOutcome", "InferMode", "ReflectMode",
+    "PromoteMode", "ChangeKind", "EraseMode",
     # results
     "Memory", "ScoreComponent", "SearchHit", "SearchResult", "WriteResult", "ReflectResult",
     "Operation", "ForgetResult", "ErasureResult", "ErasureReceipt", "Page", "HistoryEntry", "WorkingMemory", "Stats",
+    "Conflict", "ConflictResolution", "Advice", "ReflectionDecision", "MemoryCluster", "ChangeEvent", "WatchProgress",
     "Tenant", "Agent", "ApiKey", "CreatedApiKey", "CreatedTenant", "Domain", "DomainGrant", "AuditEvent",
     # errors
     "MemplaneError", "InvalidArgumentError", "NotFoundError", "AlreadyExistsError",

@@ -11,7 +11,10 @@ from google.protobuf.struct_pb2 import Struct
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from . import types
-from .enums import DomainAccess, HistoryAction, Kind, Layer, MemoryStatus, OperationState, Role, Scope
+from .enums import (
+    AdviceKind, ChangeKind, DecisionOutcome, DecisionSubject, DomainAccess, HistoryAction, Kind, Layer, MemoryStatus,
+    OperationState, Role, Scope,
+)
 from .v1 import admin_service_pb2 as admin_pb
 from .v1 import memory_pb2, memory_service_pb2 as svc_pb, operation_pb2
 
@@ -93,6 +96,8 @@ def memory(pb: memory_pb2.Memory) -> types.Memory:
         use_count=pb.use_count,
         embedding_model=pb.embedding_model,
         sources=tuple((s.type, s.id) for s in pb.sources),
+        conflicts_with=pb.conflicts_with,
+        consolidated_into=pb.consolidated_into,
     )
 
 
@@ -173,6 +178,8 @@ def reflect_result(response: svc_pb.ReflectResponse) -> types.ReflectResult:
         merged_count=result.merged_count,
         used_llm=result.used_llm,
         operation=_optional_operation(response),
+        reason=result.reason,
+        skipped=result.skipped,
     )
 
 
@@ -190,6 +197,22 @@ def history_entry(pb: svc_pb.HistoryEntry) -> types.HistoryEntry:
         change_time=time_field(pb, "change_time"),
         actor=pb.actor,
         reason=pb.reason,
+    )
+
+
+def change_event(pb: svc_pb.ChangeEvent) -> types.ChangeEvent:
+    """A ChangeEvent from its proto."""
+    return types.ChangeEvent(
+        position=pb.position,
+        change_kind=ChangeKind.from_proto(pb.change_kind),
+        action=HistoryAction.from_proto(pb.action),
+        memory_id=pb.memory_id,
+        memory=memory(pb.memory) if pb.HasField("memory") else None,
+        change_time=time_field(pb, "change_time"),
+        scope=Scope.from_proto(pb.scope),
+        kind=Kind.from_proto(pb.kind),
+        session_id=pb.session_id,
+        entity=pb.entity,
     )
 
 
@@ -286,3 +309,28 @@ def audit_event(pb: admin_pb.AuditEvent) -> types.AuditEvent:
 def page(pbs: Any, convert: Callable[[Any], T], next_page_token: str) -> types.Page[T]:
     """A Page of converted items."""
     return types.Page(items=tuple(convert(pb) for pb in pbs), next_page_token=next_page_token)
+
+
+def conflict(pb: Any) -> types.Conflict:
+    return types.Conflict(current=memory(pb.current), challenger=memory(pb.challenger), reason=pb.reason)
+
+
+def conflict_resolution(pb: Any) -> types.ConflictResolution:
+    return types.ConflictResolution(kept=memory(pb.kept), superseded=memory(pb.superseded))
+
+
+def advice(pb: Any) -> types.Advice:
+    return types.Advice(memory=memory(pb.memory), kind=AdviceKind.from_proto(pb.kind), why=pb.why, score=pb.score)
+
+
+def reflection_decision(pb: Any) -> types.ReflectionDecision:
+    return types.ReflectionDecision(
+        id=pb.id, subject=DecisionSubject.from_proto(pb.subject), subject_id=pb.subject_id,
+        outcome=DecisionOutcome.from_proto(pb.outcome), reason=pb.reason, operation_id=pb.operation_id,
+        turns=pb.turns, create_time=time_field(pb, "create_time"),
+    )
+
+
+def memory_cluster(pb: Any) -> types.MemoryCluster:
+    return types.MemoryCluster(kind=Kind.from_proto(pb.kind), members=memories(pb.members),
+                               consolidated=memory(pb.consolidated) if pb.HasField("consolidated") else None)

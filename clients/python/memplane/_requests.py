@@ -14,6 +14,9 @@ from google.protobuf.message import Message
 
 from . import _convert, types
 from .enums import (
+    DecisionSubject,
+    DecisionSubjectLike,
+    ChangeKind,
     InferMode,
     InferModeLike,
     Kind,
@@ -31,6 +34,7 @@ from .enums import (
     Scope,
     ScopeLike,
     TaskOutcome,
+    TaskOutcomeLike,
 )
 from .inputs import FilterArgs, MemoryInput, MemoryInputLike, TaskStep, TaskTrajectory, TaskTrajectoryLike
 from .v1 import memory_pb2, memory_service_pb2 as svc_pb, operations_service_pb2 as ops_pb
@@ -174,6 +178,8 @@ def task_trajectory(task: TaskTrajectoryLike) -> svc_pb.TaskTrajectory:
         steps=[_task_step(s) for s in t.steps],
         outcome=_enum_or_zero(TaskOutcome, t.outcome),
         feedback=t.feedback,
+        used_memory_ids=list(t.used_memory_ids),
+        attempts=t.attempts,
     )
 
 
@@ -244,17 +250,21 @@ def reflect(
     domain: str | None,
     mode: ReflectModeLike | None,
     request_id: str | None,
+    decide: bool = False,
 ) -> PreparedCall[types.ReflectResult]:
     """Reflect on exactly one of a finished task or a session."""
     if (task is None) == (session_id is None):
         raise ValueError("reflect needs exactly one of task or session_id")
     if user_id and task is not None:
         raise ValueError("user_id narrows a session reflection; it cannot be used with task")
+    if decide and task is None:
+        raise ValueError("decide applies to task reflections")
     request = svc_pb.ReflectRequest(
         scope=_enum_or_zero(Scope, scope),
         domain=domain or "",
         mode=_enum_or_zero(ReflectMode, mode),
         request_id=request_id or "",
+        decide=decide,
     )
     if task is not None:
         request.task.CopyFrom(task_trajectory(task))
@@ -390,11 +400,61 @@ def list_history(
 
 
 def submit_feedback(
-    memory_ids: str | Iterable[str], *, useful: bool, comment: str
+    memory_ids: str | Iterable[str], *, useful: bool | None, outcome: TaskOutcomeLike | None, task_id: str, comment: str
 ) -> PreparedCall[tuple[types.Memory, ...]]:
     """SubmitFeedback, resolving to the memories after their confidence changed."""
-    request = svc_pb.SubmitFeedbackRequest(memory_ids=_many(memory_ids), useful=useful, comment=comment)
+    if (useful is None) == (outcome is None):
+        raise ValueError("submit_feedback needs exactly one of useful or outcome")
+    request = svc_pb.SubmitFeedbackRequest(
+        memory_ids=_many(memory_ids), useful=bool(useful), comment=comment, task_id=task_id,
+        outcome=_enum_or_zero(TaskOutcome, outcome),
+    )
     return PreparedCall("SubmitFeedback", request, lambda r: _convert.memories(r.memories))
+
+
+def list_conflicts(*, entity: str, page_size: int, page_token: str) -> PreparedCall[types.Page[types.Conflict]]:
+    """One page of ListConflicts."""
+    request = svc_pb.ListConflictsRequest(entity=entity, page_size=page_size, page_token=page_token)
+    return PreparedCall(
+        "ListConflicts", request, lambda r: _convert.page(r.conflicts, _convert.conflict, r.next_page_token)
+    )
+
+
+def resolve_conflict(challenger_id: str, *, keep: str, reason: str) -> PreparedCall[types.ConflictResolution]:
+    """ResolveConflict; keep is "current" or "challenger"."""
+    sides = {"current": svc_pb.CONFLICT_SIDE_CURRENT, "challenger": svc_pb.CONFLICT_SIDE_CHALLENGER}
+    if keep not in sides:
+        raise ValueError('keep must be "current" or "challenger"')
+    request = svc_pb.ResolveConflictRequest(challenger_id=challenger_id, keep=sides[keep], reason=reason)
+    return PreparedCall("ResolveConflict", request, lambda r: _convert.conflict_resolution(r))
+
+
+def list_reflection_decisions(
+    *, subject: DecisionSubjectLike | None, subject_id: str, page_size: int, page_token: str
+) -> PreparedCall[types.Page[types.ReflectionDecision]]:
+    """One page of ListReflectionDecisions."""
+    request = svc_pb.ListReflectionDecisionsRequest(
+        subject=_enum_or_zero(DecisionSubject, subject), subject_id=subject_id, page_size=page_size,
+        page_token=page_token)
+    return PreparedCall("ListReflectionDecisions", request,
+                        lambda r: _convert.page(r.decisions, _convert.reflection_decision, r.next_page_token))
+
+
+def consolidate(
+    *, scope: ScopeLike | None, domain: str, dry_run: bool
+) -> PreparedCall[tuple[types.MemoryCluster, ...]]:
+    """Consolidate, resolving to the clusters found (and written, unless a dry run)."""
+    request = svc_pb.ConsolidateRequest(scope=_enum_or_zero(Scope, scope), domain=domain, dry_run=dry_run)
+    return PreparedCall("Consolidate", request, lambda r: tuple(_convert.memory_cluster(c) for c in r.clusters))
+
+
+def foresee(
+    task: str, *, entities: Iterable[str], tools: Iterable[str], top_k: int, filters: Mapping[str, Any]
+) -> PreparedCall[tuple[types.Advice, ...]]:
+    """Foresee, resolving to the advice, best first."""
+    request = svc_pb.ForeseeRequest(task=task, entities=list(entities), tools=list(tools), top_k=top_k,
+                                    filter=memory_filter(filters))
+    return PreparedCall("Foresee", request, lambda r: tuple(_convert.advice(a) for a in r.advice))
 
 
 def get_working_memory(session_id: str) -> PreparedCall[types.WorkingMemory]:
@@ -441,3 +501,21 @@ def cancel_operation(id: str) -> PreparedCall[types.Operation]:
     return PreparedCall(
         "CancelOperation", ops_pb.CancelOperationRequest(id=id), lambda r: _convert.operation(r.operation)
     )
+
+
+def watch(
+    *, after_position: int | None, scopes: Any, session_id: str | None, entity: str | None, kinds: Any,
+    change_kinds: Any,
+) -> svc_pb.WatchRequest:
+    """A WatchRequest; scopes, kinds and change_kinds take one value or an iterable."""
+    request = svc_pb.WatchRequest(
+        filter=svc_pb.WatchFilter(
+            scopes=_enums(Scope, scopes), session_id=session_id or "", entity=entity or "",
+            kinds=_enums(Kind, kinds), change_kinds=_enums(ChangeKind, change_kinds),
+        )
+    )
+    if after_position is not None:
+        if isinstance(after_position, bool) or not isinstance(after_position, int) or after_position < 0:
+            raise ValueError("after_position must be a non-negative int from an earlier event or progress")
+        request.after_position = after_position
+    return request

@@ -6,10 +6,13 @@ the wait between attempts) differs.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
+import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, TypeVar
 
 import grpc
 import grpc.aio
@@ -17,6 +20,7 @@ import grpc.aio
 from ._auth import Metadata, auth_metadata
 from ._requests import PreparedCall
 from ._retry import RetryPolicy, RetryState, ensure_request_id, is_retryable_call
+from ._watch import WatchCursor
 from ._version import __version__
 from .errors import from_rpc_error
 from .v1.admin_service_pb2_grpc import AdminServiceStub
@@ -35,7 +39,38 @@ _CHANNEL_OPTIONS = (
     ("grpc.initial_reconnect_backoff_ms", 100),
     ("grpc.min_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 1000),
+    # Servers are stateless replicas: spread calls over every address the target resolves to (a
+    # list of addresses, or a DNS name with several records such as a headless Service) rather
+    # than gRPC's default of sticking to the first. A retry then goes to the next server, and a
+    # server that went away drops out of the rotation once its connection fails.
+    ("grpc.service_config", json.dumps({"loadBalancingConfig": [{"round_robin": {}}]})),
 )
+
+
+def channel_target(target: str | Sequence[str]) -> str:
+    """The gRPC target for one address ("host:port", or any gRPC target such as
+    "dns:///memplane:50051") or for several IP addresses ("10.0.0.1:50051", "[::1]:50051"),
+    which become one target of gRPC's own "ipv4:"/"ipv6:" resolvers, balanced round robin."""
+    if isinstance(target, str):
+        return target
+    addresses = list(target)
+    if not addresses:
+        raise ValueError("target needs at least one address")
+    families = set()
+    for address in addresses:
+        host, _, port = address.rpartition(":")
+        try:
+            families.add(ipaddress.ip_address(host.strip("[]")).version)
+        except ValueError:
+            raise ValueError(
+                f"{address!r}: a list of targets takes IP addresses (host:port); give a host name with"
+                " several addresses as one target, e.g. 'dns:///NAME:PORT'"
+            ) from None
+        if not port.isdigit():
+            raise ValueError(f"{address!r}: the port is missing")
+    if len(families) > 1:
+        raise ValueError("a list of targets takes IPv4 or IPv6 addresses, not both")
+    return f"ipv{families.pop()}:" + ",".join(addresses)
 
 
 @dataclass(frozen=True)
@@ -95,6 +130,32 @@ class SyncTransport:
             else:
                 return prepared.convert(response)
 
+    def watch(self, cursor: WatchCursor, *, timeout: float | None, resume: bool) -> Iterator[Any]:
+        """Streams Watch, reconnecting after the last position handed over when the stream
+        breaks with a retryable error (per the retry policy, whose budget starts again with
+        every response received)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        rpc = self._rpcs["Watch"]
+        state = _stream_state(self._settings, resume, deadline)
+        while True:
+            call = rpc(cursor.next_request(), timeout=state.next_attempt_timeout(), metadata=self._settings.metadata)
+            try:
+                for response in call:
+                    state = _stream_state(self._settings, resume, deadline)
+                    for position, item in cursor.items(response):
+                        cursor.position = position
+                        yield item
+                    cursor.finish(response)
+                return
+            except grpc.RpcError as exc:
+                error = from_rpc_error(exc)
+                delay = state.delay_before_retry(error)
+                if delay is None:
+                    raise error from exc
+                self._sleep(delay)
+            finally:
+                call.cancel()
+
     def close(self) -> None:
         """Closes the channel."""
         self._channel.close()
@@ -129,9 +190,38 @@ class AsyncTransport:
             else:
                 return prepared.convert(response)
 
+    async def watch(self, cursor: WatchCursor, *, timeout: float | None, resume: bool) -> AsyncIterator[Any]:
+        """The asyncio twin of SyncTransport.watch."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        rpc = self._rpcs["Watch"]
+        state = _stream_state(self._settings, resume, deadline)
+        while True:
+            call = rpc(cursor.next_request(), timeout=state.next_attempt_timeout(), metadata=self._settings.metadata)
+            try:
+                async for response in call:
+                    state = _stream_state(self._settings, resume, deadline)
+                    for position, item in cursor.items(response):
+                        cursor.position = position
+                        yield item
+                    cursor.finish(response)
+                return
+            except grpc.RpcError as exc:
+                error = from_rpc_error(exc)
+                delay = state.delay_before_retry(error)
+                if delay is None:
+                    raise error from exc
+                await self._sleep(delay)
+            finally:
+                call.cancel()
+
     async def close(self) -> None:
         """Closes the channel."""
         await self._channel.close()
+
+
+def _stream_state(settings: CallSettings, resume: bool, deadline: float | None) -> RetryState:
+    remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+    return RetryState(settings.retry, retryable=resume, timeout=remaining)
 
 
 def _settings(api_key: str, agent_id: str | None, retry: RetryPolicy, default_timeout: float | None) -> CallSettings:
@@ -145,7 +235,7 @@ class SyncClientBase:
 
     def __init__(
         self,
-        target: str,
+        target: str | Sequence[str],
         api_key: str,
         *,
         agent_id: str | None = None,
@@ -154,10 +244,11 @@ class SyncClientBase:
         secure: bool = False,
         credentials: grpc.ChannelCredentials | None = None,
     ) -> None:
-        """Opens a channel to target ("host:port").
+        """Opens a channel to target ("host:port"), or to several servers, balanced round robin.
 
         Args:
-            target: Server address.
+            target: Server address, any gRPC target (e.g. "dns:///memplane:50051", whose every
+                address is used), or a list of IP addresses ("10.0.0.1:50051", ...).
             api_key: API key secret, sent as a bearer token on every call.
             agent_id: Agent to act as, for keys not bound to an agent.
             retry: Retry policy; RetryPolicy(max_attempts=1) disables retries.
@@ -168,9 +259,9 @@ class SyncClientBase:
         settings = _settings(api_key, agent_id, retry, default_timeout)
         creds = _channel_credentials(secure, credentials)
         channel = (
-            grpc.secure_channel(target, creds, options=_CHANNEL_OPTIONS)
+            grpc.secure_channel(channel_target(target), creds, options=_CHANNEL_OPTIONS)
             if creds is not None
-            else grpc.insecure_channel(target, options=_CHANNEL_OPTIONS)
+            else grpc.insecure_channel(channel_target(target), options=_CHANNEL_OPTIONS)
         )
         self._transport = SyncTransport(channel, settings)
 
@@ -192,7 +283,7 @@ class AsyncClientBase:
 
     def __init__(
         self,
-        target: str,
+        target: str | Sequence[str],
         api_key: str,
         *,
         agent_id: str | None = None,
@@ -201,13 +292,13 @@ class AsyncClientBase:
         secure: bool = False,
         credentials: grpc.ChannelCredentials | None = None,
     ) -> None:
-        """Opens a channel to target ("host:port"); arguments as for the blocking clients."""
+        """Opens a channel to target (one address or several); arguments as for the blocking clients."""
         settings = _settings(api_key, agent_id, retry, default_timeout)
         creds = _channel_credentials(secure, credentials)
         channel = (
-            grpc.aio.secure_channel(target, creds, options=_CHANNEL_OPTIONS)
+            grpc.aio.secure_channel(channel_target(target), creds, options=_CHANNEL_OPTIONS)
             if creds is not None
-            else grpc.aio.insecure_channel(target, options=_CHANNEL_OPTIONS)
+            else grpc.aio.insecure_channel(channel_target(target), options=_CHANNEL_OPTIONS)
         )
         self._transport = AsyncTransport(channel, settings)
 

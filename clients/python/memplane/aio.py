@@ -8,10 +8,21 @@ from typing import TYPE_CHECKING, AsyncIterator, Iterable, Mapping
 from . import _requests
 from ._polling import OperationWait
 from ._transport import AsyncClientBase
-from .enums import EraseModeLike, InferModeLike, KindLike, OperationStateLike, ReflectModeLike, ScopeLike
+from ._watch import WatchCursor
+from .enums import (
+    ChangeKindLike, DecisionSubjectLike, EraseModeLike, InferModeLike, KindLike, OperationStateLike, ReflectModeLike,
+    ScopeLike, TaskOutcomeLike,
+)
 from .inputs import FilterArgs, MemoryChanges, MemoryFields, MemoryInputLike, TaskTrajectoryLike
 from .types import (
+    Advice,
+    MemoryCluster,
+    ChangeEvent,
+    Conflict,
+    ConflictResolution,
     ErasureResult,
+    ReflectionDecision,
+    WatchProgress,
     ForgetResult,
     HistoryEntry,
     Memory,
@@ -109,11 +120,13 @@ class AsyncMemoryClient(AsyncClientBase):
         domain: str | None = None,
         mode: ReflectModeLike | None = None,
         request_id: str | None = None,
+        decide: bool = False,
         timeout: float | None = None,
     ) -> ReflectResult:
         """Distils a finished task or a session (exactly one) into memories and a summary.
 
-        When the server runs it in the background the result carries an operation to wait on.
+        When the server runs it in the background the result carries an operation to wait on. With
+        decide, a task is reflected on only when it can teach something (result.skipped, .reason).
         """
         return await self._transport.call(
             _requests.reflect(
@@ -124,6 +137,7 @@ class AsyncMemoryClient(AsyncClientBase):
                 domain=domain,
                 mode=mode,
                 request_id=request_id,
+                decide=decide,
             ),
             timeout,
         )
@@ -206,6 +220,37 @@ class AsyncMemoryClient(AsyncClientBase):
                 return
             page_token = page.next_page_token
 
+    async def watch(
+        self,
+        *,
+        after_position: int | None = None,
+        scopes: ScopeLike | Iterable[ScopeLike] | None = None,
+        session_id: str | None = None,
+        entity: str | None = None,
+        kinds: KindLike | Iterable[KindLike] | None = None,
+        change_kinds: ChangeKindLike | Iterable[ChangeKindLike] | None = None,
+        progress: bool = False,
+        resume: bool = True,
+        timeout: float | None = None,
+    ) -> AsyncIterator[ChangeEvent | WatchProgress]:
+        """Streams every change of a memory this caller may see, in commit order: created,
+        superseded, updated, forgotten (soft) and erased (hard), optionally filtered by scopes,
+        session, entity, memory kinds and change kinds (each condition given must hold).
+
+        From now, or after after_position (the position of the last event handled, kept across
+        restarts; the server keeps changes for its change retention, 24 h by default, and an
+        older position raises FailedPreconditionError WATCH_POSITION_EXPIRED). A stream that
+        breaks with UNAVAILABLE (a server restarting or shutting down) is reopened after the last
+        position handed over, so nothing is missed or repeated, unless resume=False. With
+        progress=True, WatchProgress items report positions reached while nothing visible
+        changed (store those too, so a quiet filtered watch does not fall behind the retention).
+        timeout bounds the whole watch (None: no end); closing the iterator ends the stream.
+        """
+        cursor = WatchCursor(after_position=after_position, progress=progress, scopes=scopes,
+                             session_id=session_id, entity=entity, kinds=kinds, change_kinds=change_kinds)
+        async for item in self._transport.watch(cursor, timeout=timeout, resume=resume):
+            yield item
+
     async def update_memory(
         self,
         id: str,
@@ -236,12 +281,75 @@ class AsyncMemoryClient(AsyncClientBase):
         )
 
     async def submit_feedback(
-        self, memory_ids: str | Iterable[str], *, useful: bool, comment: str = "", timeout: float | None = None
+        self,
+        memory_ids: str | Iterable[str],
+        *,
+        useful: bool | None = None,
+        outcome: TaskOutcomeLike | None = None,
+        task_id: str = "",
+        comment: str = "",
+        timeout: float | None = None,
     ) -> tuple[Memory, ...]:
-        """Reports whether memories helped; returns them with their adjusted confidence."""
+        """Reports whether memories helped (useful), or how a task that used them ended (outcome:
+        lessons and procedures gain or lose confidence); returns them as they are now."""
         return await self._transport.call(
-            _requests.submit_feedback(memory_ids, useful=useful, comment=comment), timeout
+            _requests.submit_feedback(memory_ids, useful=useful, outcome=outcome, task_id=task_id, comment=comment),
+            timeout,
         )
+
+    async def list_reflection_decisions(
+        self,
+        *,
+        subject: DecisionSubjectLike | None = None,
+        subject_id: str = "",
+        page_size: int = 0,
+        page_token: str = "",
+        timeout: float | None = None,
+    ) -> Page[ReflectionDecision]:
+        """Reflections that ran or were skipped, with why, and searches that found nothing; newest first."""
+        return await self._transport.call(
+            _requests.list_reflection_decisions(
+                subject=subject, subject_id=subject_id, page_size=page_size, page_token=page_token),
+            timeout,
+        )
+
+    async def consolidate(
+        self, *, scope: ScopeLike | None = None, domain: str = "", dry_run: bool = False,
+        timeout: float | None = None,
+    ) -> tuple[MemoryCluster, ...]:
+        """Clusters similar lessons and procedures and, with the server's model, writes one more
+        general memory per cluster (dry_run: only reports the clusters)."""
+        return await self._transport.call(_requests.consolidate(scope=scope, domain=domain, dry_run=dry_run), timeout)
+
+    async def foresee(
+        self,
+        task: str,
+        *,
+        entities: Iterable[str] = (),
+        tools: Iterable[str] = (),
+        top_k: int = 0,
+        timeout: float | None = None,
+        **filters: Unpack[FilterArgs],
+    ) -> tuple[Advice, ...]:
+        """Before a task: the lessons (risks), procedures (rules) and preferences that apply, each
+        with why."""
+        return await self._transport.call(
+            _requests.foresee(task, entities=entities, tools=tools, top_k=top_k, filters=filters), timeout
+        )
+
+    async def list_conflicts(
+        self, *, entity: str = "", page_size: int = 0, page_token: str = "", timeout: float | None = None
+    ) -> Page[Conflict]:
+        """Open conflicts: values held back as NEEDS_CONFIRMATION beside the value they contradict."""
+        return await self._transport.call(
+            _requests.list_conflicts(entity=entity, page_size=page_size, page_token=page_token), timeout
+        )
+
+    async def resolve_conflict(
+        self, challenger_id: str, *, keep: str, reason: str = "", timeout: float | None = None
+    ) -> ConflictResolution:
+        """Confirms one side of a conflict ("current" or "challenger"); the other is superseded."""
+        return await self._transport.call(_requests.resolve_conflict(challenger_id, keep=keep, reason=reason), timeout)
 
     async def get_working_memory(self, session_id: str, *, timeout: float | None = None) -> WorkingMemory:
         """Reads a session's working memory."""

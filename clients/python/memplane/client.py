@@ -8,10 +8,21 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Mapping
 from . import _requests
 from ._polling import OperationWait
 from ._transport import SyncClientBase
-from .enums import EraseModeLike, InferModeLike, KindLike, OperationStateLike, ReflectModeLike, ScopeLike
+from ._watch import WatchCursor
+from .enums import (
+    ChangeKindLike, DecisionSubjectLike, EraseModeLike, InferModeLike, KindLike, OperationStateLike, ReflectModeLike,
+    ScopeLike, TaskOutcomeLike,
+)
 from .inputs import FilterArgs, MemoryChanges, MemoryFields, MemoryInputLike, TaskTrajectoryLike
 from .types import (
+    Advice,
+    MemoryCluster,
+    ChangeEvent,
+    Conflict,
+    ConflictResolution,
     ErasureResult,
+    ReflectionDecision,
+    WatchProgress,
     ForgetResult,
     HistoryEntry,
     Memory,
@@ -106,11 +117,13 @@ class MemoryClient(SyncClientBase):
         domain: str | None = None,
         mode: ReflectModeLike | None = None,
         request_id: str | None = None,
+        decide: bool = False,
         timeout: float | None = None,
     ) -> ReflectResult:
         """Distils a finished task or a session (exactly one) into memories and a summary.
 
-        When the server runs it in the background the result carries an operation to wait on.
+        When the server runs it in the background the result carries an operation to wait on. With
+        decide, a task is reflected on only when it can teach something (result.skipped, .reason).
         """
         return self._transport.call(
             _requests.reflect(
@@ -121,6 +134,7 @@ class MemoryClient(SyncClientBase):
                 domain=domain,
                 mode=mode,
                 request_id=request_id,
+                decide=decide,
             ),
             timeout,
         )
@@ -202,6 +216,36 @@ class MemoryClient(SyncClientBase):
                 return
             page_token = page.next_page_token
 
+    def watch(
+        self,
+        *,
+        after_position: int | None = None,
+        scopes: ScopeLike | Iterable[ScopeLike] | None = None,
+        session_id: str | None = None,
+        entity: str | None = None,
+        kinds: KindLike | Iterable[KindLike] | None = None,
+        change_kinds: ChangeKindLike | Iterable[ChangeKindLike] | None = None,
+        progress: bool = False,
+        resume: bool = True,
+        timeout: float | None = None,
+    ) -> Iterator[ChangeEvent | WatchProgress]:
+        """Streams every change of a memory this caller may see, in commit order: created,
+        superseded, updated, forgotten (soft) and erased (hard), optionally filtered by scopes,
+        session, entity, memory kinds and change kinds (each condition given must hold).
+
+        From now, or after after_position (the position of the last event handled, kept across
+        restarts; the server keeps changes for its change retention, 24 h by default, and an
+        older position raises FailedPreconditionError WATCH_POSITION_EXPIRED). A stream that
+        breaks with UNAVAILABLE (a server restarting or shutting down) is reopened after the last
+        position handed over, so nothing is missed or repeated, unless resume=False. With
+        progress=True, WatchProgress items report positions reached while nothing visible
+        changed (store those too, so a quiet filtered watch does not fall behind the retention).
+        timeout bounds the whole watch (None: no end); closing the iterator ends the stream.
+        """
+        cursor = WatchCursor(after_position=after_position, progress=progress, scopes=scopes,
+                             session_id=session_id, entity=entity, kinds=kinds, change_kinds=change_kinds)
+        yield from self._transport.watch(cursor, timeout=timeout, resume=resume)
+
     def update_memory(
         self,
         id: str,
@@ -232,12 +276,75 @@ class MemoryClient(SyncClientBase):
         )
 
     def submit_feedback(
-        self, memory_ids: str | Iterable[str], *, useful: bool, comment: str = "", timeout: float | None = None
+        self,
+        memory_ids: str | Iterable[str],
+        *,
+        useful: bool | None = None,
+        outcome: TaskOutcomeLike | None = None,
+        task_id: str = "",
+        comment: str = "",
+        timeout: float | None = None,
     ) -> tuple[Memory, ...]:
-        """Reports whether memories helped; returns them with their adjusted confidence."""
+        """Reports whether memories helped (useful), or how a task that used them ended (outcome:
+        lessons and procedures gain or lose confidence); returns them as they are now."""
         return self._transport.call(
-            _requests.submit_feedback(memory_ids, useful=useful, comment=comment), timeout
+            _requests.submit_feedback(memory_ids, useful=useful, outcome=outcome, task_id=task_id, comment=comment),
+            timeout,
         )
+
+    def list_reflection_decisions(
+        self,
+        *,
+        subject: DecisionSubjectLike | None = None,
+        subject_id: str = "",
+        page_size: int = 0,
+        page_token: str = "",
+        timeout: float | None = None,
+    ) -> Page[ReflectionDecision]:
+        """Reflections that ran or were skipped, with why, and searches that found nothing; newest first."""
+        return self._transport.call(
+            _requests.list_reflection_decisions(
+                subject=subject, subject_id=subject_id, page_size=page_size, page_token=page_token),
+            timeout,
+        )
+
+    def consolidate(
+        self, *, scope: ScopeLike | None = None, domain: str = "", dry_run: bool = False,
+        timeout: float | None = None,
+    ) -> tuple[MemoryCluster, ...]:
+        """Clusters similar lessons and procedures and, with the server's model, writes one more
+        general memory per cluster (dry_run: only reports the clusters)."""
+        return self._transport.call(_requests.consolidate(scope=scope, domain=domain, dry_run=dry_run), timeout)
+
+    def foresee(
+        self,
+        task: str,
+        *,
+        entities: Iterable[str] = (),
+        tools: Iterable[str] = (),
+        top_k: int = 0,
+        timeout: float | None = None,
+        **filters: Unpack[FilterArgs],
+    ) -> tuple[Advice, ...]:
+        """Before a task: the lessons (risks), procedures (rules) and preferences that apply, each
+        with why."""
+        return self._transport.call(
+            _requests.foresee(task, entities=entities, tools=tools, top_k=top_k, filters=filters), timeout
+        )
+
+    def list_conflicts(
+        self, *, entity: str = "", page_size: int = 0, page_token: str = "", timeout: float | None = None
+    ) -> Page[Conflict]:
+        """Open conflicts: values held back as NEEDS_CONFIRMATION beside the value they contradict."""
+        return self._transport.call(
+            _requests.list_conflicts(entity=entity, page_size=page_size, page_token=page_token), timeout
+        )
+
+    def resolve_conflict(
+        self, challenger_id: str, *, keep: str, reason: str = "", timeout: float | None = None
+    ) -> ConflictResolution:
+        """Confirms one side of a conflict ("current" or "challenger"); the other is superseded."""
+        return self._transport.call(_requests.resolve_conflict(challenger_id, keep=keep, reason=reason), timeout)
 
     def get_working_memory(self, session_id: str, *, timeout: float | None = None) -> WorkingMemory:
         """Reads a session's working memory."""

@@ -93,6 +93,7 @@ class MemoryStatus(ProtoEnum):
     SUPERSEDED = 3
     DELETED = 4
     STALE = 5
+    NEEDS_CONFIRMATION = 6
 
 
 class HistoryAction(ProtoEnum):
@@ -109,6 +110,19 @@ class HistoryAction(ProtoEnum):
     REOBSERVED = 8
     ERASED = 9
     STALE = 10
+    CONFIRMED = 11
+
+
+class ChangeKind(ProtoEnum):
+    """What happened to a memory, as a watch reports it."""
+
+    UNSPECIFIED = 0
+    CREATED = 1
+    SUPERSEDED = 2
+    UPDATED = 3
+    FORGOTTEN = 4  # soft forget (restorable)
+    ERASED = 5  # hard forget; the event carries no memory
+    SUMMARY_STALE = 6  # a summary turned STALE when one of its sources changed
 
 
 class Role(ProtoEnum):
@@ -166,6 +180,33 @@ class PromoteMode(ProtoEnum):
     DISCARD = 2
 
 
+class AdviceKind(ProtoEnum):
+    """What an item of foresight asks of the agent."""
+
+    UNSPECIFIED = 0
+    RISK = 1
+    RULE = 2
+    PREFERENCE = 3
+
+
+class DecisionSubject(ProtoEnum):
+    """What a reflection decision is about."""
+
+    UNSPECIFIED = 0
+    TASK = 1
+    SESSION = 2
+    SEARCH = 3
+
+
+class DecisionOutcome(ProtoEnum):
+    """What was decided."""
+
+    UNSPECIFIED = 0
+    RAN = 1
+    SKIPPED = 2
+    SIGNAL = 3
+
+
 class ReflectMode(ProtoEnum):
     """How Reflect runs."""
 
@@ -185,6 +226,7 @@ class EraseMode(ProtoEnum):
 ScopeLike = Union[Scope, str, int]
 LayerLike = Union[Layer, str, int]
 KindLike = Union[Kind, str, int]
+ChangeKindLike = Union[ChangeKind, str, int]
 MemoryStatusLike = Union[MemoryStatus, str, int]
 RoleLike = Union[Role, str, int]
 DomainAccessLike = Union[DomainAccess, str, int]
@@ -193,3 +235,4 @@ TaskOutcomeLike = Union[TaskOutcome, str, int]
 InferModeLike = Union[InferMode, str, int]
 ReflectModeLike = Union[ReflectMode, str, int]
 EraseModeLike = Union[EraseMode, str, int]
+DecisionSubjectLike = Union[DecisionSubject, str, int]

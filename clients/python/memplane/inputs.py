@@ -62,6 +62,8 @@ class TaskTrajectory:
     outcome: TaskOutcomeLike | None = None
     feedback: str = ""
     task_id: str = ""
+    used_memory_ids: Sequence[str] = ()  # the outcome moves the confidence of their lessons and procedures
+    attempts: int = 0  # how many times the agent tried; over 1 means it succeeded after retries (0: once)
 
 
 MemoryInputLike = Union[MemoryInput, Mapping[str, Any]]

@@ -11,6 +11,10 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from .enums import (
+    AdviceKind,
+    DecisionOutcome,
+    DecisionSubject,
+    ChangeKind,
     DomainAccess,
     HistoryAction,
     Kind,
@@ -61,6 +65,8 @@ class Memory:
     use_count: int
     embedding_model: str
     sources: tuple[tuple[str, str], ...] = ()  # (type, id) of every observation behind the memory
+    conflicts_with: str = ""  # NEEDS_CONFIRMATION only: the memory this one contradicts
+    consolidated_into: str = ""  # a more general consolidated memory stands for this one
 
 
 @dataclass(frozen=True)
@@ -152,6 +158,8 @@ class ReflectResult:
     merged_count: int
     used_llm: bool
     operation: Operation | None
+    reason: str = ""  # why it ran ("requested", "the task failed", ...) or why it was skipped
+    skipped: bool = False  # reflect(decide=True) found nothing to learn: nothing was stored
 
 
 @dataclass(frozen=True)
@@ -191,6 +199,35 @@ class HistoryEntry:
     change_time: datetime | None
     actor: str
     reason: str
+
+
+@dataclass(frozen=True)
+class ChangeEvent:
+    """One change of a memory the caller may see, from watch().
+
+    position orders changes across all writers and servers; pass the last one you handled as
+    after_position to resume without missing any. memory is the memory as it was after the
+    change, or None once it has been erased (hard-forgotten).
+    """
+
+    position: int
+    change_kind: ChangeKind
+    action: HistoryAction
+    memory_id: str
+    memory: Memory | None
+    change_time: datetime | None
+    scope: Scope
+    kind: Kind
+    session_id: str
+    entity: str
+
+
+@dataclass(frozen=True)
+class WatchProgress:
+    """From watch(progress=True): everything visible up to position has been delivered (sent
+    when a stream starts, and now and then while nothing visible changes)."""
+
+    position: int
 
 
 @dataclass(frozen=True)
@@ -301,3 +338,55 @@ class AuditEvent:
     def details(self) -> Any:
         """details_json decoded (None when empty)."""
         return json.loads(self.details_json) if self.details_json else None
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Two values of one entity attribute that disagree: the one served and the one held back
+    as NEEDS_CONFIRMATION until resolve_conflict picks a side."""
+
+    current: Memory
+    challenger: Memory
+    reason: str
+
+
+@dataclass(frozen=True)
+class ConflictResolution:
+    """Both sides after resolve_conflict."""
+
+    kept: Memory
+    superseded: Memory
+
+
+@dataclass(frozen=True)
+class Advice:
+    """One thing to check before a task: a lesson (risk), a procedure (rule) or a preference, and
+    why it applies."""
+
+    memory: Memory
+    kind: AdviceKind
+    why: str
+    score: float
+
+
+@dataclass(frozen=True)
+class ReflectionDecision:
+    """A reflection that ran or was skipped, with why, or a search that found nothing (a signal)."""
+
+    id: str
+    subject: DecisionSubject
+    subject_id: str
+    outcome: DecisionOutcome
+    reason: str
+    operation_id: str
+    turns: int
+    create_time: datetime | None
+
+
+@dataclass(frozen=True)
+class MemoryCluster:
+    """Similar lessons or procedures, and the more general memory written for them (None in a dry run)."""
+
+    kind: Kind
+    members: tuple[Memory, ...]
+    consolidated: Memory | None

@@ -12,6 +12,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from memplane.v1 import memory_pb2 as pb
 from memplane.v1 import memory_service_pb2 as spb
 
+from ..core.changes import ChangeEvent, ChangeFilter, ChangeKind
 from ..core.errors import invalid
 from ..core.model import HistoryEntry, Kind, Layer, MemoryDraft, MemoryFilter, MemoryRecord, Scope, SearchHit, Status
 from ..core.validation import check_filter, check_metadata, check_time, check_ttl
@@ -27,12 +28,17 @@ KINDS = {pb.KIND_TURN: Kind.TURN, pb.KIND_EVENT: Kind.EVENT, pb.KIND_FACT: Kind.
          pb.KIND_SUMMARY: Kind.SUMMARY}
 STATUSES = {pb.MEMORY_STATUS_ACTIVE: Status.ACTIVE, pb.MEMORY_STATUS_PENDING: Status.PENDING,
             pb.MEMORY_STATUS_SUPERSEDED: Status.SUPERSEDED, pb.MEMORY_STATUS_DELETED: Status.DELETED,
-            pb.MEMORY_STATUS_STALE: Status.STALE}
+            pb.MEMORY_STATUS_STALE: Status.STALE, pb.MEMORY_STATUS_NEEDS_CONFIRMATION: Status.NEEDS_CONFIRMATION}
 HISTORY_ACTIONS = {"created": spb.HISTORY_ACTION_CREATED, "updated": spb.HISTORY_ACTION_UPDATED,
                    "superseded": spb.HISTORY_ACTION_SUPERSEDED, "merged": spb.HISTORY_ACTION_MERGED,
                    "deleted": spb.HISTORY_ACTION_DELETED, "restored": spb.HISTORY_ACTION_RESTORED,
                    "feedback": spb.HISTORY_ACTION_FEEDBACK, "reobserved": spb.HISTORY_ACTION_REOBSERVED,
-                   "erased": spb.HISTORY_ACTION_ERASED, "stale": spb.HISTORY_ACTION_STALE}
+                   "erased": spb.HISTORY_ACTION_ERASED, "stale": spb.HISTORY_ACTION_STALE,
+                   "confirmed": spb.HISTORY_ACTION_CONFIRMED}
+
+CHANGE_KINDS = {spb.CHANGE_KIND_CREATED: ChangeKind.CREATED, spb.CHANGE_KIND_SUPERSEDED: ChangeKind.SUPERSEDED,
+                spb.CHANGE_KIND_UPDATED: ChangeKind.UPDATED, spb.CHANGE_KIND_FORGOTTEN: ChangeKind.FORGOTTEN,
+                spb.CHANGE_KIND_ERASED: ChangeKind.ERASED, spb.CHANGE_KIND_SUMMARY_STALE: ChangeKind.SUMMARY_STALE}
 
 
 def enum_in(table: dict[int, E], value: int, field: str) -> E | None:
@@ -207,6 +213,8 @@ def memory_out(r: MemoryRecord, target: pb.Memory | None = None) -> pb.Memory:
     ts_out(m.expire_time, r.expire_at)
     m.use_count = r.use_count
     m.embedding_model = r.embedding_model or ""
+    m.conflicts_with = str(r.conflicts_with) if r.conflicts_with else ""
+    m.consolidated_into = str(r.consolidated_into) if r.consolidated_into else ""
     for source in r.sources:
         m.sources.add(type=source.get("type") or "", id=source.get("id") or "")
     return m
@@ -259,3 +267,27 @@ def counts_out(counts: Mapping[enum.Enum, int], target, names: Mapping[enum.Enum
     for key, n in sorted(counts.items(), key=lambda item: item[0].value):
         target.add(key=names[key], count=n)
 
+
+
+def change_filter_in(f: spb.WatchFilter) -> ChangeFilter:
+    return ChangeFilter(
+        scopes=enums_in(SCOPES, f.scopes, "filter.scopes"),
+        session_id=f.session_id or None,
+        entity=f.entity or None,
+        kinds=enums_in(KINDS, f.kinds, "filter.kinds"),
+        change_kinds=enums_in(CHANGE_KINDS, f.change_kinds, "filter.change_kinds"),
+    )
+
+
+def change_out(e: ChangeEvent, target: spb.ChangeEvent) -> None:
+    target.position = e.position
+    target.change_kind = enum_out(CHANGE_KINDS, e.change)
+    target.action = HISTORY_ACTIONS.get(e.action, 0)
+    target.memory_id = str(e.memory_id)
+    if e.memory is not None:
+        memory_out(e.memory, target.memory)
+    ts_out(target.change_time, e.changed_at)
+    target.scope = enum_out(SCOPES, e.scope)
+    target.kind = enum_out(KINDS, e.kind)
+    target.session_id = e.session_id or ""
+    target.entity = e.entity or ""

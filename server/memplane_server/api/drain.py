@@ -10,6 +10,8 @@ class Drain:
         self.draining = False
         self._idle = asyncio.Event()
         self._idle.set()
+        # Set once draining starts: open streams (Watch) end at once, so clients resume elsewhere.
+        self.stopping = asyncio.Event()
 
     def enter(self) -> None:
         self.in_flight += 1
@@ -23,6 +25,7 @@ class Drain:
     async def wait_idle(self, timeout: float) -> bool:
         """Starts draining and waits until no call is in flight; False if time ran out first."""
         self.draining = True
+        self.stopping.set()
         try:
             await asyncio.wait_for(self._idle.wait(), timeout)
         except asyncio.TimeoutError:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
@@ -21,6 +21,7 @@ from ..services.auth import Authenticator
 from ..services.availability import Availability
 from ..services.idempotency import Idempotency
 from ..services.rate_limits import RateLimits
+from ..core.attribution import reset_work_tenant, set_work_tenant
 from .context import current_caller, reset_caller, reset_request_key, set_caller, set_request_key
 from .drain import Drain
 
@@ -39,6 +40,8 @@ IDEMPOTENT_METHODS = frozenset(
 )
 
 Behavior = Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]
+# A server-streaming RPC (Watch): an async generator of responses.
+StreamBehavior = Callable[[Any, grpc.aio.ServicerContext], AsyncIterator[Any]]
 
 
 def _wrap_unary(handler: grpc.RpcMethodHandler | None, wrap: Callable[[Behavior], Behavior], serializer=None):
@@ -49,6 +52,18 @@ def _wrap_unary(handler: grpc.RpcMethodHandler | None, wrap: Callable[[Behavior]
         request_deserializer=handler.request_deserializer,
         response_serializer=serializer or handler.response_serializer,
     )
+
+
+def _wrap_each(handler: grpc.RpcMethodHandler | None, wrap: Callable[[Behavior], Behavior],
+               wrap_stream: Callable[[StreamBehavior], StreamBehavior]):
+    """Unary RPCs through wrap, server-streaming ones through wrap_stream."""
+    if handler is not None and handler.unary_stream is not None:
+        return grpc.unary_stream_rpc_method_handler(
+            wrap_stream(handler.unary_stream),
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+    return _wrap_unary(handler, wrap)
 
 
 def to_status(error: MemplaneError) -> grpc.Status:
@@ -82,9 +97,18 @@ class ErrorInterceptor(grpc.aio.ServerInterceptor):
         self.availability = availability
         self._log = OncePerCause(log)
 
+    async def _fail(self, exc: Exception, context: grpc.aio.ServicerContext, method: str) -> None:
+        if isinstance(exc, MemplaneError):
+            await context.abort_with_status(to_status(exc))
+        outage = self.availability.outage_error(exc)
+        if outage is None:
+            self._log.log(cause_of(exc), "unhandled error in %s", method)
+            outage = MemplaneError(Code.INTERNAL, "INTERNAL", "internal error; it has been logged")
+        await context.abort_with_status(to_status(outage))
+
     async def intercept_service(self, continuation, details):
         handler = await continuation(details)
-        if handler is None or handler.unary_unary is None:
+        if handler is None or (handler.unary_unary is None and handler.unary_stream is None):
             return handler
         parse = handler.request_deserializer
 
@@ -103,19 +127,35 @@ class ErrorInterceptor(grpc.aio.ServerInterceptor):
                             "the request is not a valid protobuf message (strings must be valid UTF-8)",
                         )
                     return await behavior(request, context)
-                except MemplaneError as exc:
-                    await context.abort_with_status(to_status(exc))
                 except grpc.aio.AbortError:
                     raise
                 except Exception as exc:
-                    outage = self.availability.outage_error(exc)
-                    if outage is None:
-                        self._log.log(cause_of(exc), "unhandled error in %s", details.method)
-                        outage = MemplaneError(Code.INTERNAL, "INTERNAL", "internal error; it has been logged")
-                    await context.abort_with_status(to_status(outage))
+                    await self._fail(exc, context, details.method)
 
             return guarded
 
+        def wrap_stream(behavior: StreamBehavior) -> StreamBehavior:
+            async def guarded(request, context: grpc.aio.ServicerContext):
+                try:
+                    if isinstance(request, _Malformed):
+                        raise MemplaneError(
+                            Code.INVALID_ARGUMENT, "MALFORMED_REQUEST",
+                            "the request is not a valid protobuf message (strings must be valid UTF-8)",
+                        )
+                    async for response in behavior(request, context):
+                        yield response
+                except grpc.aio.AbortError:
+                    raise
+                except Exception as exc:
+                    await self._fail(exc, context, details.method)
+
+            return guarded
+
+        if handler.unary_stream is not None:
+            return grpc.unary_stream_rpc_method_handler(
+                wrap_stream(handler.unary_stream), request_deserializer=tolerant_parse,
+                response_serializer=handler.response_serializer,
+            )
         return grpc.unary_unary_rpc_method_handler(
             wrap(handler.unary_unary), request_deserializer=tolerant_parse,
             response_serializer=handler.response_serializer,
@@ -146,7 +186,20 @@ class DrainInterceptor(grpc.aio.ServerInterceptor):
 
             return counted
 
-        return _wrap_unary(handler, wrap)
+        def wrap_stream(behavior: StreamBehavior) -> StreamBehavior:
+            async def counted(request, context):
+                if self.drain.draining:
+                    raise MemplaneError(Code.UNAVAILABLE, "SERVER_SHUTTING_DOWN", "this server is shutting down; retry")
+                self.drain.enter()
+                try:
+                    async for response in behavior(request, context):
+                        yield response
+                finally:
+                    self.drain.leave()
+
+            return counted
+
+        return _wrap_each(handler, wrap, wrap_stream)
 
 
 def _metadata(details, name: str) -> str | None:
@@ -172,15 +225,33 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
 
         def wrap(behavior: Behavior) -> Behavior:
             async def authenticated(request, context):
-                token = set_caller(await self.authenticator.resolve(presented, agent))
+                caller = await self.authenticator.resolve(presented, agent)
+                token, tenant = set_caller(caller), set_work_tenant(caller.tenant_id)
                 try:
                     return await behavior(request, context)
                 finally:
+                    reset_work_tenant(tenant)
                     reset_caller(token)
 
             return authenticated
 
-        return _wrap_unary(handler, wrap)
+        def wrap_stream(behavior: StreamBehavior) -> StreamBehavior:
+            async def authenticated(request, context):
+                # gRPC drives the whole stream from the call's own task, so the caller set here
+                # holds across the generator's steps.
+                token = set_caller(await self.authenticator.resolve(presented, agent))
+                try:
+                    async for response in behavior(request, context):
+                        yield response
+                finally:
+                    try:
+                        reset_caller(token)
+                    except ValueError:  # closed from another context: that context never had it
+                        pass
+
+            return authenticated
+
+        return _wrap_each(handler, wrap, wrap_stream)
 
 
 class RateLimitInterceptor(grpc.aio.ServerInterceptor):
@@ -201,7 +272,15 @@ class RateLimitInterceptor(grpc.aio.ServerInterceptor):
 
             return limited
 
-        return _wrap_unary(handler, wrap)
+        def wrap_stream(behavior: StreamBehavior) -> StreamBehavior:
+            async def limited(request, context):
+                await self.limits.check(current_caller().key_id)  # a stream costs one request
+                async for response in behavior(request, context):
+                    yield response
+
+            return limited
+
+        return _wrap_each(handler, wrap, wrap_stream)
 
 
 class IdempotencyInterceptor(grpc.aio.ServerInterceptor):
@@ -269,4 +348,21 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
 
             return measured
 
-        return _wrap_unary(handler, wrap)
+        def wrap_stream(behavior: StreamBehavior) -> StreamBehavior:
+            async def measured(request, context):
+                start = time.perf_counter()
+                code = "OK"
+                try:
+                    async for response in behavior(request, context):
+                        yield response
+                except BaseException:
+                    code = context.code().name if context.code() else "CANCELLED"
+                    raise
+                finally:
+                    self.duration.record(
+                        (time.perf_counter() - start) * 1000, {"rpc.method": method, "rpc.grpc.status_code": code}
+                    )
+
+            return measured
+
+        return _wrap_each(handler, wrap, wrap_stream)

@@ -1,6 +1,8 @@
 """MemoryService: protobuf in, use case, protobuf out."""
 from __future__ import annotations
 
+import asyncio
+
 from memplane.v1 import memory_pb2 as pb
 from memplane.v1 import memory_service_pb2 as spb
 from memplane.v1 import memory_service_pb2_grpc as spb_grpc
@@ -10,18 +12,22 @@ from ..core.model import UPDATABLE_FIELDS
 from ..core.operations import Operation
 from ..core.validation import shown
 from ..core.working import item_to_record
+from ..services.conflicts import ConflictsService
+from ..services.consolidate import ConsolidateService
 from ..services.erasure import ErasureService
 from ..services.extract import ExtractService
 from ..services.forget import ForgetService
+from ..services.foresight import ForesightService
 from ..services.memories import MemoriesService
 from ..core.reflection import ReflectInput, Task, TaskStep
 from ..services.reflect import ReflectService
 from ..services.search import SearchQuery, SearchService
+from ..services.watch import WatchService
 from ..services.working import WorkingService
 from .context import current_caller, current_request_key
 from .convert import (
-    LAYERS, KINDS, SCOPES, STATUSES, add_each, counts_out, draft_in,
-    struct_in, enum_in, filter_in, history_out, hit_out, memory_out,
+    LAYERS, KINDS, SCOPES, STATUSES, add_each, change_filter_in, change_out, counts_out, draft_in,
+    struct_in, enum_in, enum_out, filter_in, history_out, hit_out, memory_out,
     ts_in, ts_out,
 )
 from .operation_convert import operation_out, receipt_out
@@ -32,14 +38,23 @@ _MODES = {spb.REFLECT_MODE_SYNC: "sync", spb.REFLECT_MODE_ASYNC: "async"}
 _INFER = {spb.INFER_MODE_SYNC: "sync", spb.INFER_MODE_ASYNC: "async"}
 _PROMOTE = {spb.PROMOTE_MODE_PROMOTE: True, spb.PROMOTE_MODE_DISCARD: False}
 _ERASE_MODES = {spb.ERASE_MODE_SYNC: "sync", spb.ERASE_MODE_ASYNC: "async"}
+_ADVICE = {"risk": spb.ADVICE_KIND_RISK, "rule": spb.ADVICE_KIND_RULE, "preference": spb.ADVICE_KIND_PREFERENCE}
+_SUBJECTS = {spb.DECISION_SUBJECT_TASK: "task", spb.DECISION_SUBJECT_SESSION: "session",
+             spb.DECISION_SUBJECT_SEARCH: "search"}
+_DECIDED = {"ran": spb.DECISION_OUTCOME_RAN, "skipped": spb.DECISION_OUTCOME_SKIPPED,
+            "signal": spb.DECISION_OUTCOME_SIGNAL}
+_SIDES = {spb.CONFLICT_SIDE_CURRENT: "current", spb.CONFLICT_SIDE_CHALLENGER: "challenger"}
 
 
 class MemoryServicer(spb_grpc.MemoryServiceServicer):
     def __init__(self, search: SearchService, reflect: ReflectService, forget: ForgetService,
                  memories: MemoriesService, working: WorkingService, extract: ExtractService,
-                 erasures: ErasureService) -> None:
+                 conflicts: ConflictsService, foresight: ForesightService, consolidations: ConsolidateService,
+                 watches: WatchService, erasures: ErasureService, stopping: asyncio.Event | None = None) -> None:
         self.searches, self.reflections, self.extractions = search, reflect, extract
-        self.forgets, self.memories, self.working, self.erasures = forget, memories, working, erasures
+        self.forgets, self.memories, self.working, self.conflicts = forget, memories, working, conflicts
+        self.foresight, self.consolidations, self.erasures = foresight, consolidations, erasures
+        self.watches, self.stopping = watches, stopping
 
     async def Write(self, request: spb.WriteRequest, context) -> spb.WriteResponse:
         drafts = [draft_in(m) for m in request.memories]
@@ -80,12 +95,14 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
             t = request.task
             outcome = enum_in(_OUTCOMES, t.outcome, "task.outcome") or "unspecified"
             steps = tuple(TaskStep(s.action, s.observation, ts_in(s, "occurred_at")) for s in t.steps)
-            task = Task(t.task_id or "", t.request, steps, outcome, t.feedback)
+            task = Task(t.task_id or "", t.request, steps, outcome, t.feedback, tuple(t.used_memory_ids),
+                        t.attempts or 1)
         elif which == "session":
             session_id, user_id = request.session.session_id, request.session.user_id or None
         reflect_input = ReflectInput(
             task=task, session_id=session_id, user_id=user_id, scope=enum_in(SCOPES, request.scope, "scope"),
             domain=request.domain or None, mode=enum_in(_MODES, request.mode, "mode") or "auto",
+            decide=request.decide,
         )
         result = await self.reflections.reflect(current_caller(), reflect_input)
         response = spb.ReflectResponse()
@@ -96,6 +113,8 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
             response.result.summary = result.summary
             response.result.merged_count = result.merged_count
             response.result.used_llm = result.used_llm
+            response.result.reason = result.reason
+            response.result.skipped = result.skipped
         return response
 
     async def Forget(self, request: spb.ForgetRequest, context) -> spb.ForgetResponse:
@@ -175,7 +194,10 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
         return response
 
     async def SubmitFeedback(self, request: spb.SubmitFeedbackRequest, context) -> spb.SubmitFeedbackResponse:
-        records = await self.memories.feedback(current_caller(), list(request.memory_ids), request.useful, request.comment)
+        records = await self.memories.feedback(
+            current_caller(), list(request.memory_ids), request.useful, request.comment, task_id=request.task_id,
+            outcome=enum_in(_OUTCOMES, request.outcome, "outcome"),
+        )
         response = spb.SubmitFeedbackResponse()
         add_each(response.memories, records, memory_out)
         return response
@@ -205,4 +227,68 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
         counts_out(stats.by_kind, response.by_kind, {e: pb.Kind.Name(n) for n, e in KINDS.items()})
         counts_out(stats.by_status, response.by_status, {e: pb.MemoryStatus.Name(n) for n, e in STATUSES.items()})
         ts_out(response.newest_time, stats.newest)
+        return response
+
+    async def ListConflicts(self, request: spb.ListConflictsRequest, context) -> spb.ListConflictsResponse:
+        conflicts, token = await self.conflicts.list(
+            current_caller(), entity=request.entity or None, page_size=request.page_size, page_token=request.page_token)
+        response = spb.ListConflictsResponse(next_page_token=token)
+        for c in conflicts:
+            out = response.conflicts.add(reason=c.reason)
+            memory_out(c.current, out.current)
+            memory_out(c.challenger, out.challenger)
+        return response
+
+    async def ResolveConflict(self, request: spb.ResolveConflictRequest, context) -> spb.ResolveConflictResponse:
+        kept, superseded = await self.conflicts.resolve(
+            current_caller(), request.challenger_id, enum_in(_SIDES, request.keep, "keep"), request.reason)
+        response = spb.ResolveConflictResponse()
+        memory_out(kept, response.kept)
+        memory_out(superseded, response.superseded)
+        return response
+
+    async def Foresee(self, request: spb.ForeseeRequest, context) -> spb.ForeseeResponse:
+        advice = await self.foresight.foresee(
+            current_caller(), request.task, entities=list(request.entities), tools=list(request.tools),
+            top_k=request.top_k, f=filter_in(request.filter))
+        response = spb.ForeseeResponse()
+        for a in advice:
+            out = response.advice.add(kind=_ADVICE[a.kind], why=a.why, score=a.hit.score)
+            memory_out(a.hit.memory, out.memory)
+        return response
+
+    async def ListReflectionDecisions(
+        self, request: spb.ListReflectionDecisionsRequest, context
+    ) -> spb.ListReflectionDecisionsResponse:
+        decisions, token = await self.reflections.decisions(
+            current_caller(), subject_type=enum_in(_SUBJECTS, request.subject, "subject"),
+            subject_id=request.subject_id or None, page_size=request.page_size, page_token=request.page_token)
+        response = spb.ListReflectionDecisionsResponse(next_page_token=token)
+        subject_out = {name: number for number, name in _SUBJECTS.items()}
+        for d in decisions:
+            out = response.decisions.add(
+                id=str(d.id), subject=subject_out[d.subject_type], subject_id=d.subject_id,
+                outcome=_DECIDED[d.decision], reason=d.reason, turns=d.turns or 0,
+                operation_id=str(d.operation_id) if d.operation_id else "")
+            ts_out(out.create_time, d.created_at)
+        return response
+
+    async def Watch(self, request: spb.WatchRequest, context):
+        after = request.after_position if request.HasField("after_position") else None
+        batches = self.watches.watch(current_caller(), change_filter_in(request.filter), after, stop=self.stopping)
+        async for batch in batches:
+            response = spb.WatchResponse(position=batch.position)
+            add_each(response.events, batch.events, change_out)
+            yield response
+
+    async def Consolidate(self, request: spb.ConsolidateRequest, context) -> spb.ConsolidateResponse:
+        found = await self.consolidations.consolidate(
+            current_caller(), scope=enum_in(SCOPES, request.scope, "scope"), domain=request.domain or None,
+            dry_run=request.dry_run)
+        response = spb.ConsolidateResponse()
+        for c in found:
+            out = response.clusters.add(kind=enum_out(KINDS, c.kind))
+            add_each(out.members, c.members, memory_out)
+            if c.consolidated is not None:
+                memory_out(c.consolidated, out.consolidated)
         return response

@@ -55,7 +55,9 @@ def build_server(services: Services, drain: Drain) -> tuple[grpc.aio.Server, hea
     )
     memory_service_pb2_grpc.add_MemoryServiceServicer_to_server(
         MemoryServicer(services.searches, services.reflections, services.forgets, services.memories,
-                       services.working, services.extractions, services.erasures),
+                       services.working, services.extractions, services.conflicts,
+                       services.foresight, services.consolidations, services.watches, services.erasures,
+                       drain.stopping),
         server,
     )
     admin_service_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(services.admin), server)

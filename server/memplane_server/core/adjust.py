@@ -31,6 +31,14 @@ def confidence_weight(memory: MemoryRecord) -> float:
     return 0.5 + 0.5 * memory.confidence
 
 
+CONSOLIDATED = 0.8
+
+
+def consolidated_weight(memory: MemoryRecord) -> float:
+    """A lesson or procedure that a more general consolidated memory stands for ranks below it."""
+    return CONSOLIDATED if memory.consolidated_into else 1.0
+
+
 OUT_OF_TIME = 0.5
 
 

@@ -37,6 +37,7 @@ class Status(str, enum.Enum):
     SUPERSEDED = "superseded"
     DELETED = "deleted"
     STALE = "stale"  # a summary one of whose sources changed; rebuilt by a job
+    NEEDS_CONFIRMATION = "needs_confirmation"  # contradicts conflicts_with; see core/conflicts.py
 
 
 KIND_LAYER: dict[Kind, Layer] = {
@@ -132,6 +133,8 @@ class MemoryRecord:
     embedding_model: str | None = None
     expire_at: datetime | None = None
     sources: list[dict[str, Any]] = field(default_factory=list)
+    conflicts_with: UUID | None = None
+    consolidated_into: UUID | None = None  # a lesson or procedure a more general one now stands for
 
 
 @dataclass(frozen=True)

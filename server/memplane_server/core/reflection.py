@@ -25,6 +25,8 @@ class Task:
     steps: tuple[TaskStep, ...] = ()
     outcome: str = "unspecified"
     feedback: str = ""
+    used_memory_ids: tuple[str, ...] = ()  # the outcome moves their confidence (core/confidence.py)
+    attempts: int = 1  # how many times the agent tried (core/triggers.py)
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class ReflectInput:
     scope: Scope | None = None
     domain: str | None = None
     mode: str = "auto"  # auto | sync | async
+    decide: bool = False  # run only when core/triggers.py finds it worth it
 
 
 @dataclass
@@ -43,6 +46,8 @@ class ReflectOutcome:
     summary: str = ""
     merged_count: int = 0
     used_llm: bool = False
+    reason: str = ""  # why it ran, or why it was skipped (then nothing was stored)
+    skipped: bool = False
 
 
 def input_to_json(r: ReflectInput) -> dict:
@@ -63,7 +68,8 @@ def input_from_json(d: dict) -> ReflectInput:
             TaskStep(s["action"], s["observation"], datetime.fromisoformat(s["occurred_at"]) if s["occurred_at"] else None)
             for s in t["steps"]
         )
-        task = Task(t["task_id"], t["request"], steps, t["outcome"], t["feedback"])
+        task = Task(t["task_id"], t["request"], steps, t["outcome"], t["feedback"], tuple(t.get("used_memory_ids", ())),
+                    t.get("attempts", 1))
     return ReflectInput(task, d.get("session_id"), d.get("user_id"), Scope(d["scope"]) if d.get("scope") else None,
                         d.get("domain"), d.get("mode", "auto"))
 
@@ -100,13 +106,20 @@ class SessionSummary:
     sources: tuple[UUID, ...]  # the memories it states: when one changes, the summary is stale
 
 
+def statement(r: MemoryRecord) -> str:
+    """A memory as one line of a summary's input: a structured fact as entity.attribute = value."""
+    if r.entity:
+        return f"{r.entity}{'.' + r.attribute if r.attribute else ''} = {r.value or r.content}"
+    return f"{r.kind.value}: {r.content}"
+
+
 def session_summary(session_id: str, records: list[MemoryRecord]) -> SessionSummary:
     """The session's current facts and preferences in at most SUMMARY_MAX_CHARS characters: short
     enough to read at a glance and to be rebuilt whenever one of them changes."""
     facts = [r for r in records if r.kind in (Kind.FACT, Kind.PREFERENCE)]
     structured = sorted({(r.entity, r.attribute): r for r in facts if r.entity}.values(), key=lambda r: (r.entity, r.attribute or ""))
-    lines = [(r, f"- {r.entity}{'.' + r.attribute if r.attribute else ''} = {r.value or r.content}") for r in structured]
-    lines += [(r, f"- {r.kind.value}: {r.content}") for r in facts if not r.entity]
+    lines = [(r, f"- {statement(r)}") for r in structured]
+    lines += [(r, f"- {statement(r)}") for r in facts if not r.entity]
     text = f"Session {session_id}: {len(records)} active memories."
     if not lines:
         return SessionSummary(f"{text}\nNo facts or preferences recorded yet.", ())

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from datetime import datetime
 
-from .adjust import confidence_weight, kind_bonus, recency, valid_time_weight
+from .adjust import confidence_weight, consolidated_weight, kind_bonus, recency, valid_time_weight
 from .fusion import RRF_K, reciprocal_rank_fusion
 from .intent import Intent
 from .model import MemoryRecord, Scope, ScoreComponent, Scored, SearchHit
@@ -46,6 +46,8 @@ def fuse_and_adjust(results: dict[str, list[Scored]], weights: dict[str, float],
             ("recency", recency(record, a.now, lambdas), f"exp(-{lambdas.get(record.kind.value, 0.0)} * age_days)"),
             ("confidence", confidence_weight(record), f"0.5 + 0.5 * confidence {record.confidence:.2f}"),
             ("valid_time", valid_time_weight(record, span), asked),
+            ("consolidated", consolidated_weight(record),
+             f"consolidated into {record.consolidated_into}" if record.consolidated_into else "not consolidated"),
         ]
         score = rrf * math.prod(value for _, value, _ in factors)
         explanation = []

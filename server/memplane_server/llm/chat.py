@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from opentelemetry import metrics, trace
+
+from ..core.attribution import work_tenant
+from ..core.errors import Code, MemplaneError
 from ..core.model import Kind
 from .litellm_import import load_litellm
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+_tracer = trace.get_tracer("memplane.llm")
+_meter = metrics.get_meter("memplane.server")
+_llm_time = _meter.create_histogram("memplane.llm.duration", unit="ms", description="time of one LLM completion")
+_llm_tokens = _meter.create_counter("memplane.llm.tokens", unit="{token}", description="LLM tokens by tenant")
 
 
 class MalformedOutput(ValueError):
@@ -71,19 +80,44 @@ class ChatModel:
         self._timeout = timeout
 
     async def ask_json(self, system: str, user: str, parse: Callable[[str], T]) -> T:
+        """The parsed answer. A provider that fails, times out or answers malformed twice is a
+        dependency that is down for this call: UNAVAILABLE with a reason, retried by clients and
+        by the job runner, never an INTERNAL error."""
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         for attempt in range(2):
-            response = await self._litellm.acompletion(
-                model=self.model, messages=messages, temperature=0, top_p=0.9, timeout=self._timeout,
-                num_retries=0, **self._kwargs,
-            )
+            try:
+                response = await self._complete(messages)
+            except Exception as exc:  # litellm raises its own hierarchy and plain network errors
+                raise MemplaneError(Code.UNAVAILABLE, "LLM_UNAVAILABLE",
+                                    f"the model {self.model} did not answer ({type(exc).__name__})") from exc
             text = response.choices[0].message.content or ""
             try:
                 return parse(text)
             except MalformedOutput as exc:
                 log.warning("model %s returned malformed output (attempt %d): %s", self.model, attempt + 1, exc)
                 if attempt:
-                    raise
+                    raise MemplaneError(Code.UNAVAILABLE, "LLM_MALFORMED_OUTPUT",
+                                        f"the model {self.model} answered twice without the expected JSON: {exc}") from exc
                 messages = [*messages, {"role": "assistant", "content": text},
                             {"role": "user", "content": f"That was invalid ({exc}). Answer again with only the JSON object."}]
         raise AssertionError("unreachable")
+
+    async def _complete(self, messages: list[dict]):
+        """One completion, traced and timed; its tokens counted for the tenant whose work it does.
+        Prompts and answers are never recorded (they hold memory content)."""
+        attributes = {"gen_ai.request.model": self.model}
+        start = time.perf_counter()
+        with _tracer.start_as_current_span("llm chat", kind=trace.SpanKind.CLIENT, attributes=attributes):
+            try:
+                response = await self._litellm.acompletion(
+                    model=self.model, messages=messages, temperature=0, top_p=0.9, timeout=self._timeout,
+                    num_retries=0, **self._kwargs,
+                )
+            finally:
+                _llm_time.record((time.perf_counter() - start) * 1000, attributes)
+        usage = getattr(response, "usage", None)
+        tenant = work_tenant()
+        for kind, used in (("input", getattr(usage, "prompt_tokens", 0)), ("output", getattr(usage, "completion_tokens", 0))):
+            if used:
+                _llm_tokens.add(used, {**attributes, "memplane.tenant": tenant, "gen_ai.token.type": kind})
+        return response

@@ -22,6 +22,7 @@ from enum import IntEnum
 from typing import Protocol
 
 import numpy as np
+from opentelemetry import metrics, trace
 
 from ..core.errors import Code, MemplaneError
 
@@ -186,10 +187,44 @@ class LitellmEmbedder:
         return None
 
 
+_tracer = trace.get_tracer("memplane.embedding")
+_embedding_time = metrics.get_meter("memplane.server").create_histogram(
+    "memplane.embedding.duration", unit="ms", description="time to embed one batch, waiting for the thread included",
+)
+
+
+class TracedEmbedder:
+    """Any embedder, with a span and a duration per call (by model and purpose); texts are never recorded."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.dim = inner.dim
+
+    async def _timed(self, purpose: str, texts: int, call):
+        attributes = {"memplane.embedding.model": self.model_id, "memplane.embedding.purpose": purpose}
+        start = time.perf_counter()
+        with _tracer.start_as_current_span("embedding", attributes={**attributes, "memplane.embedding.texts": texts}):
+            try:
+                return await call
+            finally:
+                _embedding_time.record((time.perf_counter() - start) * 1000, attributes)
+
+    async def embed_passages(self, texts: list[str], *, background: bool = False) -> np.ndarray:
+        purpose = "background" if background else "passages"
+        return await self._timed(purpose, len(texts), self.inner.embed_passages(texts, background=background))
+
+    async def embed_query(self, text: str) -> np.ndarray:
+        return await self._timed("query", 1, self.inner.embed_query(text))
+
+    def close(self) -> None:
+        self.inner.close()
+
+
 def create_embedder(
     model_id: str, *, dim: int, threads: int, batch_size: int, api_base: str | None, api_key: str | None,
     timeout: float,
 ) -> Embedder:
     if model_id.startswith(LOCAL_PREFIX):
-        return LocalE5Embedder(model_id, threads=threads, batch_size=batch_size)
-    return LitellmEmbedder(model_id, dim=dim, api_base=api_base, api_key=api_key, timeout=timeout)
+        return TracedEmbedder(LocalE5Embedder(model_id, threads=threads, batch_size=batch_size))
+    return TracedEmbedder(LitellmEmbedder(model_id, dim=dim, api_base=api_base, api_key=api_key, timeout=timeout))

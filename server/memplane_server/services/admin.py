@@ -225,9 +225,10 @@ class AdminService:
 
         Returns (platform admin secret, tenant admin secret) once; None when already set up.
         """
-        if await self.store.count_tenants() > 0:
-            return None
-        system = Caller(key_id="bootstrap", role=Role.PLATFORM_ADMIN, tenant_id=None, agent_id=None)
-        _, platform_secret = await self._new_key(system, None, None, Role.PLATFORM_ADMIN, "bootstrap platform admin")
-        _, _, tenant_secret = await self.create_tenant(system, tenant_id, tenant_id, 0, True)
-        return platform_secret, tenant_secret
+        async with self.store.bootstrap_turn() as empty:
+            if not empty:
+                return None
+            system = Caller(key_id="bootstrap", role=Role.PLATFORM_ADMIN, tenant_id=None, agent_id=None)
+            _, platform_secret = await self._new_key(system, None, None, Role.PLATFORM_ADMIN, "bootstrap platform admin")
+            _, _, tenant_secret = await self.create_tenant(system, tenant_id, tenant_id, 0, True)
+            return platform_secret, tenant_secret

@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from opentelemetry import metrics
+
 from ..core.tokens import keyword_tokens
 from ..core.windows import averaged, windows_to_build
 from .deps import Deps
@@ -20,6 +22,11 @@ from .deps import Deps
 log = logging.getLogger(__name__)
 
 LEASE_SECONDS = 300.0
+# Summed over every process, the number of sessions built: with N servers and M workers each
+# marked session is built once (the lease on its queue row), which this makes observable.
+_sessions_built = metrics.get_meter("memplane.server").create_counter(
+    "memplane.turn_windows.sessions_built", unit="{session}", description="sessions whose turn windows were built",
+)
 
 
 class ContextService:
@@ -48,5 +55,6 @@ class ContextService:
         vector_of = {w.id: v for w, v in zip(shared, vectors)}
         await self.store.save(tenant_id, [(w, k, vector_of.get(w.id)) for w, k in zip(built, keywords)])
         await self.store.finish(tenant_id, session_id, leased.marked_at)
+        _sessions_built.add(1)
         return True
 

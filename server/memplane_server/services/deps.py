@@ -6,7 +6,10 @@ from dataclasses import dataclass
 from ..llm.embedders import Embedder
 from ..llm.chat import ChatModel
 from ..settings import Settings
+from ..stores.postgres.conflicts import ConflictStore
+from ..stores.postgres.changes import ChangeListener, ChangeStore
 from ..stores.postgres.contexts import ContextStore
+from ..stores.postgres.decisions import DecisionStore
 from ..stores.postgres.jobs import JobStore
 from ..stores.postgres.memories import MemoryStore
 from ..stores.postgres.tenancy import TenancyStore
@@ -21,8 +24,12 @@ class Deps:
     tenancy: TenancyStore
     jobs: JobStore
     contexts: ContextStore
+    conflicts: ConflictStore
+    decisions: DecisionStore
     working: WorkingStore
     embedder: Embedder
     llm: ChatModel | None
+    changes: ChangeStore
+    change_listener: ChangeListener
     # Cached responses of request ids; forgets and erasures drop what they remove from it.
     idempotency: IdempotencyStore | None = None

@@ -15,6 +15,7 @@ from ..core.requests import RequestKey
 from ..core.timezones import parse_time_zone, render
 from ..llm.extraction import KnownFact, Turn, extract
 from .deps import Deps
+from .triggers import after_write
 from .write import WriteService
 
 log = logging.getLogger(__name__)
@@ -41,8 +42,17 @@ class ExtractService:
         """Stores the raw input first; extraction (if asked) runs after, so an LLM failure loses nothing.
 
         Returns the stored input, the memories extraction produced (sync only) and, when extraction
-        runs in the background or failed and will be retried, its operation.
+        runs in the background or failed and will be retried, its operation. A session this write
+        makes due for reflection gets a reflect job (services/triggers.py).
         """
+        written = await self._write(caller, drafts, infer, time_zone, request)
+        await after_write(self.deps, caller, written[0])
+        return written
+
+    async def _write(
+        self, caller: Caller, drafts: list[MemoryDraft], infer: str | None, time_zone: str | None,
+        request: RequestKey | None,
+    ) -> tuple[list[MemoryRecord], list[MemoryRecord], Operation | None]:
         parse_time_zone(time_zone)  # refuse a bad zone before anything is stored
         if infer is None:
             return await self.writes.write(caller, drafts, request), [], None
@@ -65,7 +75,9 @@ class ExtractService:
         payload = {"turn_ids": turn_ids, "time_zone": time_zone}
         return await self.deps.jobs.enqueue(caller, "extract", payload, caller_to_json(caller))
 
-    async def run(self, caller: Caller, turn_ids: list[str], time_zone: str | None = None) -> ExtractOutcome:
+    async def run(
+        self, caller: Caller, turn_ids: list[str], time_zone: str | None = None, request: RequestKey | None = None
+    ) -> ExtractOutcome:
         if self.deps.llm is None:
             raise MemplaneError(Code.FAILED_PRECONDITION, "LLM_NOT_CONFIGURED", "set MEMPLANE_LLM_MODEL to extract")
         turns = [t for t in [await self.deps.memories.get(caller, uuid.UUID(i)) for i in turn_ids] if t is not None]
@@ -94,10 +106,11 @@ class ExtractService:
             self.deps.llm, known, [Turn(str(t.id), t.content) for t in context],
             [Turn(str(t.id), t.content) for t in turns], render(datetime.now(timezone.utc), zone),
         )
-        return await self._apply(caller, first, operations, [*context, *turns], turns)
+        return await self._apply(caller, first, operations, request, [*context, *turns], turns)
 
     async def _apply(
-        self, caller: Caller, first: MemoryRecord, operations, read: list[MemoryRecord], new: list[MemoryRecord],
+        self, caller: Caller, first: MemoryRecord, operations, request: RequestKey | None,
+        read: list[MemoryRecord], new: list[MemoryRecord],
     ) -> ExtractOutcome:
         outcome = ExtractOutcome()
         read_ids = {str(t.id): t.id for t in read}
@@ -118,7 +131,7 @@ class ExtractService:
             for op in operations if op.op in ("ADD", "UPDATE")
         ]
         if drafts:
-            outcome.memories = await self.writes.write(caller, drafts)
+            outcome.memories = await self.writes.write(caller, drafts, request)
         for op in operations:
             if op.op == "DELETE":
                 current = await self.deps.memories.list(

@@ -14,7 +14,7 @@ from ..core.model import MemoryFilter
 from ..core.validation import MAX_NOTE_BYTES, check_text
 from .copies import drop_copies
 from .deps import Deps
-from .memories import changeable
+from .changeable import changeable
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,6 @@
 """Reading and changing single memories: get, list, update, history, feedback, stats."""
 from __future__ import annotations
 
-import uuid
 from dataclasses import replace
 from typing import Any
 
@@ -14,42 +13,11 @@ from ..core.validation import (
     MAX_NOTE_BYTES, check_confidence, check_content, check_free_id, check_metadata, check_tags, check_text,
     check_time, clamp_page_size,
 )
-from ..stores.postgres.memories import MemoryStore
+from .changeable import changeable, parse_memory_id
 from .deps import Deps
+from .outcomes import apply_outcome
 
 FEEDBACK_STEP = 0.1
-
-
-def parse_memory_id(value: str) -> uuid.UUID:
-    """A malformed id is as unknown as another tenant's id: NOT_FOUND, not a hint."""
-    try:
-        return uuid.UUID(value)
-    except (ValueError, AttributeError, TypeError):
-        raise not_found("memory") from None
-
-
-async def changeable(store: MemoryStore, caller: Caller, memory_ids: list[str]) -> list[MemoryRecord]:
-    """The memories the ids name, in order, when the caller may change every one of them.
-
-    Checked before anything changes, in the order given: the first id the caller cannot read is
-    NOT_FOUND (like an id that exists nowhere), the first it can read but not change is read-only.
-    """
-    well_formed = []
-    for raw in memory_ids:
-        try:
-            well_formed.append(uuid.UUID(raw))
-        except (ValueError, AttributeError, TypeError):
-            pass  # reported in its turn below, after the ids before it
-    found = {r.id: r for r in await store.get_many(caller, well_formed)}
-    out = []
-    for raw in memory_ids:
-        record = found.get(parse_memory_id(raw))
-        if record is None:
-            raise not_found("memory")
-        if not caller.can_write(record):
-            raise denied("MEMORY_READ_ONLY", "this caller may read but not change that memory")
-        out.append(record)
-    return out
 
 
 class MemoriesService:
@@ -153,13 +121,19 @@ class MemoriesService:
         token = encode_token([page[-1][0]]) if len(rows) > size else ""
         return [entry for _, entry in page], token
 
-    async def feedback(self, caller: Caller, memory_ids: list[str], useful: bool, comment: str) -> list[MemoryRecord]:
+    async def feedback(
+        self, caller: Caller, memory_ids: list[str], useful: bool, comment: str, *, task_id: str = "",
+        outcome: str | None = None,
+    ) -> list[MemoryRecord]:
         caller.require_writer()
         if not memory_ids:
             raise invalid("IDS_REQUIRED", "memory_ids must not be empty")
         check_text(comment, "comment", MAX_NOTE_BYTES)
+        check_free_id(task_id, "task_id")
         if len(memory_ids) > self.deps.settings.max_batch:
             raise invalid("BATCH_TOO_LARGE", f"at most {self.deps.settings.max_batch} ids per call")
+        if outcome:
+            return await apply_outcome(self.deps, caller, memory_ids, task_id=task_id, outcome=outcome, comment=comment)
         out = []
         for current in await changeable(self.deps.memories, caller, memory_ids):
             mid = current.id

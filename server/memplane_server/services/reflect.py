@@ -20,15 +20,25 @@ from ..core.errors import invalid
 from ..core.model import Kind, MemoryDraft, MemoryFilter, MemoryRecord, Scope, Status
 from ..core.operations import Operation
 from ..core.reflection import (
-    ReflectInput, ReflectOutcome, input_to_json, near_duplicate_groups, session_summary, task_summary, task_transcript,
+    ReflectInput, ReflectOutcome, input_to_json, near_duplicate_groups, session_summary, statement, task_summary,
+    task_transcript,
 )
-from ..core.requests import request_key
+from ..core.requests import RequestKey, request_key
+from ..core.triggers import SIMILAR_TASK, Decision, task_decision, task_focus
+from ..core.decisions import DecisionRecord
+from ..core.paging import decode_position, encode_token
 from ..core.validation import (
-    MAX_TASK_STEPS, check_content, check_free_id, check_identifier, check_text, check_time,
+    MAX_TASK_STEPS, check_content, check_free_id, check_identifier, check_text, check_time, clamp_page_size,
 )
 from ..llm.reflection import reflect as reflect_with_model
+from ..llm.summary import refresh as refresh_with_model
+from .changeable import changeable
 from .deps import Deps
+from .outcomes import apply_outcome
 from .write import WriteService
+
+MAX_ATTEMPTS = 10_000
+
 
 class ReflectService:
     def __init__(self, deps: Deps, writes: WriteService) -> None:
@@ -47,6 +57,10 @@ class ReflectService:
             check_text(r.task.feedback, "feedback", limit)
             if len(r.task.steps) > MAX_TASK_STEPS:
                 raise invalid("TASK_TOO_LARGE", f"a task has at most {MAX_TASK_STEPS} steps")
+            if not 1 <= r.task.attempts <= MAX_ATTEMPTS:
+                raise invalid("INVALID_ATTEMPTS", f"attempts must be between 1 and {MAX_ATTEMPTS}")
+            if len(r.task.used_memory_ids) > self.deps.settings.max_batch:
+                raise invalid("BATCH_TOO_LARGE", f"a task lists at most {self.deps.settings.max_batch} used memories")
             for step in r.task.steps:
                 check_text(step.action, "action", limit)
                 check_text(step.observation, "observation", limit)
@@ -64,10 +78,54 @@ class ReflectService:
 
     async def reflect(self, caller: Caller, r: ReflectInput) -> ReflectOutcome | Operation:
         self._check(caller, r)
+        if r.task and r.task.used_memory_ids:  # refused now, not after a queued job's retries
+            await changeable(self.deps.memories, caller, list(r.task.used_memory_ids))
+        decision = await self._decide(caller, r)
+        subject = ("task", r.task.task_id) if r.task else ("session", r.session_id or "")
+        if not decision.run:
+            assert r.task is not None  # only tasks are decided on
+            if r.task.used_memory_ids:  # the outcome still counts for what the task used
+                await apply_outcome(self.deps, caller, list(r.task.used_memory_ids), task_id=r.task.task_id,
+                                    outcome=r.task.outcome)
+            await self.deps.decisions.record(caller, subject_type=subject[0], subject_id=subject[1],
+                                             decision="skipped", reason=decision.reason)
+            return ReflectOutcome(reason=decision.reason, skipped=True)
         size = len(r.task.steps) if r.task else await self._session_size(caller, r)
         if r.mode == "async" or (r.mode == "auto" and size > self.deps.settings.reflect_sync_max_items):
-            return await self.enqueue(caller, r)
-        return await self.run(caller, r)
+            operation = await self.enqueue(caller, r)
+            await self.deps.decisions.record(caller, subject_type=subject[0], subject_id=subject[1], decision="ran",
+                                             reason=decision.reason, operation_id=operation.id)
+            return operation
+        outcome = await self.run(caller, r)
+        outcome.reason = decision.reason
+        await self.deps.decisions.record(caller, subject_type=subject[0], subject_id=subject[1], decision="ran",
+                                         reason=decision.reason)
+        return outcome
+
+    async def _decide(self, caller: Caller, r: ReflectInput) -> Decision:
+        if not r.decide or r.task is None:
+            return Decision(True, "requested")
+        like_earlier = False
+        if r.task.request.strip():
+            vector = await self.deps.embedder.embed_query(r.task.request)
+            earlier = await self.deps.memories.vector_search(
+                caller, MemoryFilter(kinds=(Kind.SUMMARY,)), vector, limit=5, as_of=None)
+            like_earlier = any(s.record.source_type == "task" and s.score >= SIMILAR_TASK for s in earlier)
+        return task_decision(r.task, like_earlier=like_earlier)
+
+    async def decisions(
+        self, caller: Caller, *, subject_type: str | None, subject_id: str | None, page_size: int, page_token: str,
+    ) -> tuple[list[DecisionRecord], str]:
+        """Reflection decisions and no-result signals the caller may see, newest first."""
+        caller.require_tenant()
+        check_free_id(subject_id, "subject_id")
+        size = clamp_page_size(page_size)
+        after = decode_position(page_token, "time", "uuid")
+        found = await self.deps.decisions.list(
+            caller, subject_type=subject_type, subject_id=subject_id, limit=size + 1, after=after)
+        page = found[:size]
+        token = encode_token([page[-1].created_at.isoformat(), str(page[-1].id)]) if len(found) > size else ""
+        return page, token
 
     async def enqueue(self, caller: Caller, r: ReflectInput) -> Operation:
         caller.require_tenant()
@@ -77,7 +135,9 @@ class ReflectService:
         stats = await self.deps.memories.stats(caller, MemoryFilter(session_id=r.session_id, user_id=r.user_id))
         return stats.total
 
-    async def run(self, caller: Caller, r: ReflectInput) -> ReflectOutcome:
+    async def run(self, caller: Caller, r: ReflectInput, request: RequestKey | None = None) -> ReflectOutcome:
+        """Reflects now. With a request key (a job's), a run repeated after a crash answers with the
+        memories the first run stored instead of storing them again."""
         caller.require_writer()  # merging changes memories: refuse before anything is touched
         outcome = ReflectOutcome()
         sources: tuple[uuid.UUID, ...] = ()
@@ -90,7 +150,12 @@ class ReflectService:
             source = ("session", r.session_id)
         else:
             assert r.task is not None
-            transcript = task_transcript(r.task)
+            if r.task.used_memory_ids:
+                # First: an id the caller may not change refuses the reflection before it stores anything.
+                await apply_outcome(self.deps, caller, list(r.task.used_memory_ids), task_id=r.task.task_id,
+                                    outcome=r.task.outcome, comment="")
+            focus = task_focus(r.task)
+            transcript = task_transcript(r.task) + ("\nFocus:\n- " + "\n- ".join(focus) if focus else "")
             summary = task_summary(r.task)
             source = ("task", r.task.task_id)
         drafts: list[MemoryDraft] = []
@@ -107,7 +172,7 @@ class ReflectService:
                       for m in reflection.memories]
         drafts.append(self._draft(r, Kind.SUMMARY, summary, "", 1.0, source, derived_from=sources))
         outcome.summary = summary
-        outcome.memories = await self.writer.write(caller, drafts)
+        outcome.memories = await self.writer.write(caller, drafts, request)
         if r.session_id:
             await self._retire_older_summaries(caller, r.session_id, outcome.memories[-1])
         return outcome
@@ -131,18 +196,42 @@ class ReflectService:
             return ReflectOutcome()  # forgotten meanwhile
         assert r.session_id is not None
         records = await self._session_records(caller, r)
-        if stale is None and not records:
-            return ReflectOutcome()  # nothing left to summarise
-        made = session_summary(r.session_id, records)
-        summary, sources = made.text, made.sources
-        if self.deps.llm is not None and records:
-            reflection = await reflect_with_model(self.deps.llm, "\n".join(f"[{m.kind.value}] {m.content}" for m in records))
-            if reflection.summary:
-                summary, sources = reflection.summary, tuple(m.id for m in records)
+        if stale is not None:
+            # Still there (STALE): a model rewrites its text from what changed since.
+            if self.deps.llm is not None:
+                summary, sources = await self._refreshed_by_model(caller, stale, records)
+            else:
+                made = session_summary(r.session_id, records)
+                summary, sources = made.text, made.sources
+        else:
+            # Erased (its text exists nowhere any more): rebuilt from the session as it is now.
+            if not records:
+                return ReflectOutcome()  # nothing left to summarise
+            made = session_summary(r.session_id, records)
+            summary, sources = made.text, made.sources
+            if self.deps.llm is not None:
+                reflection = await reflect_with_model(
+                    self.deps.llm, "\n".join(f"[{m.kind.value}] {m.content}" for m in records))
+                if reflection.summary:
+                    summary, sources = reflection.summary, tuple(m.id for m in records)
         draft = self._draft(r, Kind.SUMMARY, summary, "", 1.0, ("session", r.session_id), derived_from=sources)
         fresh = await self.writer.write(caller, [draft], request_key(caller, "RefreshSummary", str(summary_id), b""))
         await self._retire_older_summaries(caller, r.session_id, fresh[0])
         return ReflectOutcome(summary=summary, memories=fresh)
+
+    async def _refreshed_by_model(
+        self, caller: Caller, stale: MemoryRecord, records: list[MemoryRecord]
+    ) -> tuple[str, tuple[uuid.UUID, ...]]:
+        """The model rewrites the stale summary from what changed since it was written (its sources
+        that no longer hold, the session's memories new or changed since), not from the session."""
+        assert self.deps.llm is not None
+        stated = await self.deps.memories.get_many(caller, await self.deps.memories.sources_of(caller, stale.id))
+        gone = [m for m in stated if m.status is not Status.ACTIVE]
+        changed = [m for m in records if m.kind is not Kind.SUMMARY and (m.updated_at or m.created_at) > stale.created_at]
+        summary = await refresh_with_model(self.deps.llm, stale.content, [statement(m) for m in gone],
+                                           [statement(m) for m in changed])
+        still = tuple(m.id for m in stated if m.status is Status.ACTIVE)
+        return summary, still + tuple(m.id for m in changed)
 
     async def _session_records(self, caller: Caller, r: ReflectInput) -> list[MemoryRecord]:
         records = await self.deps.memories.list(

@@ -119,8 +119,23 @@ class SearchService:
             hits = await self._reranked(q.text, hits, top_k, explain=q.explain)
         hits = include_preferences(hits[:top_k], always, top_k, explain=q.explain)
         hits = within_budget(hits, q.token_budget)
+        if q.explain:
+            await self._explain_conflicts(caller, hits)
+        if not hits:
+            self._signal_nothing_found(caller, q.text)
         self._mark_used(caller, [h.memory.id for h in hits if h.memory.layer is not Layer.WORKING])
         return hits
+
+    async def _explain_conflicts(self, caller: Caller, hits: list[SearchHit]) -> None:
+        """A served value that another is waiting to replace says so: the agent should not take it
+        as settled."""
+        disputed = await self.deps.conflicts.challengers_of(
+            caller, [h.memory.id for h in hits if h.memory.layer is not Layer.WORKING])
+        for hit in hits:
+            for challenger in disputed.get(hit.memory.id, []):
+                hit.explanation.append(ScoreComponent(
+                    "conflict", 0.0, 0, f"disputed by {challenger.id}, which says "
+                    f"{(challenger.value or challenger.content)[:200]!r}: needs confirmation (ResolveConflict)"))
 
     async def _rewrite_channels(self, caller: Caller, q: SearchQuery, limit: int) -> dict[str, list[Scored]]:
         """Nearest memories to each LLM rephrasing of the query; nothing when the model fails."""
@@ -172,15 +187,25 @@ class SearchService:
         order = np.argsort(-similarities)[:limit]
         return [Scored(item_to_record(items[i]), float(similarities[i])) for i in order]
 
+    def _signal_nothing_found(self, caller: Caller, text: str) -> None:
+        """A search that found nothing is a signal for reflection (listed with the decisions): the
+        memory lacks what agents ask for."""
+        self._in_background("no-result signal not kept", self.deps.decisions.record(
+            caller, subject_type="search", subject_id="", decision="signal", reason=f"nothing found for: {text[:200]}"))
+
     def _mark_used(self, caller: Caller, ids: list) -> None:
-        # Usage counters are bookkeeping: the caller should not wait for them.
-        task = asyncio.ensure_future(self.deps.memories.mark_used(caller, ids))
+        self._in_background("usage counters not updated", self.deps.memories.mark_used(caller, ids))
+
+    def _in_background(self, failure: str, work) -> None:
+        """Bookkeeping the caller should not wait for; its failures are logged once per cause."""
+        task = asyncio.ensure_future(work)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
-        task.add_done_callback(self._report_mark_used)
 
-    def _report_mark_used(self, task: asyncio.Task) -> None:
-        if not task.cancelled() and task.exception() is not None:
-            exc = task.exception()
-            self._failures.log(cause_of(exc), "usage counters not updated: %s", type(exc).__name__,
-                               level=logging.WARNING, exc_info=False)
+        def report(done: asyncio.Task) -> None:
+            if not done.cancelled() and done.exception() is not None:
+                exc = done.exception()
+                self._failures.log(cause_of(exc), f"{failure}: %s", type(exc).__name__,
+                                   level=logging.WARNING, exc_info=False)
+
+        task.add_done_callback(report)

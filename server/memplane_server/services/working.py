@@ -3,7 +3,7 @@ episodic (or its kind's) memory."""
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import datetime, timezone
 
 from ..core.caller import Caller, caller_from_json
 from ..core.model import MemoryRecord
@@ -46,6 +46,11 @@ class WorkingService:
         sessions = await self.deps.working.claim_expired(limit)
         for session in sessions:
             contents = await self.deps.working.read(session, include_expired=True)
+            if contents.expires_at is not None and contents.expires_at > datetime.now(timezone.utc):
+                # Written to since its index entry came due (a write between claim and read, or an
+                # older release's server extending it in the old index): it lives on, indexed anew.
+                await self.deps.working.reindex(session, contents.expires_at.timestamp())
+                continue
             try:
                 if contents.caller is not None and self.deps.settings.working_promote:
                     await self._promote(caller_from_json(contents.caller), session.session_id, contents)

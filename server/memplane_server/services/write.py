@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 from ..core.caller import Caller, caller_to_json
+from ..core.conflicts import ConflictRule
 from ..core.errors import Code, MemplaneError, invalid, request_id_reused
 from ..core.model import KIND_LAYER, Layer, MemoryDraft, MemoryRecord, Scope, Status
 from ..core.tokens import keyword_tokens
@@ -104,6 +105,8 @@ class WriteService:
                 actor=caller.key_id,
                 dedup_threshold=self.deps.settings.dedup_threshold,
                 pending_threshold=self.deps.settings.pending_threshold,
+                conflicts=ConflictRule(self.deps.settings.conflict_window_seconds,
+                                       self.deps.settings.conflict_min_confidence),
             )
             if stored.replayed:
                 return stored.records

@@ -1,25 +1,39 @@
-"""The background loops besides jobs: working-memory expiry and old request records, and turn
-windows. Each runs until its runner is told to stop and outlives any single failure."""
+"""The background loops besides jobs: working-memory expiry and old request records, turn
+windows, backlog gauges and the consolidation schedule. Each runs until its runner is told to stop and outlives any single failure."""
 from __future__ import annotations
 
 import logging
 
+from opentelemetry import metrics
+
 from ..logs import OncePerCause, cause_of
 from ..services.context import ContextService
+from ..services.deps import Deps
+from ..services.watch import WatchService
 from ..services.working import WorkingService
 from ..services.write import WriteService
 from .runner import IDLE_POLL_SECONDS, JobRunner
 
 log = logging.getLogger(__name__)
+BACKLOG_REPORT_SECONDS = 10.0
+_meter = metrics.get_meter("memplane.server")
+_job_depth = _meter.create_gauge("memplane.jobs.pending", unit="{job}", description="jobs waiting to run")
+_job_age = _meter.create_gauge("memplane.jobs.oldest_pending_age", unit="s", description="age of the oldest waiting job")
+_window_backlog = _meter.create_gauge(
+    "memplane.turn_windows.backlog", unit="{session}", description="sessions whose turn windows await building")
+_stored = _meter.create_gauge("memplane.memories.stored", unit="{memory}", description="memories stored per tenant")
 
 
-async def sweep_expired(working: WorkingService, writes: WriteService, every_seconds: float, runner: JobRunner) -> None:
-    """Promotes expired working-memory sessions and forgets write requests past the idempotency window."""
+async def sweep_expired(working: WorkingService, writes: WriteService, watches: WatchService, every_seconds: float,
+                        runner: JobRunner) -> None:
+    """Promotes expired working-memory sessions, forgets write requests past the idempotency window
+    and changes past the change retention."""
     failures = OncePerCause(log)
     while not runner.stopping:
         try:
             await working.promote_expired()
             await writes.forget_old_requests()
+            await watches.prune()
         except Exception as exc:  # Redis or PostgreSQL hiccups: try again next round
             failures.log(cause_of(exc), "sweep of expired sessions and requests failed")
         await runner.wait(every_seconds)
@@ -36,3 +50,34 @@ async def build_turn_windows(contexts: ContextService, runner: JobRunner) -> Non
             built = False
         if not built:
             await runner.wait(IDLE_POLL_SECONDS)
+
+
+async def report_backlogs(deps: Deps, runner: JobRunner, every_seconds: float = BACKLOG_REPORT_SECONDS) -> None:
+    """Reads the shared queues and the tenants' memory counts into gauges. Every process doing
+    background work reports the same database-wide values: aggregate them with max, not sum."""
+    failures = OncePerCause(log)
+    while not runner.stopping:
+        try:
+            depth, age = await deps.jobs.queue_depth()
+            backlog = await deps.contexts.backlog_total()
+            counts = await deps.tenancy.memory_counts()
+        except Exception as exc:  # PostgreSQL away: the gauges keep their last values until it is back
+            failures.log(cause_of(exc), "reading the queue backlogs failed")
+        else:
+            _job_depth.set(depth)
+            _job_age.set(age)
+            _window_backlog.set(backlog)
+            for tenant, count in counts.items():
+                _stored.set(count, {"memplane.tenant": tenant})
+        await runner.wait(every_seconds)
+
+
+async def schedule_consolidations(deps: Deps, every_seconds: float, runner: JobRunner) -> None:
+    """Queues each tenant's periodic consolidation (MEMPLANE_CONSOLIDATE_EVERY_SECONDS)."""
+    failures = OncePerCause(log)
+    while not runner.stopping:
+        try:
+            await deps.jobs.schedule_consolidations(every_seconds)
+        except Exception as exc:  # PostgreSQL away: the next period queues them
+            failures.log(cause_of(exc), "scheduling consolidations failed")
+        await runner.wait(min(every_seconds, 60.0))

@@ -4,13 +4,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from typing import NamedTuple
 
+from ..core.attribution import reset_work_tenant, set_work_tenant
 from ..core.caller import caller_from_json
 from ..core.erasure import receipt_to_json
 from ..core.errors import Code, MemplaneError
+from ..core.model import Scope
+from ..core.operations import Job
 from ..core.reflection import input_from_json
+from ..core.requests import request_key
 from ..logs import OncePerCause, cause_of
 from ..services.deps import Deps
+from ..services.consolidate import ConsolidateService
 from ..services.erasure import ErasureService
 from ..services.extract import ExtractService
 from ..services.reflect import ReflectService
@@ -18,14 +24,25 @@ from ..services.reflect import ReflectService
 log = logging.getLogger(__name__)
 
 IDLE_POLL_SECONDS = 0.5
+FINAL_CODES = frozenset({Code.INVALID_ARGUMENT, Code.NOT_FOUND, Code.PERMISSION_DENIED})
+
+
+class JobDone(NamedTuple):
+    """What a job produced: (memories, summary), and for an erasure its receipt and the payload
+    that replaces the job's (without the user id)."""
+    memories: list
+    summary: str
+    receipt: dict | None = None
+    payload: dict | None = None
 
 
 class JobRunner:
     def __init__(self, deps: Deps, reflections: ReflectService, extractions: ExtractService,
-                 erasures: ErasureService | None = None) -> None:
+                 consolidations: ConsolidateService, erasures: ErasureService | None = None) -> None:
         self.deps = deps
         self.reflect = reflections
         self.extract = extractions
+        self.consolidate = consolidations
         self.erase = erasures
         self._stopping = asyncio.Event()
         self._failures = OncePerCause(log)
@@ -55,41 +72,77 @@ class JobRunner:
             pass
 
     async def run_one(self) -> bool:
-        job = await self.deps.jobs.claim()
+        lease = self.deps.settings.job_lease_seconds
+        job = await self.deps.jobs.claim(lease)
         if job is None:
             return False
+        # The job's own tenant, stored with the caller it was queued by (a malformed caller fails below);
+        # the tasks below inherit it.
+        tenant = set_work_tenant(job.caller.get("tenant_id") if isinstance(job.caller, dict) else None)
+        work = asyncio.ensure_future(self._run(job))
+        keeper = asyncio.ensure_future(self._keep_lease(job, work, lease))
         try:
-            caller = caller_from_json(job.caller)
-            receipt = payload = None
-            if job.type == "erase" and self.erase is not None:
-                erased = await self.erase.run(caller, job.payload["user_id"], reason=job.payload.get("reason", ""),
-                                              job_id=job.id)
-                assert erased.receipt is not None
-                memories, summary = [], f"erased {erased.count} memories"
-                # The job keeps the receipt; the user id leaves its payload.
-                receipt, payload = receipt_to_json(erased.receipt), {"subject": erased.receipt.subject}
-            elif job.type == "reflect":
-                outcome = await self.reflect.run(caller, input_from_json(job.payload))
-                memories, summary = outcome.memories, outcome.summary
-            elif job.type == "refresh_summary":
-                outcome = await self.reflect.refresh_summary(
-                    caller, uuid.UUID(job.payload["summary_id"]), job.payload if job.payload.get("erased") else None)
-                memories, summary = outcome.memories, outcome.summary
-            elif job.type == "extract":
-                extracted = await self.extract.run(caller, job.payload["turn_ids"], job.payload.get("time_zone"))
-                memories = extracted.memories
-                summary = f"{len(extracted.memories)} facts added or updated, {len(extracted.deleted)} deleted"
-            else:
-                raise MemplaneError(Code.INTERNAL, "UNKNOWN_JOB_TYPE", f"unknown job type {job.type}")
+            done = await work
             if await self.deps.jobs.is_cancelled(job.id):
                 return True
-            await self.deps.jobs.succeed(job.id, [str(m.id) for m in memories], summary, receipt=receipt,
-                                         payload=payload)
+            await self.deps.jobs.succeed(job.id, job.attempts, [str(m.id) for m in done.memories], done.summary,
+                                         receipt=done.receipt, payload=done.payload)
+        except asyncio.CancelledError:
+            if not keeper.done():
+                raise  # the runner itself is being stopped
+            log.warning("job %s attempt %s lost its lease and was abandoned", job.id, job.attempts)
         except Exception as exc:
             reason = exc.reason if isinstance(exc, MemplaneError) else type(exc).__name__.upper()
-            last = job.attempts >= self.deps.settings.job_max_attempts
+            # A refusal (bad input, a memory gone, no permission) will not change on a retry.
+            refused = isinstance(exc, MemplaneError) and exc.code in FINAL_CODES
+            last = refused or job.attempts >= self.deps.settings.job_max_attempts
             delay = None if last else min(60.0, 2.0 ** job.attempts)
             log.warning("job %s attempt %s failed: %s", job.id, job.attempts, exc)
-            await self.deps.jobs.fail(job.id, reason, str(exc), retry_in_seconds=delay)
+            await self.deps.jobs.fail(job.id, job.attempts, reason, str(exc), retry_in_seconds=delay)
+        finally:
+            keeper.cancel()
+            reset_work_tenant(tenant)
         return True
 
+    async def _keep_lease(self, job: Job, work: asyncio.Future, lease: float) -> None:
+        """Renews the lease while the job runs; if another worker took the job (this one stalled
+        past its lease), stops this run instead of finishing it twice."""
+        while True:
+            await asyncio.sleep(lease / 3)
+            if not await self.deps.jobs.renew(job.id, job.attempts, lease):
+                work.cancel()
+                return
+
+    async def _run(self, job: Job) -> JobDone:
+        """Runs one job. Its writes are keyed by the job's id, so an attempt after a crash that
+        came after the write stores nothing twice."""
+        caller = caller_from_json(job.caller)
+        request = request_key(caller, f"job:{job.type}", str(job.id), b"")
+        if job.type == "erase" and self.erase is not None:
+            erased = await self.erase.run(caller, job.payload["user_id"], reason=job.payload.get("reason", ""),
+                                          job_id=job.id)
+            assert erased.receipt is not None
+            # The job keeps the receipt; the user id leaves its payload.
+            return JobDone([], f"erased {erased.count} memories", receipt=receipt_to_json(erased.receipt),
+                           payload={"subject": erased.receipt.subject})
+        if job.type == "reflect":
+            outcome = await self.reflect.run(caller, input_from_json(job.payload), request=request)
+            return JobDone(outcome.memories, outcome.summary)
+        if job.type == "refresh_summary":
+            # A summary erased by a hard forget (migration 0010) is named by its session in the payload.
+            outcome = await self.reflect.refresh_summary(
+                caller, uuid.UUID(job.payload["summary_id"]), job.payload if job.payload.get("erased") else None)
+            return JobDone(outcome.memories, outcome.summary)
+        if job.type == "extract":
+            extracted = await self.extract.run(caller, job.payload["turn_ids"], job.payload.get("time_zone"),
+                                               request=request)
+            return JobDone(extracted.memories, (f"{len(extracted.memories)} facts added or updated,"
+                                                f" {len(extracted.deleted)} deleted"))
+        if job.type == "consolidate":
+            # Without a model the scheduled run only finds the clusters (reported in the job's summary).
+            found = await self.consolidate.consolidate(
+                caller, scope=Scope(job.payload["scope"]), domain=None, dry_run=self.deps.llm is None)
+            written = [c.consolidated for c in found if c.consolidated is not None]
+            return JobDone(written, f"{len(found)} clusters of similar lessons or procedures,"
+                                    f" {len(written)} consolidated")
+        raise MemplaneError(Code.INTERNAL, "UNKNOWN_JOB_TYPE", f"unknown job type {job.type}")

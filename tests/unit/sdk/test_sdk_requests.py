@@ -202,8 +202,19 @@ def test_history_needs_exactly_one_subject(memory_id, entity, attribute):
 
 
 def test_feedback_accepts_one_id():
-    call = _requests.submit_feedback("m1", useful=False, comment="wrong")
+    call = _requests.submit_feedback("m1", useful=False, outcome=None, task_id="", comment="wrong")
     assert list(call.request.memory_ids) == ["m1"] and call.request.useful is False
+
+
+def test_feedback_with_an_outcome_names_the_task():
+    call = _requests.submit_feedback(["m1"], useful=None, outcome="failure", task_id="t9", comment="")
+    assert call.request.outcome == svc_pb.TASK_OUTCOME_FAILURE and call.request.task_id == "t9"
+
+
+@pytest.mark.parametrize("useful, outcome", [(None, None), (True, "success")])
+def test_feedback_needs_exactly_one_of_useful_or_outcome(useful, outcome):
+    with pytest.raises(ValueError):
+        _requests.submit_feedback(["m1"], useful=useful, outcome=outcome, task_id="", comment="")
 
 
 def test_api_key_role_accepts_a_name():

@@ -6,7 +6,7 @@ import pytest
 
 from memplane import _requests
 from memplane._retry import MUTATING_METHODS, RetryPolicy
-from memplane._transport import AsyncTransport, CallSettings, SyncTransport
+from memplane._transport import AsyncTransport, CallSettings, SyncTransport, channel_target
 from memplane.errors import InvalidArgumentError, UnavailableError
 from memplane.v1 import admin_service_pb2, memory_pb2, memory_service_pb2 as svc_pb, operations_service_pb2
 
@@ -55,6 +55,8 @@ class FakeChannel:
 
     def unary_unary(self, path, **_):
         return self.rpcs.setdefault(path.rsplit("/", 1)[1], self._rpc_type())
+
+    unary_stream = unary_unary
 
 
 def settings(max_attempts: int = 4) -> CallSettings:
@@ -110,7 +112,7 @@ def test_a_mutation_without_request_id_is_tried_once():
     transport = SyncTransport(channel, settings(), sleep=lambda _: None)
     channel.rpcs["SubmitFeedback"].outcomes = [FakeRpcError(grpc.StatusCode.UNAVAILABLE)]
     with pytest.raises(UnavailableError):
-        transport.call(_requests.submit_feedback(["m1"], useful=True, comment=""), None)
+        transport.call(_requests.submit_feedback(["m1"], useful=True, outcome=None, task_id="", comment=""), None)
     assert len(channel.rpcs["SubmitFeedback"].attempts) == 1
 
 
@@ -134,3 +136,110 @@ async def test_async_retries_reuse_the_request_id_too():
     result = await transport.call(write_call(), None)
     ids = {a["request"].request_id for a in channel.rpcs["Write"].attempts}
     assert result.memories[0].id == "m1" and len(ids) == 1 and len(sleeps) == 1
+
+
+@pytest.mark.parametrize(("target", "expected"), [
+    ("memplane:50051", "memplane:50051"),
+    ("dns:///memplane-headless:50051", "dns:///memplane-headless:50051"),
+    (["127.0.0.1:1", "127.0.0.1:2"], "ipv4:127.0.0.1:1,127.0.0.1:2"),
+    (["[::1]:1", "[::1]:2"], "ipv6:[::1]:1,[::1]:2"),
+])
+def test_a_target_or_a_list_of_addresses_becomes_one_grpc_target(target, expected):
+    assert channel_target(target) == expected
+
+
+@pytest.mark.parametrize("target", [[], ["memplane:50051"], ["127.0.0.1"], ["127.0.0.1:1", "[::1]:2"]])
+def test_a_list_of_targets_takes_ip_addresses_with_ports_of_one_family(target):
+    with pytest.raises(ValueError):
+        channel_target(target)
+
+# --- watch --------------------------------------------------------------------------------
+
+
+class FakeStream:
+    """A server stream: yields its responses, then raises its error (if any)."""
+
+    def __init__(self, responses, error=None) -> None:
+        self.responses, self.error, self.cancelled = list(responses), error, False
+
+    def __iter__(self):
+        yield from self.responses
+        if self.error is not None:
+            raise self.error
+
+    async def __aiter__(self):
+        for r in self.responses:
+            yield r
+        if self.error is not None:
+            raise self.error
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+def change(position: int, memory_id: str = "m") -> svc_pb.ChangeEvent:
+    return svc_pb.ChangeEvent(position=position, memory_id=memory_id, change_kind=svc_pb.CHANGE_KIND_CREATED,
+                              memory=memory_pb2.Memory(id=memory_id, content=f"c{position}"))
+
+
+def watch_streams():
+    return [
+        FakeStream([svc_pb.WatchResponse(position=10), svc_pb.WatchResponse(events=[change(11), change(12)], position=12)],
+                   FakeRpcError(grpc.StatusCode.UNAVAILABLE)),
+        FakeStream([svc_pb.WatchResponse(position=12), svc_pb.WatchResponse(position=20),
+                    svc_pb.WatchResponse(events=[change(21)], position=25)]),
+    ]
+
+
+def test_watch_resumes_after_the_last_position_handed_over():
+    from memplane._watch import WatchCursor
+    from memplane.types import ChangeEvent, WatchProgress
+
+    channel, sleeps = FakeChannel(), []
+    transport = SyncTransport(channel, settings(), sleep=sleeps.append)
+    streams = watch_streams()
+    channel.rpcs["Watch"].outcomes = list(streams)
+    cursor = WatchCursor(after_position=None, progress=True, scopes="global", session_id="s1", entity=None,
+                         kinds=None, change_kinds="created")
+    items = list(transport.watch(cursor, timeout=None, resume=True))
+    assert [type(i).__name__ for i in items] == ["WatchProgress", "ChangeEvent", "ChangeEvent", "WatchProgress",
+                                                 "WatchProgress", "ChangeEvent"]
+    assert [i.position for i in items] == [10, 11, 12, 12, 20, 21]
+    assert isinstance(items[1], ChangeEvent) and items[1].memory.content == "c11"
+    assert isinstance(items[0], WatchProgress)
+    first, second = (a["request"] for a in channel.rpcs["Watch"].attempts)
+    assert not first.HasField("after_position") and second.after_position == 12
+    assert second.filter.session_id == "s1" and list(second.filter.change_kinds) == [svc_pb.CHANGE_KIND_CREATED]
+    assert len(sleeps) == 1 and all(s.cancelled for s in streams)
+    assert cursor.position == 25
+
+
+def test_watch_without_resume_raises_the_typed_error():
+    from memplane._watch import WatchCursor
+
+    channel = FakeChannel()
+    transport = SyncTransport(channel, settings(), sleep=lambda _: None)
+    channel.rpcs["Watch"].outcomes = watch_streams()
+    cursor = WatchCursor(after_position=5, progress=False, scopes=None, session_id=None, entity=None, kinds=None,
+                         change_kinds=None)
+    got = []
+    with pytest.raises(UnavailableError):
+        for item in transport.watch(cursor, timeout=None, resume=False):
+            got.append(item.position)
+    assert got == [11, 12] and channel.rpcs["Watch"].attempts[0]["request"].after_position == 5
+
+
+async def test_async_watch_resumes_too():
+    from memplane._watch import WatchCursor
+
+    async def no_sleep(_):
+        return None
+
+    channel = FakeChannel()
+    transport = AsyncTransport(channel, settings(), sleep=no_sleep)
+    channel.rpcs["Watch"].outcomes = watch_streams()
+    cursor = WatchCursor(after_position=None, progress=False, scopes=None, session_id=None, entity=None, kinds=None,
+                         change_kinds=None)
+    got = [item.position async for item in transport.watch(cursor, timeout=None, resume=True)]
+    assert got == [11, 12, 21]
+    assert channel.rpcs["Watch"].attempts[1]["request"].after_position == 12

@@ -45,6 +45,7 @@ class MemoryStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     MEMORY_STATUS_SUPERSEDED: _ClassVar[MemoryStatus]
     MEMORY_STATUS_DELETED: _ClassVar[MemoryStatus]
     MEMORY_STATUS_STALE: _ClassVar[MemoryStatus]
+    MEMORY_STATUS_NEEDS_CONFIRMATION: _ClassVar[MemoryStatus]
 SCOPE_UNSPECIFIED: Scope
 SCOPE_GLOBAL: Scope
 SCOPE_DOMAIN: Scope
@@ -68,6 +69,7 @@ MEMORY_STATUS_PENDING: MemoryStatus
 MEMORY_STATUS_SUPERSEDED: MemoryStatus
 MEMORY_STATUS_DELETED: MemoryStatus
 MEMORY_STATUS_STALE: MemoryStatus
+MEMORY_STATUS_NEEDS_CONFIRMATION: MemoryStatus
 
 class Source(_message.Message):
     __slots__ = ("type", "id")
@@ -78,7 +80,7 @@ class Source(_message.Message):
     def __init__(self, type: _Optional[str] = ..., id: _Optional[str] = ...) -> None: ...
 
 class Memory(_message.Message):
-    __slots__ = ("id", "tenant_id", "scope", "domain", "agent_id", "user_id", "session_id", "layer", "kind", "content", "context", "entity", "attribute", "value", "tags", "metadata", "confidence", "status", "supersedes", "source", "occurred_at", "valid_from", "valid_to", "create_time", "update_time", "last_used_time", "use_count", "embedding_model", "expire_time", "sources")
+    __slots__ = ("id", "tenant_id", "scope", "domain", "agent_id", "user_id", "session_id", "layer", "kind", "content", "context", "entity", "attribute", "value", "tags", "metadata", "confidence", "status", "supersedes", "source", "occurred_at", "valid_from", "valid_to", "create_time", "update_time", "last_used_time", "use_count", "embedding_model", "expire_time", "sources", "conflicts_with", "consolidated_into")
     ID_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     SCOPE_FIELD_NUMBER: _ClassVar[int]
@@ -109,6 +111,8 @@ class Memory(_message.Message):
     EMBEDDING_MODEL_FIELD_NUMBER: _ClassVar[int]
     EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
     SOURCES_FIELD_NUMBER: _ClassVar[int]
+    CONFLICTS_WITH_FIELD_NUMBER: _ClassVar[int]
+    CONSOLIDATED_INTO_FIELD_NUMBER: _ClassVar[int]
     id: str
     tenant_id: str
     scope: Scope
@@ -139,7 +143,9 @@ class Memory(_message.Message):
     embedding_model: str
     expire_time: _timestamp_pb2.Timestamp
     sources: _containers.RepeatedCompositeFieldContainer[Source]
-    def __init__(self, id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., scope: _Optional[_Union[Scope, str]] = ..., domain: _Optional[str] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., layer: _Optional[_Union[Layer, str]] = ..., kind: _Optional[_Union[Kind, str]] = ..., content: _Optional[str] = ..., context: _Optional[str] = ..., entity: _Optional[str] = ..., attribute: _Optional[str] = ..., value: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., confidence: _Optional[float] = ..., status: _Optional[_Union[MemoryStatus, str]] = ..., supersedes: _Optional[str] = ..., source: _Optional[_Union[Source, _Mapping]] = ..., occurred_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_used_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., use_count: _Optional[int] = ..., embedding_model: _Optional[str] = ..., expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., sources: _Optional[_Iterable[_Union[Source, _Mapping]]] = ...) -> None: ...
+    conflicts_with: str
+    consolidated_into: str
+    def __init__(self, id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., scope: _Optional[_Union[Scope, str]] = ..., domain: _Optional[str] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., layer: _Optional[_Union[Layer, str]] = ..., kind: _Optional[_Union[Kind, str]] = ..., content: _Optional[str] = ..., context: _Optional[str] = ..., entity: _Optional[str] = ..., attribute: _Optional[str] = ..., value: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., confidence: _Optional[float] = ..., status: _Optional[_Union[MemoryStatus, str]] = ..., supersedes: _Optional[str] = ..., source: _Optional[_Union[Source, _Mapping]] = ..., occurred_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_used_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., use_count: _Optional[int] = ..., embedding_model: _Optional[str] = ..., expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., sources: _Optional[_Iterable[_Union[Source, _Mapping]]] = ..., conflicts_with: _Optional[str] = ..., consolidated_into: _Optional[str] = ...) -> None: ...
 
 class TimeRange(_message.Message):
     __slots__ = ("start_time", "end_time")

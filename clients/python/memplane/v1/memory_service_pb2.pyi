@@ -53,12 +53,50 @@ class HistoryAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     HISTORY_ACTION_REOBSERVED: _ClassVar[HistoryAction]
     HISTORY_ACTION_ERASED: _ClassVar[HistoryAction]
     HISTORY_ACTION_STALE: _ClassVar[HistoryAction]
+    HISTORY_ACTION_CONFIRMED: _ClassVar[HistoryAction]
 
 class PromoteMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     PROMOTE_MODE_UNSPECIFIED: _ClassVar[PromoteMode]
     PROMOTE_MODE_PROMOTE: _ClassVar[PromoteMode]
     PROMOTE_MODE_DISCARD: _ClassVar[PromoteMode]
+
+class ConflictSide(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CONFLICT_SIDE_UNSPECIFIED: _ClassVar[ConflictSide]
+    CONFLICT_SIDE_CURRENT: _ClassVar[ConflictSide]
+    CONFLICT_SIDE_CHALLENGER: _ClassVar[ConflictSide]
+
+class AdviceKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ADVICE_KIND_UNSPECIFIED: _ClassVar[AdviceKind]
+    ADVICE_KIND_RISK: _ClassVar[AdviceKind]
+    ADVICE_KIND_RULE: _ClassVar[AdviceKind]
+    ADVICE_KIND_PREFERENCE: _ClassVar[AdviceKind]
+
+class DecisionSubject(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    DECISION_SUBJECT_UNSPECIFIED: _ClassVar[DecisionSubject]
+    DECISION_SUBJECT_TASK: _ClassVar[DecisionSubject]
+    DECISION_SUBJECT_SESSION: _ClassVar[DecisionSubject]
+    DECISION_SUBJECT_SEARCH: _ClassVar[DecisionSubject]
+
+class DecisionOutcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    DECISION_OUTCOME_UNSPECIFIED: _ClassVar[DecisionOutcome]
+    DECISION_OUTCOME_RAN: _ClassVar[DecisionOutcome]
+    DECISION_OUTCOME_SKIPPED: _ClassVar[DecisionOutcome]
+    DECISION_OUTCOME_SIGNAL: _ClassVar[DecisionOutcome]
+
+class ChangeKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CHANGE_KIND_UNSPECIFIED: _ClassVar[ChangeKind]
+    CHANGE_KIND_CREATED: _ClassVar[ChangeKind]
+    CHANGE_KIND_SUPERSEDED: _ClassVar[ChangeKind]
+    CHANGE_KIND_UPDATED: _ClassVar[ChangeKind]
+    CHANGE_KIND_FORGOTTEN: _ClassVar[ChangeKind]
+    CHANGE_KIND_ERASED: _ClassVar[ChangeKind]
+    CHANGE_KIND_SUMMARY_STALE: _ClassVar[ChangeKind]
 INFER_MODE_UNSPECIFIED: InferMode
 INFER_MODE_ASYNC: InferMode
 INFER_MODE_SYNC: InferMode
@@ -83,9 +121,32 @@ HISTORY_ACTION_FEEDBACK: HistoryAction
 HISTORY_ACTION_REOBSERVED: HistoryAction
 HISTORY_ACTION_ERASED: HistoryAction
 HISTORY_ACTION_STALE: HistoryAction
+HISTORY_ACTION_CONFIRMED: HistoryAction
 PROMOTE_MODE_UNSPECIFIED: PromoteMode
 PROMOTE_MODE_PROMOTE: PromoteMode
 PROMOTE_MODE_DISCARD: PromoteMode
+CONFLICT_SIDE_UNSPECIFIED: ConflictSide
+CONFLICT_SIDE_CURRENT: ConflictSide
+CONFLICT_SIDE_CHALLENGER: ConflictSide
+ADVICE_KIND_UNSPECIFIED: AdviceKind
+ADVICE_KIND_RISK: AdviceKind
+ADVICE_KIND_RULE: AdviceKind
+ADVICE_KIND_PREFERENCE: AdviceKind
+DECISION_SUBJECT_UNSPECIFIED: DecisionSubject
+DECISION_SUBJECT_TASK: DecisionSubject
+DECISION_SUBJECT_SESSION: DecisionSubject
+DECISION_SUBJECT_SEARCH: DecisionSubject
+DECISION_OUTCOME_UNSPECIFIED: DecisionOutcome
+DECISION_OUTCOME_RAN: DecisionOutcome
+DECISION_OUTCOME_SKIPPED: DecisionOutcome
+DECISION_OUTCOME_SIGNAL: DecisionOutcome
+CHANGE_KIND_UNSPECIFIED: ChangeKind
+CHANGE_KIND_CREATED: ChangeKind
+CHANGE_KIND_SUPERSEDED: ChangeKind
+CHANGE_KIND_UPDATED: ChangeKind
+CHANGE_KIND_FORGOTTEN: ChangeKind
+CHANGE_KIND_ERASED: ChangeKind
+CHANGE_KIND_SUMMARY_STALE: ChangeKind
 
 class MemoryInput(_message.Message):
     __slots__ = ("scope", "domain", "layer", "kind", "content", "context", "entity", "attribute", "value", "tags", "metadata", "confidence", "user_id", "session_id", "source", "occurred_at", "valid_from", "valid_to", "ttl", "state_key")
@@ -226,18 +287,22 @@ class TaskStep(_message.Message):
     def __init__(self, action: _Optional[str] = ..., observation: _Optional[str] = ..., occurred_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class TaskTrajectory(_message.Message):
-    __slots__ = ("task_id", "request", "steps", "outcome", "feedback")
+    __slots__ = ("task_id", "request", "steps", "outcome", "feedback", "used_memory_ids", "attempts")
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     REQUEST_FIELD_NUMBER: _ClassVar[int]
     STEPS_FIELD_NUMBER: _ClassVar[int]
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
     FEEDBACK_FIELD_NUMBER: _ClassVar[int]
+    USED_MEMORY_IDS_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     task_id: str
     request: str
     steps: _containers.RepeatedCompositeFieldContainer[TaskStep]
     outcome: TaskOutcome
     feedback: str
-    def __init__(self, task_id: _Optional[str] = ..., request: _Optional[str] = ..., steps: _Optional[_Iterable[_Union[TaskStep, _Mapping]]] = ..., outcome: _Optional[_Union[TaskOutcome, str]] = ..., feedback: _Optional[str] = ...) -> None: ...
+    used_memory_ids: _containers.RepeatedScalarFieldContainer[str]
+    attempts: int
+    def __init__(self, task_id: _Optional[str] = ..., request: _Optional[str] = ..., steps: _Optional[_Iterable[_Union[TaskStep, _Mapping]]] = ..., outcome: _Optional[_Union[TaskOutcome, str]] = ..., feedback: _Optional[str] = ..., used_memory_ids: _Optional[_Iterable[str]] = ..., attempts: _Optional[int] = ...) -> None: ...
 
 class SessionSelector(_message.Message):
     __slots__ = ("session_id", "user_id")
@@ -248,32 +313,38 @@ class SessionSelector(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., user_id: _Optional[str] = ...) -> None: ...
 
 class ReflectRequest(_message.Message):
-    __slots__ = ("task", "session", "scope", "domain", "mode", "request_id")
+    __slots__ = ("task", "session", "scope", "domain", "mode", "request_id", "decide")
     TASK_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
     SCOPE_FIELD_NUMBER: _ClassVar[int]
     DOMAIN_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    DECIDE_FIELD_NUMBER: _ClassVar[int]
     task: TaskTrajectory
     session: SessionSelector
     scope: _memory_pb2.Scope
     domain: str
     mode: ReflectMode
     request_id: str
-    def __init__(self, task: _Optional[_Union[TaskTrajectory, _Mapping]] = ..., session: _Optional[_Union[SessionSelector, _Mapping]] = ..., scope: _Optional[_Union[_memory_pb2.Scope, str]] = ..., domain: _Optional[str] = ..., mode: _Optional[_Union[ReflectMode, str]] = ..., request_id: _Optional[str] = ...) -> None: ...
+    decide: bool
+    def __init__(self, task: _Optional[_Union[TaskTrajectory, _Mapping]] = ..., session: _Optional[_Union[SessionSelector, _Mapping]] = ..., scope: _Optional[_Union[_memory_pb2.Scope, str]] = ..., domain: _Optional[str] = ..., mode: _Optional[_Union[ReflectMode, str]] = ..., request_id: _Optional[str] = ..., decide: _Optional[bool] = ...) -> None: ...
 
 class ReflectResult(_message.Message):
-    __slots__ = ("memories", "summary", "merged_count", "used_llm")
+    __slots__ = ("memories", "summary", "merged_count", "used_llm", "reason", "skipped")
     MEMORIES_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
     MERGED_COUNT_FIELD_NUMBER: _ClassVar[int]
     USED_LLM_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_FIELD_NUMBER: _ClassVar[int]
     memories: _containers.RepeatedCompositeFieldContainer[_memory_pb2.Memory]
     summary: str
     merged_count: int
     used_llm: bool
-    def __init__(self, memories: _Optional[_Iterable[_Union[_memory_pb2.Memory, _Mapping]]] = ..., summary: _Optional[str] = ..., merged_count: _Optional[int] = ..., used_llm: _Optional[bool] = ...) -> None: ...
+    reason: str
+    skipped: bool
+    def __init__(self, memories: _Optional[_Iterable[_Union[_memory_pb2.Memory, _Mapping]]] = ..., summary: _Optional[str] = ..., merged_count: _Optional[int] = ..., used_llm: _Optional[bool] = ..., reason: _Optional[str] = ..., skipped: _Optional[bool] = ...) -> None: ...
 
 class ReflectResponse(_message.Message):
     __slots__ = ("result", "operation")
@@ -414,14 +485,18 @@ class ListMemoryHistoryResponse(_message.Message):
     def __init__(self, entries: _Optional[_Iterable[_Union[HistoryEntry, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class SubmitFeedbackRequest(_message.Message):
-    __slots__ = ("memory_ids", "useful", "comment")
+    __slots__ = ("memory_ids", "useful", "comment", "task_id", "outcome")
     MEMORY_IDS_FIELD_NUMBER: _ClassVar[int]
     USEFUL_FIELD_NUMBER: _ClassVar[int]
     COMMENT_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
     memory_ids: _containers.RepeatedScalarFieldContainer[str]
     useful: bool
     comment: str
-    def __init__(self, memory_ids: _Optional[_Iterable[str]] = ..., useful: _Optional[bool] = ..., comment: _Optional[str] = ...) -> None: ...
+    task_id: str
+    outcome: TaskOutcome
+    def __init__(self, memory_ids: _Optional[_Iterable[str]] = ..., useful: _Optional[bool] = ..., comment: _Optional[str] = ..., task_id: _Optional[str] = ..., outcome: _Optional[_Union[TaskOutcome, str]] = ...) -> None: ...
 
 class SubmitFeedbackResponse(_message.Message):
     __slots__ = ("memories",)
@@ -499,3 +574,201 @@ class GetStatsResponse(_message.Message):
     newest_time: _timestamp_pb2.Timestamp
     sessions_awaiting_context: int
     def __init__(self, total: _Optional[int] = ..., by_scope: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_layer: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_kind: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_status: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., newest_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., sessions_awaiting_context: _Optional[int] = ...) -> None: ...
+
+class ListConflictsRequest(_message.Message):
+    __slots__ = ("entity", "page_size", "page_token")
+    ENTITY_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    entity: str
+    page_size: int
+    page_token: str
+    def __init__(self, entity: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class Conflict(_message.Message):
+    __slots__ = ("current", "challenger", "reason")
+    CURRENT_FIELD_NUMBER: _ClassVar[int]
+    CHALLENGER_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    current: _memory_pb2.Memory
+    challenger: _memory_pb2.Memory
+    reason: str
+    def __init__(self, current: _Optional[_Union[_memory_pb2.Memory, _Mapping]] = ..., challenger: _Optional[_Union[_memory_pb2.Memory, _Mapping]] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class ListConflictsResponse(_message.Message):
+    __slots__ = ("conflicts", "next_page_token")
+    CONFLICTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    conflicts: _containers.RepeatedCompositeFieldContainer[Conflict]
+    next_page_token: str
+    def __init__(self, conflicts: _Optional[_Iterable[_Union[Conflict, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class ResolveConflictRequest(_message.Message):
+    __slots__ = ("challenger_id", "keep", "reason")
+    CHALLENGER_ID_FIELD_NUMBER: _ClassVar[int]
+    KEEP_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    challenger_id: str
+    keep: ConflictSide
+    reason: str
+    def __init__(self, challenger_id: _Optional[str] = ..., keep: _Optional[_Union[ConflictSide, str]] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class ResolveConflictResponse(_message.Message):
+    __slots__ = ("kept", "superseded")
+    KEPT_FIELD_NUMBER: _ClassVar[int]
+    SUPERSEDED_FIELD_NUMBER: _ClassVar[int]
+    kept: _memory_pb2.Memory
+    superseded: _memory_pb2.Memory
+    def __init__(self, kept: _Optional[_Union[_memory_pb2.Memory, _Mapping]] = ..., superseded: _Optional[_Union[_memory_pb2.Memory, _Mapping]] = ...) -> None: ...
+
+class ForeseeRequest(_message.Message):
+    __slots__ = ("task", "entities", "tools", "top_k", "filter")
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    ENTITIES_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    TOP_K_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    task: str
+    entities: _containers.RepeatedScalarFieldContainer[str]
+    tools: _containers.RepeatedScalarFieldContainer[str]
+    top_k: int
+    filter: _memory_pb2.MemoryFilter
+    def __init__(self, task: _Optional[str] = ..., entities: _Optional[_Iterable[str]] = ..., tools: _Optional[_Iterable[str]] = ..., top_k: _Optional[int] = ..., filter: _Optional[_Union[_memory_pb2.MemoryFilter, _Mapping]] = ...) -> None: ...
+
+class Advice(_message.Message):
+    __slots__ = ("memory", "kind", "why", "score")
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    WHY_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    memory: _memory_pb2.Memory
+    kind: AdviceKind
+    why: str
+    score: float
+    def __init__(self, memory: _Optional[_Union[_memory_pb2.Memory, _Mapping]] = ..., kind: _Optional[_Union[AdviceKind, str]] = ..., why: _Optional[str] = ..., score: _Optional[float] = ...) -> None: ...
+
+class ForeseeResponse(_message.Message):
+    __slots__ = ("advice",)
+    ADVICE_FIELD_NUMBER: _ClassVar[int]
+    advice: _containers.RepeatedCompositeFieldContainer[Advice]
+    def __init__(self, advice: _Optional[_Iterable[_Union[Advice, _Mapping]]] = ...) -> None: ...
+
+class ReflectionDecision(_message.Message):
+    __slots__ = ("id", "subject", "subject_id", "outcome", "reason", "operation_id", "turns", "create_time")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_ID_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    OPERATION_ID_FIELD_NUMBER: _ClassVar[int]
+    TURNS_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    subject: DecisionSubject
+    subject_id: str
+    outcome: DecisionOutcome
+    reason: str
+    operation_id: str
+    turns: int
+    create_time: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[str] = ..., subject: _Optional[_Union[DecisionSubject, str]] = ..., subject_id: _Optional[str] = ..., outcome: _Optional[_Union[DecisionOutcome, str]] = ..., reason: _Optional[str] = ..., operation_id: _Optional[str] = ..., turns: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ListReflectionDecisionsRequest(_message.Message):
+    __slots__ = ("subject", "subject_id", "page_size", "page_token")
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    subject: DecisionSubject
+    subject_id: str
+    page_size: int
+    page_token: str
+    def __init__(self, subject: _Optional[_Union[DecisionSubject, str]] = ..., subject_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListReflectionDecisionsResponse(_message.Message):
+    __slots__ = ("decisions", "next_page_token")
+    DECISIONS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    decisions: _containers.RepeatedCompositeFieldContainer[ReflectionDecision]
+    next_page_token: str
+    def __init__(self, decisions: _Optional[_Iterable[_Union[ReflectionDecision, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class WatchFilter(_message.Message):
+    __slots__ = ("scopes", "session_id", "entity", "kinds", "change_kinds")
+    SCOPES_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ENTITY_FIELD_NUMBER: _ClassVar[int]
+    KINDS_FIELD_NUMBER: _ClassVar[int]
+    CHANGE_KINDS_FIELD_NUMBER: _ClassVar[int]
+    scopes: _containers.RepeatedScalarFieldContainer[_memory_pb2.Scope]
+    session_id: str
+    entity: str
+    kinds: _containers.RepeatedScalarFieldContainer[_memory_pb2.Kind]
+    change_kinds: _containers.RepeatedScalarFieldContainer[ChangeKind]
+    def __init__(self, scopes: _Optional[_Iterable[_Union[_memory_pb2.Scope, str]]] = ..., session_id: _Optional[str] = ..., entity: _Optional[str] = ..., kinds: _Optional[_Iterable[_Union[_memory_pb2.Kind, str]]] = ..., change_kinds: _Optional[_Iterable[_Union[ChangeKind, str]]] = ...) -> None: ...
+
+class WatchRequest(_message.Message):
+    __slots__ = ("filter", "after_position")
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    AFTER_POSITION_FIELD_NUMBER: _ClassVar[int]
+    filter: WatchFilter
+    after_position: int
+    def __init__(self, filter: _Optional[_Union[WatchFilter, _Mapping]] = ..., after_position: _Optional[int] = ...) -> None: ...
+
+class ChangeEvent(_message.Message):
+    __slots__ = ("position", "change_kind", "action", "memory_id", "memory", "change_time", "scope", "kind", "session_id", "entity")
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    CHANGE_KIND_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_ID_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    CHANGE_TIME_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ENTITY_FIELD_NUMBER: _ClassVar[int]
+    position: int
+    change_kind: ChangeKind
+    action: HistoryAction
+    memory_id: str
+    memory: _memory_pb2.Memory
+    change_time: _timestamp_pb2.Timestamp
+    scope: _memory_pb2.Scope
+    kind: _memory_pb2.Kind
+    session_id: str
+    entity: str
+    def __init__(self, position: _Optional[int] = ..., change_kind: _Optional[_Union[ChangeKind, str]] = ..., action: _Optional[_Union[HistoryAction, str]] = ..., memory_id: _Optional[str] = ..., memory: _Optional[_Union[_memory_pb2.Memory, _Mapping]] = ..., change_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., scope: _Optional[_Union[_memory_pb2.Scope, str]] = ..., kind: _Optional[_Union[_memory_pb2.Kind, str]] = ..., session_id: _Optional[str] = ..., entity: _Optional[str] = ...) -> None: ...
+
+class WatchResponse(_message.Message):
+    __slots__ = ("events", "position")
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[ChangeEvent]
+    position: int
+    def __init__(self, events: _Optional[_Iterable[_Union[ChangeEvent, _Mapping]]] = ..., position: _Optional[int] = ...) -> None: ...
+
+class ConsolidateRequest(_message.Message):
+    __slots__ = ("scope", "domain", "dry_run")
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    DOMAIN_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    scope: _memory_pb2.Scope
+    domain: str
+    dry_run: bool
+    def __init__(self, scope: _Optional[_Union[_memory_pb2.Scope, str]] = ..., domain: _Optional[str] = ..., dry_run: _Optional[bool] = ...) -> None: ...
+
+class MemoryCluster(_message.Message):
+    __slots__ = ("kind", "members", "consolidated")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    CONSOLIDATED_FIELD_NUMBER: _ClassVar[int]
+    kind: _memory_pb2.Kind
+    members: _containers.RepeatedCompositeFieldContainer[_memory_pb2.Memory]
+    consolidated: _memory_pb2.Memory
+    def __init__(self, kind: _Optional[_Union[_memory_pb2.Kind, str]] = ..., members: _Optional[_Iterable[_Union[_memory_pb2.Memory, _Mapping]]] = ..., consolidated: _Optional[_Union[_memory_pb2.Memory, _Mapping]] = ...) -> None: ...
+
+class ConsolidateResponse(_message.Message):
+    __slots__ = ("clusters",)
+    CLUSTERS_FIELD_NUMBER: _ClassVar[int]
+    clusters: _containers.RepeatedCompositeFieldContainer[MemoryCluster]
+    def __init__(self, clusters: _Optional[_Iterable[_Union[MemoryCluster, _Mapping]]] = ...) -> None: ...

@@ -97,6 +97,36 @@ class MemoryServiceStub:
                 request_serializer=memplane_dot_v1_dot_memory__service__pb2.GetStatsRequest.SerializeToString,
                 response_deserializer=memplane_dot_v1_dot_memory__service__pb2.GetStatsResponse.FromString,
                 _registered_method=True)
+        self.ListConflicts = channel.unary_unary(
+                '/memplane.v1.MemoryService/ListConflicts',
+                request_serializer=memplane_dot_v1_dot_memory__service__pb2.ListConflictsRequest.SerializeToString,
+                response_deserializer=memplane_dot_v1_dot_memory__service__pb2.ListConflictsResponse.FromString,
+                _registered_method=True)
+        self.ResolveConflict = channel.unary_unary(
+                '/memplane.v1.MemoryService/ResolveConflict',
+                request_serializer=memplane_dot_v1_dot_memory__service__pb2.ResolveConflictRequest.SerializeToString,
+                response_deserializer=memplane_dot_v1_dot_memory__service__pb2.ResolveConflictResponse.FromString,
+                _registered_method=True)
+        self.Foresee = channel.unary_unary(
+                '/memplane.v1.MemoryService/Foresee',
+                request_serializer=memplane_dot_v1_dot_memory__service__pb2.ForeseeRequest.SerializeToString,
+                response_deserializer=memplane_dot_v1_dot_memory__service__pb2.ForeseeResponse.FromString,
+                _registered_method=True)
+        self.ListReflectionDecisions = channel.unary_unary(
+                '/memplane.v1.MemoryService/ListReflectionDecisions',
+                request_serializer=memplane_dot_v1_dot_memory__service__pb2.ListReflectionDecisionsRequest.SerializeToString,
+                response_deserializer=memplane_dot_v1_dot_memory__service__pb2.ListReflectionDecisionsResponse.FromString,
+                _registered_method=True)
+        self.Consolidate = channel.unary_unary(
+                '/memplane.v1.MemoryService/Consolidate',
+                request_serializer=memplane_dot_v1_dot_memory__service__pb2.ConsolidateRequest.SerializeToString,
+                response_deserializer=memplane_dot_v1_dot_memory__service__pb2.ConsolidateResponse.FromString,
+                _registered_method=True)
+        self.Watch = channel.unary_stream(
+                '/memplane.v1.MemoryService/Watch',
+                request_serializer=memplane_dot_v1_dot_memory__service__pb2.WatchRequest.SerializeToString,
+                response_deserializer=memplane_dot_v1_dot_memory__service__pb2.WatchResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -189,6 +219,51 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListConflicts(self, request, context):
+        """Lists open conflicts: values stored as NEEDS_CONFIRMATION beside the memory they contradict.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResolveConflict(self, request, context):
+        """Confirms one side of a conflict; the other side is superseded.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Foresee(self, request, context):
+        """Before a task: the lessons, procedures and preferences that apply to it, each as a risk, a
+        rule or a preference to check before acting, with why it applies.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListReflectionDecisions(self, request, context):
+        """Lists reflection decisions (ran or skipped, with the reason) and searches that found nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Consolidate(self, request, context):
+        """Clusters similar lessons and procedures the caller may change and, with a model, abstracts
+        each cluster into one more general memory that its sources then rank below.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Watch(self, request, context):
+        """Streams every change of a memory the caller may see, in commit order, from now or from a
+        position the caller saw before (resumable within the server's change retention).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -251,6 +326,36 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.GetStats,
                     request_deserializer=memplane_dot_v1_dot_memory__service__pb2.GetStatsRequest.FromString,
                     response_serializer=memplane_dot_v1_dot_memory__service__pb2.GetStatsResponse.SerializeToString,
+            ),
+            'ListConflicts': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListConflicts,
+                    request_deserializer=memplane_dot_v1_dot_memory__service__pb2.ListConflictsRequest.FromString,
+                    response_serializer=memplane_dot_v1_dot_memory__service__pb2.ListConflictsResponse.SerializeToString,
+            ),
+            'ResolveConflict': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResolveConflict,
+                    request_deserializer=memplane_dot_v1_dot_memory__service__pb2.ResolveConflictRequest.FromString,
+                    response_serializer=memplane_dot_v1_dot_memory__service__pb2.ResolveConflictResponse.SerializeToString,
+            ),
+            'Foresee': grpc.unary_unary_rpc_method_handler(
+                    servicer.Foresee,
+                    request_deserializer=memplane_dot_v1_dot_memory__service__pb2.ForeseeRequest.FromString,
+                    response_serializer=memplane_dot_v1_dot_memory__service__pb2.ForeseeResponse.SerializeToString,
+            ),
+            'ListReflectionDecisions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListReflectionDecisions,
+                    request_deserializer=memplane_dot_v1_dot_memory__service__pb2.ListReflectionDecisionsRequest.FromString,
+                    response_serializer=memplane_dot_v1_dot_memory__service__pb2.ListReflectionDecisionsResponse.SerializeToString,
+            ),
+            'Consolidate': grpc.unary_unary_rpc_method_handler(
+                    servicer.Consolidate,
+                    request_deserializer=memplane_dot_v1_dot_memory__service__pb2.ConsolidateRequest.FromString,
+                    response_serializer=memplane_dot_v1_dot_memory__service__pb2.ConsolidateResponse.SerializeToString,
+            ),
+            'Watch': grpc.unary_stream_rpc_method_handler(
+                    servicer.Watch,
+                    request_deserializer=memplane_dot_v1_dot_memory__service__pb2.WatchRequest.FromString,
+                    response_serializer=memplane_dot_v1_dot_memory__service__pb2.WatchResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -580,6 +685,168 @@ class MemoryService:
             '/memplane.v1.MemoryService/GetStats',
             memplane_dot_v1_dot_memory__service__pb2.GetStatsRequest.SerializeToString,
             memplane_dot_v1_dot_memory__service__pb2.GetStatsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListConflicts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memplane.v1.MemoryService/ListConflicts',
+            memplane_dot_v1_dot_memory__service__pb2.ListConflictsRequest.SerializeToString,
+            memplane_dot_v1_dot_memory__service__pb2.ListConflictsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResolveConflict(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memplane.v1.MemoryService/ResolveConflict',
+            memplane_dot_v1_dot_memory__service__pb2.ResolveConflictRequest.SerializeToString,
+            memplane_dot_v1_dot_memory__service__pb2.ResolveConflictResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Foresee(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memplane.v1.MemoryService/Foresee',
+            memplane_dot_v1_dot_memory__service__pb2.ForeseeRequest.SerializeToString,
+            memplane_dot_v1_dot_memory__service__pb2.ForeseeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListReflectionDecisions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memplane.v1.MemoryService/ListReflectionDecisions',
+            memplane_dot_v1_dot_memory__service__pb2.ListReflectionDecisionsRequest.SerializeToString,
+            memplane_dot_v1_dot_memory__service__pb2.ListReflectionDecisionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Consolidate(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memplane.v1.MemoryService/Consolidate',
+            memplane_dot_v1_dot_memory__service__pb2.ConsolidateRequest.SerializeToString,
+            memplane_dot_v1_dot_memory__service__pb2.ConsolidateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Watch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/memplane.v1.MemoryService/Watch',
+            memplane_dot_v1_dot_memory__service__pb2.WatchRequest.SerializeToString,
+            memplane_dot_v1_dot_memory__service__pb2.WatchResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -81,6 +81,10 @@ class ContextStore:
             tenant_id, session_id, marked_at,
         )
 
+    async def backlog_total(self) -> int:
+        """Sessions of every tenant whose windows are not built yet."""
+        return await self.pool.fetchval("SELECT count(*) FROM context_queue")
+
     async def backlog(self, caller: Caller) -> int:
         """Sessions of the caller's tenant whose windows are not built yet."""
         async with caller_session(self.pool, caller) as conn:

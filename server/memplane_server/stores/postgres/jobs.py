@@ -39,40 +39,79 @@ class JobStore:
                 caller.tenant_id, uuid.uuid4(), job_type, payload, caller_json,
             ))
 
-    async def claim(self) -> Job | None:
-        """Takes the oldest ready job; a crashed worker's job becomes ready again after its lease."""
+    async def schedule_consolidations(self, every_seconds: float) -> int:
+        """Queues a consolidation of each tenant's global lessons and procedures that changed within
+        the period, unless one ran or waits within it; schedulers take turns, so once a period.
+        Returns how many were queued."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext('memplane.consolidation.schedule'))")
+            return len(await conn.fetch(
+                """
+                INSERT INTO jobs (tenant_id, id, type, state, payload, caller)
+                SELECT t.id, gen_random_uuid(), 'consolidate', 'pending', '{"scope": "global"}'::jsonb,
+                       jsonb_build_object('key_id', 'system:consolidate', 'role', 'writer', 'tenant_id', t.id,
+                                          'agent_id', NULL, 'domains', '{}'::jsonb)
+                FROM tenants t
+                WHERE EXISTS (SELECT 1 FROM memories m WHERE m.tenant_id = t.id AND m.kind IN ('lesson', 'procedure')
+                                AND m.status = 'active' AND m.scope = 'global'
+                                AND m.updated_at > now() - make_interval(secs => $1))
+                  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.tenant_id = t.id AND j.type = 'consolidate'
+                                    AND (j.state IN ('pending', 'running') OR j.created_at > now() - make_interval(secs => $1)))
+                RETURNING id
+                """,
+                every_seconds,
+            ))
+
+    async def claim(self, lease_seconds: float) -> Job | None:
+        """Takes the oldest ready job for lease_seconds (renewed while it runs); a dead worker's job
+        becomes ready again when its lease runs out."""
         row = await self.pool.fetchrow(
             """
             UPDATE jobs SET state = 'running', attempts = attempts + 1, updated_at = now(),
-                run_after = now() + interval '10 minutes'
+                run_after = now() + make_interval(secs => $1)
             WHERE (tenant_id, id) = (
                 SELECT tenant_id, id FROM jobs
                 WHERE (state = 'pending' OR state = 'running') AND run_after <= now()
                 ORDER BY run_after LIMIT 1 FOR UPDATE SKIP LOCKED)
             RETURNING *
-            """
+            """,
+            lease_seconds,
         )
         return _job(row) if row else None
 
+    # Each of these names the attempt it belongs to: a worker whose lease ran out (and whose job
+    # another worker took) can neither extend nor finish it.
+
+    async def renew(self, job_id: uuid.UUID, attempt: int, lease_seconds: float) -> bool:
+        """Extends a running job's lease; False when this attempt no longer holds it."""
+        return bool(await self.pool.fetchval(
+            "UPDATE jobs SET run_after = now() + make_interval(secs => $3)"
+            " WHERE id = $1 AND attempts = $2 AND state = 'running' RETURNING true",
+            job_id, attempt, lease_seconds,
+        ))
+
     async def succeed(
-        self, job_id: uuid.UUID, memory_ids: list[str], summary: str, *, receipt: dict | None = None,
+        self, job_id: uuid.UUID, attempt: int, memory_ids: list[str], summary: str, *, receipt: dict | None = None,
         payload: dict | None = None,
     ) -> None:
         """Records the result; payload, when given, replaces the job's (an erasure drops the user id)."""
         result = {"memory_ids": memory_ids, "summary": summary, **({"receipt": receipt} if receipt else {})}
         await self.pool.execute(
-            "UPDATE jobs SET state = 'succeeded', result = $2, payload = coalesce($3, payload), updated_at = now(),"
-            " error_reason = '', error_message = '' WHERE id = $1 AND state = 'running'",
-            job_id, result, payload,
+            "UPDATE jobs SET state = 'succeeded', result = $3, payload = coalesce($4, payload), updated_at = now(),"
+            " error_reason = '', error_message = '' WHERE id = $1 AND attempts = $2 AND state = 'running'",
+            job_id, attempt, result, payload,
         )
 
-    async def fail(self, job_id: uuid.UUID, reason: str, message: str, *, retry_in_seconds: float | None) -> None:
+    async def fail(
+        self, job_id: uuid.UUID, attempt: int, reason: str, message: str, *, retry_in_seconds: float | None
+    ) -> None:
         """Records a failed attempt: back to pending after a delay, or failed for good."""
         await self.pool.execute(
-            "UPDATE jobs SET state = CASE WHEN $4::float8 IS NULL THEN 'failed' ELSE 'pending' END,"
-            " run_after = now() + make_interval(secs => coalesce($4::float8, 0)),"
-            " error_reason = $2, error_message = $3, updated_at = now() WHERE id = $1 AND state = 'running'",
-            job_id, reason, message[:2000], retry_in_seconds,
+            "UPDATE jobs SET state = CASE WHEN $5::float8 IS NULL THEN 'failed' ELSE 'pending' END,"
+            " run_after = now() + make_interval(secs => coalesce($5::float8, 0)),"
+            " error_reason = $3, error_message = $4, updated_at = now()"
+            " WHERE id = $1 AND attempts = $2 AND state = 'running'",
+            job_id, attempt, reason, message[:2000], retry_in_seconds,
         )
 
     async def get(self, caller: Caller, job_id: uuid.UUID) -> Operation | None:
@@ -101,6 +140,15 @@ class JobStore:
                 "SELECT * FROM jobs WHERE tenant_id = $1 AND id = $2", caller.tenant_id, job_id
             )
         return _operation(row) if row else None
+
+    async def queue_depth(self) -> tuple[int, float]:
+        """Jobs waiting to run (not counting those a runner holds), and the age in seconds of the
+        oldest of them (0 with none), across tenants."""
+        row = await self.pool.fetchrow(
+            "SELECT count(*) AS n, coalesce(extract(epoch FROM now() - min(created_at)), 0) AS age"
+            " FROM jobs WHERE state = 'pending'"
+        )
+        return row["n"], float(row["age"])
 
     async def is_cancelled(self, job_id: uuid.UUID) -> bool:
         return await self.pool.fetchval("SELECT state = 'cancelled' FROM jobs WHERE id = $1", job_id) or False

@@ -12,6 +12,7 @@ import asyncpg
 import numpy as np
 
 from ...core.caller import Caller
+from ...core.conflicts import ConflictRule
 from ...core.model import (
     UPDATABLE_FIELDS, Forgotten, HistoryEntry, Kind, Layer, MemoryFilter, MemoryRecord, MemoryStats, Scope, Scored,
     Status, Trace,
@@ -59,14 +60,16 @@ class MemoryStore:
 
     async def insert(
         self, caller: Caller, items: Sequence[StoredDraft], *, embedding_model: str, actor: str,
-        dedup_threshold: float, pending_threshold: float, request: RequestKey | None = None,
+        dedup_threshold: float, pending_threshold: float, conflicts: ConflictRule | None = None,
+        request: RequestKey | None = None,
     ) -> Stored:
         """Stores all items in one transaction, all or nothing, within quota; an item may come back
         as an existing memory observed again (see memory_writes). With a request key, a request
         stored before is answered with its memories instead of being stored again."""
         async with self.session(caller) as conn:
             tx = WriteTransaction(conn, caller, embedding_model=embedding_model, actor=actor,
-                                  dedup_threshold=dedup_threshold, pending_threshold=pending_threshold)
+                                  dedup_threshold=dedup_threshold, pending_threshold=pending_threshold,
+                                  conflicts=conflicts)
             return await tx.run(items, self.default_max_memories, request)
 
     async def prune_write_requests(self, older_than_seconds: float) -> int:
@@ -84,6 +87,22 @@ class MemoryStore:
         async with self.session(caller) as conn:
             row = await conn.fetchrow(f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {' AND '.join(where)}", *p.values)
         return record_from_row(row) if row else None
+
+    async def mark_consolidated(self, caller: Caller, ids: Sequence[uuid.UUID], into: uuid.UUID) -> None:
+        """Points writable sources at the consolidated memory that now stands for them."""
+        p = Params(list(ids), into)
+        async with self.session(caller) as conn:
+            await conn.execute(
+                f"UPDATE memories m SET consolidated_into = $2 WHERE m.id = ANY($1::uuid[]) AND {writable(caller, p)}",
+                *p.values)
+
+    async def sources_of(self, caller: Caller, memory_id: uuid.UUID) -> list[uuid.UUID]:
+        """The memories a derived memory (a summary) was built from (migration 0009)."""
+        async with self.session(caller) as conn:
+            rows = await conn.fetch(
+                "SELECT source_id FROM memory_sources WHERE tenant_id = $1 AND memory_id = $2",
+                caller.tenant_id, memory_id)
+        return [r["source_id"] for r in rows]
 
     async def get_many(self, caller: Caller, memory_ids: Sequence[uuid.UUID]) -> list[MemoryRecord]:
         """The visible memories among the ids, in no particular order."""
@@ -188,28 +207,29 @@ class MemoryStore:
         reason: str = "",
     ) -> MemoryRecord | None:
         """Changes one writable memory and records the change; None when not writable."""
-        p = Params(memory_id)
-        sets = ["updated_at = clock_timestamp()"]
-        for column, value in changes.items():
-            if column not in UPDATABLE_FIELDS:
-                raise ValueError(f"not updatable: {column}")
-            sets.append(f"{column} = {p.add(value)}")
-        if embedding is not None:
-            sets.append(f"embedding = {p.add(embedding[0])}, embedding_model = {p.add(embedding[1])}")
-        if keywords is not None:
-            sets.append(f"keywords = to_tsvector('simple', {p.add(keywords)})")
         async with self.session(caller) as conn:
-            row = await conn.fetchrow(
-                f"UPDATE memories m SET {', '.join(sets)} WHERE m.id = $1 AND {writable(caller, p)}"
-                f" RETURNING {MEMORY_COLUMNS}",
-                *p.values,
+            return await _update(conn, caller, memory_id, changes, embedding=embedding, keywords=keywords,
+                                 action=action, actor=actor, reason=reason)
+
+    async def apply_task_outcome(
+        self, caller: Caller, memory_id: uuid.UUID, *, task_id: str, outcome: str, changes: dict[str, Any],
+        actor: str, reason: str,
+    ) -> MemoryRecord | None:
+        """Changes a memory for one task's outcome, once: the same task reported again (a retried
+        job, a repeated SubmitFeedback) returns the memory unchanged. None when not writable."""
+        async with self.session(caller) as conn:
+            first = await conn.fetchval(
+                "INSERT INTO task_outcomes (tenant_id, task_id, memory_id, outcome) VALUES ($1, $2, $3, $4)"
+                " ON CONFLICT DO NOTHING RETURNING true",
+                caller.tenant_id, task_id, memory_id, outcome,
             )
-            if row is None:
-                return None
-            record = record_from_row(row)
-            await append_history(conn, [record], action, actor, reason)
-            await _unwindow(conn, [record])
-        return record
+            if not first:
+                p = Params(memory_id)
+                row = await conn.fetchrow(
+                    f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id = $1 AND {writable(caller, p)}", *p.values)
+                return record_from_row(row) if row else None
+            return await _update(conn, caller, memory_id, changes, embedding=None, keywords=None, action="feedback",
+                                 actor=actor, reason=reason)
 
     async def supersede(
         self, caller: Caller, old_ids: Sequence[uuid.UUID], *, action: str, actor: str, reason: str
@@ -392,3 +412,29 @@ class MemoryStore:
             )
         return [(record_from_row(r), r["embedding"].to_numpy().astype(np.float32)) for r in rows]
 
+
+async def _update(
+    conn: asyncpg.Connection, caller: Caller, memory_id: uuid.UUID, changes: dict[str, Any], *,
+    embedding: tuple[np.ndarray, str] | None, keywords: str | None, action: str, actor: str, reason: str,
+) -> MemoryRecord | None:
+    p = Params(memory_id)
+    sets = ["updated_at = clock_timestamp()"]
+    for column, value in changes.items():
+        if column not in UPDATABLE_FIELDS:
+            raise ValueError(f"not updatable: {column}")
+        sets.append(f"{column} = {p.add(value)}")
+    if embedding is not None:
+        sets.append(f"embedding = {p.add(embedding[0])}, embedding_model = {p.add(embedding[1])}")
+    if keywords is not None:
+        sets.append(f"keywords = to_tsvector('simple', {p.add(keywords)})")
+    row = await conn.fetchrow(
+        f"UPDATE memories m SET {', '.join(sets)} WHERE m.id = $1 AND {writable(caller, p)}"
+        f" RETURNING {MEMORY_COLUMNS}",
+        *p.values,
+    )
+    if row is None:
+        return None
+    record = record_from_row(row)
+    await append_history(conn, [record], action, actor, reason)
+    await _unwindow(conn, [record])
+    return record

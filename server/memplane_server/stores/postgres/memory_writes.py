@@ -6,12 +6,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 
 import asyncpg
 import numpy as np
 
 from ...core.caller import Caller
+from ...core.conflicts import ConflictRule, conflict_reason
 from ...core.model import MemoryDraft, MemoryRecord, Scope, Status
 from ...core.requests import RequestKey
 from ...core.observations import DEDUP_KINDS, normalized, reobserved_confidence, write_lock
@@ -55,7 +56,7 @@ def _source(d: MemoryDraft) -> list[dict]:
     return [{"type": d.source_type, "id": d.source_id}] if d.source_type or d.source_id else []
 
 
-def _same_space(caller: Caller, d: MemoryDraft, p: Params) -> str:
+def same_space(caller: Caller, d: MemoryDraft, p: Params) -> str:
     """Memories in the same scope and owner as the draft (a domain spans its member tenants)."""
     assert d.scope is not None
     parts = [f"m.scope = {p.add(d.scope.value)}", writable(caller, p), "m.status IN ('active', 'pending')"]
@@ -80,9 +81,10 @@ async def append_history(
 
 class WriteTransaction:
     def __init__(self, conn: asyncpg.Connection, caller: Caller, *, embedding_model: str, actor: str,
-                 dedup_threshold: float, pending_threshold: float) -> None:
+                 dedup_threshold: float, pending_threshold: float, conflicts: ConflictRule | None) -> None:
         self.conn, self.caller, self.model, self.actor = conn, caller, embedding_model, actor
         self.dedup_threshold, self.pending_threshold = dedup_threshold, pending_threshold
+        self.conflicts = conflicts
         self.inserted = 0
 
     async def run(self, items: Sequence[StoredDraft], default_cap: int, request: RequestKey | None) -> Stored:
@@ -151,6 +153,11 @@ class WriteTransaction:
             current = await self._current_fact(d)
             if current is not None and normalized(current.value or current.content) == normalized(d.value or d.content):
                 return await self._reobserve(current, s)
+            why = current and self.conflicts and conflict_reason(current, d, datetime.now(timezone.utc), self.conflicts)
+            if why:
+                if (same := await self._open_challenger(current, d)) is not None:
+                    return await self._reobserve(same, s)
+                return await self._insert(s, replaces=None, action="", contradicts=(current, why))
             return await self._insert(s, replaces=current, action="superseded")
         if d.kind in DEDUP_KINDS:
             twin = await self._nearest(s)
@@ -162,19 +169,29 @@ class WriteTransaction:
     async def _current_fact(self, d: MemoryDraft) -> MemoryRecord | None:
         p = Params()
         row = await self.conn.fetchrow(
-            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {_same_space(self.caller, d, p)}"
+            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {same_space(self.caller, d, p)}"
             f" AND m.entity = {p.add(d.entity)} AND m.attribute = {p.add(d.attribute)}"
-            " ORDER BY m.created_at DESC LIMIT 1",
+            " AND m.status <> 'needs_confirmation' ORDER BY m.created_at DESC LIMIT 1",
             *p.values,
         )
         return record_from_row(row) if row else None
 
+    async def _open_challenger(self, current: MemoryRecord, d: MemoryDraft) -> MemoryRecord | None:
+        """A value already waiting for confirmation against current that says the same as d."""
+        rows = await self.conn.fetch(
+            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.conflicts_with = $1 AND m.status = 'needs_confirmation'",
+            current.id,
+        )
+        wanted = normalized(d.value or d.content)
+        return next((r for r in map(record_from_row, rows) if normalized(r.value or r.content) == wanted), None)
+
     async def _nearest(self, s: StoredDraft) -> MemoryRecord | None:
-        p = Params(s.embedding)
+        # A memory derived from others (a consolidation of them) never merges into one of them.
+        p = Params(s.embedding, list(s.draft.derived_from))
         row = await self.conn.fetchrow(
             f"SELECT {MEMORY_COLUMNS}, 1 - (m.embedding <=> $1) AS similarity FROM memories m"
-            f" WHERE {_same_space(self.caller, s.draft, p)} AND m.kind = {p.add(s.draft.kind.value)}"
-            " AND m.entity IS NULL ORDER BY m.embedding <=> $1 LIMIT 1",
+            f" WHERE {same_space(self.caller, s.draft, p)} AND m.kind = {p.add(s.draft.kind.value)}"
+            " AND m.entity IS NULL AND m.id <> ALL($2::uuid[]) ORDER BY m.embedding <=> $1 LIMIT 1",
             *p.values,
         )
         if row is None or row["similarity"] < self.dedup_threshold:
@@ -205,7 +222,8 @@ class WriteTransaction:
                 [(record.tenant_id, record.id, source) for source in dict.fromkeys(sources)],
             )
 
-    async def _insert(self, s: StoredDraft, *, replaces: MemoryRecord | None, action: str) -> MemoryRecord:
+    async def _insert(self, s: StoredDraft, *, replaces: MemoryRecord | None, action: str,
+                      contradicts: tuple[MemoryRecord, str] | None = None) -> MemoryRecord:
         d = s.draft
         valid_from = d.valid_from
         if d.entity and d.attribute and valid_from is None:
@@ -220,7 +238,10 @@ class WriteTransaction:
             "source_type": d.source_type, "source_id": d.source_id, "occurred_at": s.occurred_at,
             "valid_from": valid_from, "valid_to": d.valid_to, "embedding": s.embedding,
             "embedding_model": self.model, "sources": sources,
+            "conflicts_with": contradicts[0].id if contradicts else None,
         }
+        if contradicts:
+            columns["status"] = Status.NEEDS_CONFIRMATION.value
         p = Params()
         values = [p.add(v) for v in columns.values()]
         row = await self.conn.fetchrow(
@@ -230,7 +251,8 @@ class WriteTransaction:
         )
         record = record_from_row(row)
         self.inserted += 1
-        await append_history(self.conn, [record], "created", self.actor, "")
+        await append_history(self.conn, [record], "created", self.actor,
+                             f"contradicts {contradicts[0].id}: {contradicts[1]}" if contradicts else "")
         await self._link_sources(record, d.derived_from)
         if replaces is not None:
             retired = await self.conn.fetchrow(

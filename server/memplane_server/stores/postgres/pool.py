@@ -2,9 +2,14 @@
 from __future__ import annotations
 
 import json
+import time
 
 import asyncpg
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
 from pgvector.asyncpg import register_vector
+
+_tracer = trace.get_tracer("memplane.postgres")
 
 
 def search_settings(ef_search: int) -> dict[str, str]:
@@ -22,12 +27,29 @@ async def create_pool(dsn: str, *, size: int, ef_search: int) -> asyncpg.Pool:
     async def init(conn: asyncpg.Connection) -> None:
         await register_vector(conn)
         await conn.set_type_codec("jsonb", encoder=_json_dumps, decoder=json.loads, schema="pg_catalog")
+        conn.add_query_logger(_trace_statement)
 
     # Startup parameters, not SET: the pool runs RESET ALL whenever a connection is released,
     # which returns to these but would drop values set by a query.
     return await asyncpg.create_pool(
         dsn, min_size=1, max_size=size, init=init, command_timeout=60, server_settings=search_settings(ef_search)
     )
+
+
+def _trace_statement(record: asyncpg.connection.LoggedQuery) -> None:
+    """Each statement as a client span, a child of the span it ran in: asyncpg calls this soon after
+    the statement, in a copy of its context, with the time it took. Only the statement's verb is
+    recorded, never its text or arguments (which hold memory content and key hashes)."""
+    end = time.time_ns()
+    words = record.query.split(None, 1)
+    verb = words[0].upper() if words else ""
+    span = _tracer.start_span(
+        f"postgresql {verb}", kind=SpanKind.CLIENT, start_time=end - int(record.elapsed * 1e9),
+        attributes={"db.system": "postgresql", "db.operation": verb},
+    )
+    if record.exception is not None:
+        span.set_status(Status(StatusCode.ERROR, type(record.exception).__name__))
+    span.end(end_time=end)
 
 
 def _json_dumps(value: object) -> str:

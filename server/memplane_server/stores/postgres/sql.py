@@ -5,6 +5,7 @@ Every value goes in as a numbered parameter; only fixed SQL fragments are concat
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
@@ -18,7 +19,8 @@ MEMORY_COLUMNS = (
     "m.tenant_id, m.id, m.scope, m.domain, m.agent_id, m.user_id, m.session_id, m.layer, m.kind,"
     " m.content, m.context, m.entity, m.attribute, m.value, m.tags, m.metadata, m.confidence, m.status,"
     " m.supersedes, m.source_type, m.source_id, m.occurred_at, m.valid_from, m.valid_to, m.created_at,"
-    " m.updated_at, m.last_used_at, m.use_count, m.embedding_model, m.sources"
+    " m.updated_at, m.last_used_at, m.use_count, m.embedding_model, m.sources, m.conflicts_with,"
+    " m.consolidated_into"
 )
 
 
@@ -107,6 +109,11 @@ def aware(value: datetime | None) -> datetime | None:
     return value.replace(tzinfo=timezone.utc) if value is not None and value.tzinfo is None else value
 
 
+def _uuid_or_none(value: Any) -> uuid.UUID | None:
+    """A uuid from a row, or from a snapshot where it is text."""
+    return uuid.UUID(value) if isinstance(value, str) else value
+
+
 def record_from_row(values: Mapping[str, Any]) -> MemoryRecord:
     """A memory from a row or from a history snapshot: both use the column names; a snapshot has
     times as ISO text and lacks the usage counters."""
@@ -128,6 +135,8 @@ def record_from_row(values: Mapping[str, Any]) -> MemoryRecord:
         valid_to=ts("valid_to"), created_at=ts("created_at"), updated_at=ts("updated_at"),
         last_used_at=ts("last_used_at"), use_count=values.get("use_count") or 0,
         embedding_model=values.get("embedding_model"), sources=list(values.get("sources") or []),
+        conflicts_with=_uuid_or_none(values.get("conflicts_with")),
+        consolidated_into=_uuid_or_none(values.get("consolidated_into")),
     )
 
 
@@ -147,6 +156,8 @@ def record_to_json(r: MemoryRecord) -> dict[str, Any]:
         "source_id": r.source_id, "occurred_at": ts(r.occurred_at), "valid_from": ts(r.valid_from),
         "valid_to": ts(r.valid_to), "created_at": ts(r.created_at), "updated_at": ts(r.updated_at),
         "embedding_model": r.embedding_model, "sources": r.sources,
+        "conflicts_with": str(r.conflicts_with) if r.conflicts_with else None,
+        "consolidated_into": str(r.consolidated_into) if r.consolidated_into else None,
     }
 
 

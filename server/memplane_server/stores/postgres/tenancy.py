@@ -1,6 +1,8 @@
 """SQL for tenants, agents, API keys, domains, grants and the audit log."""
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
@@ -60,6 +62,11 @@ def _event(row: asyncpg.Record) -> AuditEvent:
     )
 
 
+# Any fixed 64-bit number (not the migrations' one): every server agrees on it, so only one
+# bootstraps an empty database.
+_BOOTSTRAP_LOCK_ID = 0x6D706C2D626F6F74
+
+
 class TenancyStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
@@ -82,8 +89,20 @@ class TenancyStore:
         )
         return [_tenant(r) for r in rows]
 
-    async def count_tenants(self) -> int:
-        return await self.pool.fetchval("SELECT count(*) FROM tenants")
+    @asynccontextmanager
+    async def bootstrap_turn(self) -> AsyncIterator[bool]:
+        """Yields whether the database has no tenant yet, holding a transaction-level advisory lock
+        until the block ends: servers starting together on an empty database bootstrap one after
+        another, and the later ones find the first one's tenant (its writes commit on other pooled
+        connections before the lock is released)."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", _BOOTSTRAP_LOCK_ID)
+            yield not await conn.fetchval("SELECT EXISTS (SELECT 1 FROM tenants)")
+
+    async def memory_counts(self) -> dict[str, int]:
+        """Stored memories of each tenant (the quota's counter)."""
+        rows = await self.pool.fetch("SELECT tenant_id, memory_count FROM tenant_usage")
+        return {r["tenant_id"]: r["memory_count"] for r in rows}
 
     async def create_agent(self, tenant_id: str, agent_id: str, display_name: str) -> Agent:
         return _agent(await _insert(

@@ -38,6 +38,16 @@ return 0
 """
 
 
+def record_key(request: RequestKey) -> str:
+    return f"mp:idem:{request.key}"
+
+
+# Each script takes the one record: on Redis Cluster a script's keys must share a slot
+# (tests/unit/test_redis_slots.py).
+OPERATION_KEYS = {"renew script": lambda request: [record_key(request)],
+                  "release script": lambda request: [record_key(request)]}
+
+
 class IdempotencyConflict(Exception):
     """The request_id was used before with a different request."""
 
@@ -70,7 +80,7 @@ class IdempotencyStore:
 
     async def begin(self, request: RequestKey) -> Claim | bytes:
         """Claims the key (returns the Claim), or returns the stored response of an earlier call."""
-        key = f"mp:idem:{request.key}"
+        key = record_key(request)
         fp = request.fingerprint.encode()
         value = b"pending:" + fp + b":" + secrets.token_hex(8).encode()
         while True:

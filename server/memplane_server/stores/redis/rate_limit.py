@@ -29,6 +29,15 @@ return wait
 """
 
 
+def bucket_key(key_id: str) -> str:
+    return f"mp:rate:{key_id}"
+
+
+# The script takes one bucket: on Redis Cluster a script's keys must share a slot
+# (tests/unit/test_redis_slots.py).
+OPERATION_KEYS = {"take script": lambda key_id: [bucket_key(key_id)]}
+
+
 class RateLimiter:
     def __init__(self, client: redis.Redis, *, per_second: float, burst: int) -> None:
         self.per_second = per_second
@@ -38,5 +47,5 @@ class RateLimiter:
     async def take(self, key_id: str) -> Decision:
         if self.per_second <= 0:
             return Decision(True, 0.0)
-        wait_ms = int(await self._take(keys=[f"mp:rate:{key_id}"], args=[self.per_second, self.burst]))
+        wait_ms = int(await self._take(keys=[bucket_key(key_id)], args=[self.per_second, self.burst]))
         return Decision(wait_ms == 0, wait_ms / 1000)

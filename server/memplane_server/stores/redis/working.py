@@ -3,11 +3,18 @@
 A session lives until its latest expiry (every write may extend it, never shorten it). Its
 keys outlive that by a grace period and an index of expiries lets a sweeper promote what an
 expired session held before Redis drops it.
+
+Redis Cluster runs a script or MULTI only when all its keys hash to one slot, so every key a
+session's script or MULTI touches carries the hash tag `{<tenant>}`: the session's own keys and
+its tenant's expiry index. The sweep finds the tenants through a set of its own (another slot),
+which is only ever updated by single-key commands. OPERATION_KEYS lists each script and MULTI
+with its keys (tests/unit/test_redis_slots.py checks them with the cluster's slot function).
 """
 from __future__ import annotations
 
 import json
 import logging
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,12 +33,16 @@ log = logging.getLogger(__name__)
 _unreadable = OncePerCause(log)
 
 _NO_AGENT = "-"
-EXPIRY_INDEX = "mp:wm:expiry"
+_PARTS = ("items", "state", "meta", "vectors")
+# Tenants whose expiry index may hold sessions: what the sweep walks.
+TENANTS = "mp:wm:tenants"
+# The one expiry index of releases before the per-tenant ones; the sweep moves what it holds.
+LEGACY_EXPIRY_INDEX = "mp:wm:expiry"
 GRACE_SECONDS = 3600
 
 # One round trip per write: add the items (newest first), their state keys and vectors, trim to
 # the most recent max_items (dropping the trimmed items' vectors), and extend the session.
-# KEYS: items, state, meta, vectors, index.
+# KEYS: items, state, meta, vectors, the tenant's expiry index (session_keys).
 # ARGV: expire_at (s), grace (s), index member, caller json, max_items, then per item:
 #       item json, item id, state key ("" for none), content, vector bytes.
 # EXPIRE ... GT needs Redis 7; this works on the Redis 6 the embedded default may run.
@@ -57,6 +68,25 @@ redis.call('ZADD', KEYS[5], 'GT', expire_at, ARGV[3])
 return expire_at
 """
 
+# Claims a tenant's expired sessions: removed from the index in one step, so each goes to exactly
+# one sweeper, and a session a write extends meanwhile is either claimed before the write or not
+# due any more. KEYS: the tenant's expiry index. ARGV: now (s), most sessions to claim.
+# Returns the sessions left in the index and the claimed members.
+_CLAIM = """
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+if #due > 0 then redis.call('ZREM', KEYS[1], unpack(due)) end
+return {redis.call('ZCARD', KEYS[1]), due}
+"""
+
+# Removes a member of the legacy index unless an older server extended it since it was read.
+# KEYS: the legacy index. ARGV: member, the score it was read with.
+_DROP_IF_UNCHANGED = """
+if tonumber(redis.call('ZSCORE', KEYS[1], ARGV[1])) == tonumber(ARGV[2]) then
+  return redis.call('ZREM', KEYS[1], ARGV[1])
+end
+return 0
+"""
+
 
 @dataclass(frozen=True)
 class WorkingSession:
@@ -65,8 +95,9 @@ class WorkingSession:
     session_id: str
 
     def key(self, part: str) -> str:
-        # Tenant first so a cluster can hash-tag by tenant later; the session id is JSON-quoted
-        # so no caller-chosen text can forge another key's shape.
+        # The tenant is the hash tag, the first {...} of the key, so a session's keys and its
+        # tenant's expiry index share a cluster slot; the session id is JSON-quoted so no
+        # caller-chosen text can forge another key's shape.
         return f"mp:wm:{{{self.tenant_id}}}:{self.agent_id or _NO_AGENT}:{json.dumps(self.session_id)}:{part}"
 
     @property
@@ -77,6 +108,25 @@ class WorkingSession:
     def from_member(cls, member: str | bytes) -> "WorkingSession":
         tenant_id, agent_id, session_id = json.loads(member)
         return cls(tenant_id, agent_id, session_id)
+
+
+def expiry_index(tenant_id: str) -> str:
+    """The tenant's sessions by expiry; shares the hash tag of their keys. No session key has this
+    shape: theirs go on with agent, session and part."""
+    return f"mp:wm:{{{tenant_id}}}:expiry"
+
+
+def session_keys(session: WorkingSession) -> list[str]:
+    """What the append script and the delete MULTI take: the session's keys and its tenant's index."""
+    return [session.key(part) for part in _PARTS] + [expiry_index(session.tenant_id)]
+
+
+OPERATION_KEYS = {
+    "append script": session_keys,
+    "delete MULTI": session_keys,
+    "claim script": lambda session: [expiry_index(session.tenant_id)],
+    "legacy drop script": lambda session: [LEGACY_EXPIRY_INDEX],
+}
 
 
 def _time(v: float | None) -> datetime | None:
@@ -131,6 +181,8 @@ class WorkingStore:
         self.client = client
         self.max_items = max_items
         self._append = client.register_script(_APPEND)
+        self._claim = client.register_script(_CLAIM)
+        self._drop_if_unchanged = client.register_script(_DROP_IF_UNCHANGED)
 
     async def append(
         self, session: WorkingSession, items: list[tuple[WorkingItem, np.ndarray]], caller: dict[str, Any],
@@ -145,8 +197,10 @@ class WorkingStore:
             # Stored beside the item so Search can rank working items without re-embedding them.
             vector_bytes = np.asarray(vector, dtype=np.float32).tobytes()
             args += [json.dumps(d, ensure_ascii=False), item.id, item.state_key or "", item.content, vector_bytes]
-        keys = [session.key(part) for part in ("items", "state", "meta", "vectors")] + [EXPIRY_INDEX]
-        await self._append(keys=keys, args=args)
+        await self._append(keys=session_keys(session), args=args)
+        # After the script, never before: a sweep that drops the tenant (its index looked empty)
+        # recounts the index after dropping it, so it either sees this session or this adds it back.
+        await self.client.sadd(TENANTS, session.tenant_id)
         return [item_from_json(d) for d in stored]
 
     async def read(
@@ -170,9 +224,10 @@ class WorkingStore:
         return SessionContents(state, items_from_json(items), _time(expires), caller, by_id)
 
     async def delete(self, session: WorkingSession) -> None:
+        *keys, index = session_keys(session)
         async with self.client.pipeline(transaction=True) as pipe:
-            pipe.delete(*(session.key(part) for part in ("items", "state", "meta", "vectors")))
-            pipe.zrem(EXPIRY_INDEX, session.member)
+            pipe.delete(*keys)
+            pipe.zrem(index, session.member)
             await pipe.execute()
 
     async def sessions_of(self, tenant_id: str, session_ids: set[str] | None = None) -> list[WorkingSession]:
@@ -185,13 +240,43 @@ class WorkingStore:
         return await drop_items(self.client, session, doomed, dry_run=dry_run, delete_session=self.delete)
 
     async def claim_expired(self, limit: int) -> list[WorkingSession]:
-        """Sessions past their expiry, each handed to exactly one caller (instance) by ZREM."""
-        members = await self.client.zrangebyscore(EXPIRY_INDEX, "-inf", time.time(), start=0, num=limit)
-        claimed = []
-        for member in members:
-            if await self.client.zrem(EXPIRY_INDEX, member):
-                claimed.append(WorkingSession.from_member(member))
+        """Sessions past their expiry, each handed to exactly one caller (instance) by its removal
+        from its tenant's index."""
+        await self._adopt_legacy(limit)
+        tenants = [t.decode() for t in await self.client.smembers(TENANTS)]
+        # In a random order, so no tenant's sessions wait behind another's backlog round after round.
+        random.shuffle(tenants)
+        now = time.time()
+        claimed: list[WorkingSession] = []
+        for tenant in tenants:
+            if len(claimed) >= limit:
+                break
+            index = expiry_index(tenant)
+            left, due = await self._claim(keys=[index], args=[now, limit - len(claimed)])
+            claimed += [WorkingSession.from_member(member) for member in due]
+            if left == 0:
+                await self.client.srem(TENANTS, tenant)
+                # A write may have indexed a session since the count; its own SADD may have come
+                # before this SREM, so look again (the write's SADD follows its index update).
+                if await self.client.zcard(index):
+                    await self.client.sadd(TENANTS, tenant)
         return claimed
+
+    async def reindex(self, session: WorkingSession, expire_at: float) -> None:
+        """Puts a claimed session back in its tenant's index (never earlier than it is there)."""
+        await self.client.zadd(expiry_index(session.tenant_id), {session.member: expire_at}, gt=True)
+        await self.client.sadd(TENANTS, session.tenant_id)
+
+    async def _adopt_legacy(self, limit: int) -> None:
+        """Moves sessions of the single index of older releases into their tenants' indexes (each
+        step idempotent, so sweepers may race), until it is empty; also while older servers still
+        run during an upgrade and add to it. Earliest expiry first, as many as a round claims, so
+        the sessions that are due move before the others."""
+        for member, score in await self.client.zrange(LEGACY_EXPIRY_INDEX, 0, limit - 1, withscores=True):
+            tenant = WorkingSession.from_member(member).tenant_id
+            await self.client.zadd(expiry_index(tenant), {member: score}, gt=True)
+            await self.client.sadd(TENANTS, tenant)
+            await self._drop_if_unchanged(keys=[LEGACY_EXPIRY_INDEX], args=[member, score])
 
 
 def _glob_escape(text: str) -> str:
