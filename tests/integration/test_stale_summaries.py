@@ -122,3 +122,22 @@ async def test_an_agents_private_summary_turns_stale_when_a_tenant_key_changes_i
     served = await deps.memories.list(
         world.agent1, MemoryFilter(session_id="chat-1", kinds=(Kind.SUMMARY,)), limit=10, after=None)
     assert [(m.agent_id, m.content) for m in served] == [("a1", "Session chat-1: 1 active memories.\n- user.city = Shenzhen")]
+
+
+async def test_a_users_long_term_summary_carries_across_sessions_and_turns_stale_too(deps, make_tenant):
+    world = await make_tenant()
+    writes = WriteService(deps)
+    await writes.write(world.writer, [city("Shanghai", user_id="u7"),
+                                      MemoryDraft(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.PREFERENCE,
+                                                  content="Prefers green tea", session_id="chat-2", user_id="u7")])
+    await reflect_service(deps).run(world.writer, ReflectInput(session_id="chat-1", user_id="u7"))
+    [long_term] = [m for m in await deps.memories.list(
+        world.writer, MemoryFilter(user_id="u7", kinds=(Kind.SUMMARY,)), limit=10, after=None) if m.source_type == "user"]
+    assert long_term.content == "User u7: 2 active memories.\n- user.city = Shanghai\n- preference: Prefers green tea"
+    await writes.write(world.writer, [city("Shenzhen", user_id="u7")])
+    assert await status_of(deps, world.writer, long_term) is Status.STALE
+    [job] = await refresh_jobs(deps, long_term.id)
+    await run_jobs_until(job_runner(deps), deps, world.writer, job["id"], lambda op: op.state == "succeeded")
+    [fresh] = [m for m in await deps.memories.list(
+        world.writer, MemoryFilter(user_id="u7", kinds=(Kind.SUMMARY,)), limit=10, after=None) if m.source_type == "user"]
+    assert "user.city = Shenzhen" in fresh.content and fresh.id != long_term.id
