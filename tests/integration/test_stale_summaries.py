@@ -133,3 +133,60 @@ async def test_an_agents_private_summary_turns_stale_when_a_tenant_key_changes_i
     served = await deps.memories.list(
         world.agent1, MemoryFilter(session_id="chat-1", kinds=(Kind.SUMMARY,)), limit=10, after=None)
     assert [(m.agent_id, m.content) for m in served] == [("a1", "Session chat-1: 1 active memories.\n- user.city = Shenzhen")]
+
+
+async def test_a_users_long_term_summary_carries_across_sessions_and_turns_stale_too(deps, make_tenant):
+    world = await make_tenant()
+    writes = WriteService(deps)
+    await writes.write(world.writer, [city("Shanghai", user_id="u7"),
+                                      MemoryDraft(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.PREFERENCE,
+                                                  content="Prefers green tea", session_id="chat-2", user_id="u7")])
+    await reflect_service(deps).run(world.writer, ReflectInput(session_id="chat-1", user_id="u7"))
+    [long_term] = [m for m in await deps.memories.list(
+        world.writer, MemoryFilter(user_id="u7", kinds=(Kind.SUMMARY,)), limit=10, after=None) if m.source_type == "user"]
+    assert long_term.content == "User u7: 2 active memories.\n- user.city = Shanghai\n- preference: Prefers green tea"
+    await writes.write(world.writer, [city("Shenzhen", user_id="u7")])
+    assert await status_of(deps, world.writer, long_term) is Status.STALE
+    [job] = await refresh_jobs(deps, long_term.id)
+    await run_jobs_until(job_runner(deps), deps, world.writer, job["id"], lambda op: op.state == "succeeded")
+    [fresh] = [m for m in await deps.memories.list(
+        world.writer, MemoryFilter(user_id="u7", kinds=(Kind.SUMMARY,)), limit=10, after=None) if m.source_type == "user"]
+    assert "user.city = Shenzhen" in fresh.content and fresh.id != long_term.id
+
+
+async def user_summaries(deps, caller, user_id: str) -> list:
+    return [m for m in await deps.memories.list(
+        caller, MemoryFilter(user_id=user_id, kinds=(Kind.SUMMARY,)), limit=10, after=None) if m.source_type == "user"]
+
+
+async def test_hard_forgetting_a_fact_of_a_users_long_term_summary_erases_it_and_rebuilds_it_from_what_is_left(
+        deps, make_tenant):
+    """The long-term summary states the erased fact, so it goes too (migration 0010); its rebuild names
+    the user, since the summary is gone, and is written from the user's remaining memories."""
+    world = await make_tenant()
+    writes = WriteService(deps)
+    [fact, _] = await writes.write(world.writer, [
+        city("Shanghai", user_id="u8"),
+        MemoryDraft(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.PREFERENCE,
+                    content="Prefers green tea", session_id="chat-2", user_id="u8")])
+    await reflect_service(deps).run(world.writer, ReflectInput(session_id="chat-1", user_id="u8"))
+    [long_term] = await user_summaries(deps, world.writer, "u8")
+    await ForgetService(deps).forget(world.writer, ids=[str(fact.id)], f=None, hard=True, dry_run=False, reason="")
+    assert await deps.memories.pool.fetchval("SELECT count(*) FROM memories WHERE id = $1", long_term.id) == 0
+    [job] = await refresh_jobs(deps, long_term.id)
+    payload = await deps.jobs.pool.fetchval("SELECT payload FROM jobs WHERE id = $1", job["id"])
+    assert (payload["erased"], payload["source_type"], payload["user_id"]) == (True, "user", "u8")
+    await run_jobs_until(job_runner(deps), deps, world.writer, job["id"], lambda op: op.state == "succeeded")
+    [fresh] = await user_summaries(deps, world.writer, "u8")
+    assert fresh.content == "User u8: 1 active memories.\n- preference: Prefers green tea"
+
+
+async def test_a_users_long_term_summary_erased_with_the_last_of_their_memories_is_not_rebuilt(deps, make_tenant):
+    world = await make_tenant()
+    [fact] = await WriteService(deps).write(world.writer, [city("Shanghai", user_id="u9")])
+    await reflect_service(deps).run(world.writer, ReflectInput(session_id="chat-1", user_id="u9"))
+    [long_term] = await user_summaries(deps, world.writer, "u9")
+    await ForgetService(deps).forget(world.writer, ids=[str(fact.id)], f=None, hard=True, dry_run=False, reason="")
+    [job] = await refresh_jobs(deps, long_term.id)
+    await run_jobs_until(job_runner(deps), deps, world.writer, job["id"], lambda op: op.state == "succeeded")
+    assert await user_summaries(deps, world.writer, "u9") == []

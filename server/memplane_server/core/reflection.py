@@ -114,13 +114,22 @@ def statement(r: MemoryRecord) -> str:
 
 
 def session_summary(session_id: str, records: list[MemoryRecord]) -> SessionSummary:
-    """The session's current facts and preferences in at most SUMMARY_MAX_CHARS characters: short
-    enough to read at a glance and to be rebuilt whenever one of them changes."""
+    return facts_summary(f"Session {session_id}", records)
+
+
+def user_summary(user_id: str, records: list[MemoryRecord]) -> SessionSummary:
+    """A user's long-term summary: their current facts and preferences across sessions."""
+    return facts_summary(f"User {user_id}", records)
+
+
+def facts_summary(title: str, records: list[MemoryRecord]) -> SessionSummary:
+    """The current facts and preferences among records in at most SUMMARY_MAX_CHARS characters:
+    short enough to read at a glance and to be rebuilt whenever one of them changes."""
     facts = [r for r in records if r.kind in (Kind.FACT, Kind.PREFERENCE)]
     structured = sorted({(r.entity, r.attribute): r for r in facts if r.entity}.values(), key=lambda r: (r.entity, r.attribute or ""))
     lines = [(r, f"- {statement(r)}") for r in structured]
     lines += [(r, f"- {statement(r)}") for r in facts if not r.entity]
-    text = f"Session {session_id}: {len(records)} active memories."
+    text = f"{title}: {len(records)} active memories."
     if not lines:
         return SessionSummary(f"{text}\nNo facts or preferences recorded yet.", ())
     stated: list[UUID] = []

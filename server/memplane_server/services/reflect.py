@@ -11,6 +11,7 @@ transaction and queues a `refresh_summary` job (migration 0009), which runs refr
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from datetime import datetime, timezone
 
 import numpy as np
@@ -21,7 +22,7 @@ from ..core.model import Kind, MemoryDraft, MemoryFilter, MemoryRecord, Scope, S
 from ..core.operations import Operation
 from ..core.reflection import (
     ReflectInput, ReflectOutcome, input_to_json, near_duplicate_groups, session_summary, statement, task_summary,
-    task_transcript,
+    task_transcript, user_summary,
 )
 from ..core.requests import RequestKey, request_key
 from ..core.triggers import SIMILAR_TASK, Decision, task_decision, task_focus
@@ -174,49 +175,85 @@ class ReflectService:
         outcome.summary = summary
         outcome.memories = await self.writer.write(caller, drafts, request)
         if r.session_id:
-            await self._retire_older_summaries(caller, r.session_id, outcome.memories[-1])
+            await self._retire_older_summaries(caller, outcome.memories[-1])
+        if r.session_id and r.user_id:
+            await self._user_summary(caller, r, request)
         return outcome
 
-    async def refresh_summary(self, caller: Caller, summary_id: uuid.UUID, erased: dict | None = None) -> ReflectOutcome:
-        """Rebuilds a stale session summary from the session as it is now. Run again for the same
-        summary (a retried job), it stores nothing new: the write is keyed by the summary's id.
+    async def _user_summary(
+        self, caller: Caller, r: ReflectInput, request: RequestKey | None, *, unless_empty: bool = False,
+    ) -> MemoryRecord | None:
+        """The user's long-term summary, carried across sessions: rebuilt from their current facts and
+        preferences whenever one of their sessions is reflected on, stale like any summary when one
+        of them changes. unless_empty: nothing is written when the user has no memories left."""
+        assert r.user_id is not None
+        records = await self.deps.memories.list(
+            caller, MemoryFilter(user_id=r.user_id, kinds=(Kind.FACT, Kind.PREFERENCE)), limit=5000, after=None)
+        if unless_empty and not records:
+            return None
+        records.reverse()
+        made = user_summary(r.user_id, records)
+        draft = replace(self._draft(r, Kind.SUMMARY, made.text, "", 1.0, ("user", r.user_id), derived_from=made.sources),
+                        session_id=None)
+        [written] = await self.writer.write(
+            caller, [draft], request_key(caller, "UserSummary", request.key, b"") if request else None)
+        await self._retire_older_summaries(caller, written)
+        return written
 
-        A summary erased because a source of it was hard-forgotten (migration 0010) is gone; its
-        job names the session (`erased`: session_id, user_id, scope, domain) and the rebuild is
-        written afresh, from the memories that remain (none: no summary)."""
+    async def refresh_summary(self, caller: Caller, summary_id: uuid.UUID, erased: dict | None = None) -> ReflectOutcome:
+        """Rebuilds a stale session (or user) summary from the session (or the user's memories) as it
+        is now. Run again for the same summary (a retried job), it stores nothing new: the write is
+        keyed by the summary's id.
+
+        A summary erased because a source of it was hard-forgotten (migration 0010) is gone, text
+        included; its job names what it summarised (`erased`: source_type, session_id, user_id,
+        scope, domain) and the rebuild is written afresh from the memories that remain (none: no
+        summary)."""
         stale = await self.deps.memories.get(caller, summary_id)
+        key = request_key(caller, "RefreshSummary", str(summary_id), b"")
         if stale is not None:
-            if stale.status is not Status.STALE or stale.kind is not Kind.SUMMARY or not stale.session_id:
+            if stale.status is not Status.STALE or stale.kind is not Kind.SUMMARY:
                 return ReflectOutcome()  # rebuilt meanwhile
+            if stale.source_type == "user" and stale.user_id:
+                fresh_user = await self._user_summary(
+                    caller, ReflectInput(user_id=stale.user_id, scope=stale.scope, domain=stale.domain), key)
+                assert fresh_user is not None
+                return ReflectOutcome(summary=fresh_user.content, memories=[fresh_user])
+            if not stale.session_id:
+                return ReflectOutcome()
             r = ReflectInput(session_id=stale.session_id, user_id=stale.user_id, scope=stale.scope, domain=stale.domain)
-        elif erased and erased.get("session_id"):
-            r = ReflectInput(session_id=erased["session_id"], user_id=erased.get("user_id"),
-                             scope=Scope(erased["scope"]), domain=erased.get("domain"))
-        else:
-            return ReflectOutcome()  # forgotten meanwhile
-        assert r.session_id is not None
-        records = await self._session_records(caller, r)
-        if stale is not None:
+            records = await self._session_records(caller, r)
             # Still there (STALE): a model rewrites its text from what changed since.
             if self.deps.llm is not None:
                 summary, sources = await self._refreshed_by_model(caller, stale, records)
             else:
-                made = session_summary(r.session_id, records)
+                made = session_summary(stale.session_id, records)
                 summary, sources = made.text, made.sources
-        else:
+        elif erased and erased.get("source_type") == "user" and erased.get("user_id"):
+            fresh_user = await self._user_summary(
+                caller, ReflectInput(user_id=erased["user_id"], scope=Scope(erased["scope"]),
+                                     domain=erased.get("domain")), key, unless_empty=True)
+            return ReflectOutcome(summary=fresh_user.content, memories=[fresh_user]) if fresh_user else ReflectOutcome()
+        elif erased and erased.get("session_id"):
+            r = ReflectInput(session_id=erased["session_id"], user_id=erased.get("user_id"),
+                             scope=Scope(erased["scope"]), domain=erased.get("domain"))
             # Erased (its text exists nowhere any more): rebuilt from the session as it is now.
+            records = await self._session_records(caller, r)
             if not records:
                 return ReflectOutcome()  # nothing left to summarise
-            made = session_summary(r.session_id, records)
+            made = session_summary(erased["session_id"], records)
             summary, sources = made.text, made.sources
             if self.deps.llm is not None:
                 reflection = await reflect_with_model(
                     self.deps.llm, "\n".join(f"[{m.kind.value}] {m.content}" for m in records))
                 if reflection.summary:
                     summary, sources = reflection.summary, tuple(m.id for m in records)
+        else:
+            return ReflectOutcome()  # forgotten meanwhile
+        assert r.session_id is not None
         draft = self._draft(r, Kind.SUMMARY, summary, "", 1.0, ("session", r.session_id), derived_from=sources)
-        fresh = await self.writer.write(caller, [draft], request_key(caller, "RefreshSummary", str(summary_id), b""))
-        await self._retire_older_summaries(caller, r.session_id, fresh[0])
+        fresh = await self.writer.write(caller, [draft], key)
+        await self._retire_older_summaries(caller, fresh[0])
         return ReflectOutcome(summary=summary, memories=fresh)
 
     async def _refreshed_by_model(
@@ -240,13 +277,16 @@ class ReflectService:
         records.reverse()  # oldest first reads as the session went
         return records
 
-    async def _retire_older_summaries(self, caller: Caller, session_id: str, current: MemoryRecord) -> None:
-        """One summary per session is served: the earlier ones (stale or not) are superseded."""
+    async def _retire_older_summaries(self, caller: Caller, current: MemoryRecord) -> None:
+        """One summary per session (or user) is served: the earlier ones (stale or not) are superseded."""
+        of_user = current.source_type == "user"
         earlier = await self.deps.memories.list(
-            caller, MemoryFilter(session_id=session_id, kinds=(Kind.SUMMARY,), statuses=(Status.ACTIVE, Status.STALE)),
+            caller, MemoryFilter(session_id=None if of_user else current.session_id, user_id=current.user_id if of_user else None,
+                                 kinds=(Kind.SUMMARY,), statuses=(Status.ACTIVE, Status.STALE)),
             limit=1000, after=None,
         )
-        older = [m.id for m in earlier if m.source_type == "session" and m.id != current.id
+        older = [m.id for m in earlier if (m.source_type, m.source_id) == (current.source_type, current.source_id)
+                 and m.id != current.id
                  and (m.scope, m.domain, m.agent_id) == (current.scope, current.domain, current.agent_id)]
         if older:
             await self.deps.memories.supersede(

@@ -6,11 +6,15 @@
 --   * a source soft-forgotten (status 'deleted'): a derived summary turns stale and is rebuilt
 --     (0009); any other derived memory cannot be recomputed and is soft-forgotten with it;
 --   * a source hard-deleted: every memory derived from it, whatever its status, is erased with
---     its history (one 'erased' marker stays, as for a hard forget); a current session summary is
---     rebuilt by a job from what its session holds now; jobs whose payload or result name an
+--     its history (one 'erased' marker stays, as for a hard forget); a current session (or user)
+--     summary is rebuilt by a job from what its session (or the user's memories) holds now; jobs whose payload or result name an
 --     erased memory lose those ids, their summary text and (finished reflections) their input.
 -- A derived memory is written only while its sources exist (mp_sources_alive), so a rebuild or
 -- an extraction that read a source before it was forgotten cannot bring its text back.
+-- A consolidation (0015: a general memory linked to the lessons or procedures it stands for) is a
+-- derived memory like the others: forgotten or erased with any of its sources, whereupon 0015's
+-- triggers give the remaining sources their rank back. A source superseded or changed leaves it
+-- as it is (only summaries turn stale: nothing rebuilds a stale consolidation).
 
 -- 0009 marked any derived memory stale; only summaries can be rebuilt, the rest is forgotten.
 CREATE OR REPLACE FUNCTION mp_mark_stale(sources uuid[], what text) RETURNS void
@@ -112,13 +116,14 @@ BEGIN
     IF cardinality(ids) = 0 THEN
         RETURN;
     END IF;
-    -- The session's current summary is rebuilt from what the session holds now. The job names
-    -- the session, since the summary it replaces is gone; an erasure of a user removes the jobs
-    -- about that user afterwards.
+    -- The session's (or user's) current summary is rebuilt from what the session (or the user's
+    -- memories) hold now. The job names the session or user, since the summary it replaces is
+    -- gone; an erasure of a user removes the jobs about that user afterwards.
     INSERT INTO jobs (tenant_id, id, type, state, payload, caller)
         SELECT m.tenant_id, gen_random_uuid(), 'refresh_summary', 'pending',
-               jsonb_build_object('summary_id', m.id, 'erased', true, 'session_id', m.session_id,
-                                  'user_id', m.user_id, 'scope', m.scope, 'domain', m.domain),
+               jsonb_build_object('summary_id', m.id, 'erased', true, 'source_type', m.source_type,
+                                  'session_id', m.session_id, 'user_id', m.user_id, 'scope', m.scope,
+                                  'domain', m.domain),
                jsonb_build_object('key_id', 'system:refresh', 'role', 'writer', 'tenant_id', m.tenant_id,
                                   'agent_id', m.agent_id,
                                   'domains', CASE WHEN m.domain IS NULL THEN '{}'::jsonb
@@ -126,8 +131,9 @@ BEGIN
         FROM unnest(tenant_ids, ids) AS e(tenant_id, id)
         JOIN memories m ON m.tenant_id = e.tenant_id AND m.id = e.id
         JOIN tenants t ON t.id = m.tenant_id
-        WHERE m.kind = 'summary' AND m.source_type = 'session' AND m.session_id IS NOT NULL
-          AND m.status IN ('active', 'stale', 'pending');
+        WHERE m.kind = 'summary' AND m.status IN ('active', 'stale', 'pending')
+          AND ((m.source_type = 'session' AND m.session_id IS NOT NULL)
+               OR (m.source_type = 'user' AND m.user_id IS NOT NULL));
     DELETE FROM memory_history h USING unnest(tenant_ids, ids) AS e(tenant_id, id)
         WHERE h.tenant_id = e.tenant_id AND h.memory_id = e.id;
     INSERT INTO memory_history (tenant_id, memory_id, action, snapshot, actor, reason)
