@@ -128,14 +128,17 @@ async def test_erasing_a_user_removes_every_trace_and_the_receipt_counts_what_th
         writer = Caller(key_id="test-writer", role=Role.WRITER, tenant_id=tenant, agent_id=None)
         await ForgetService(deps).forget(writer, ids=[made["lesson"]], f=None, hard=False, dry_run=False,
                                          reason=f"asked by {user}")
-        await deps.memories.pool.execute(  # its turn windows, as the window builder leaves them
-            "UPDATE memories SET context_keywords = keywords, context_of = 'w' WHERE tenant_id = $1", tenant)
+        await deps.memories.pool.execute(  # its turn windows, as the window builder leaves them (turns only:
+            # the isolation property test checks every window in the database against its session's turns)
+            "UPDATE memories SET context_keywords = keywords, context_of = 'w' WHERE tenant_id = $1 AND kind = 'turn'",
+            tenant)
 
         found = await hits_by_tenant(deps, redis, await scan(deps.memories.pool, redis, [user]))
         before = found[tenant]
         assert set(found) == {tenant, tenant_b}, describe(found.get("?", []))
         tables = rows_by_table(before)
-        assert tables["memories"] == 10 and tables["jobs"] == 1 and tables["audit_events"] == 1, tables
+        # Ten written or reflected about the user, and the user's long-term summary (its title names them).
+        assert tables["memories"] == 11 and tables["jobs"] == 1 and tables["audit_events"] == 1, tables
         others_before = await snapshot(deps, redis, tenant, user)
         b_before = await snapshot(deps, redis, tenant_b, "-")
 

@@ -215,8 +215,23 @@ class IsolationMachine(RuleBasedStateMachine):
         SEEN["rows added"] += added
         check_unchanged(what, caller, before, after, self.oracle, nothing=err is not None or dry_run, new=new,
                         erasing=erasing)
+        self.register_refresh_jobs(what, before, after)
         self.oracle.refresh(after.rows)
         return result, err
+
+    def register_refresh_jobs(self, what: str, before: Snapshot, after: Snapshot) -> None:
+        """A summary whose source changed (turned stale, or erased with a hard-forgotten source) gets a
+        refresh_summary job queued by the triggers of migrations 0009/0010, in the summary's own
+        tenant whoever made the change: the oracle learns them as that tenant's operations."""
+        for ident in after.jobs.keys() - before.jobs.keys():
+            _, tenant, _, _, kind, summary_id = after.jobs[ident]
+            if kind != "refresh_summary":
+                continue  # the calls that queue other operations register them
+            summary = self.oracle.mems.get(uuid.UUID(summary_id)) if summary_id else None
+            if summary is None or summary.kind is not Kind.SUMMARY or summary.tenant != tenant:
+                raise Violation(f"{what}: a refresh_summary job appeared in {self.names.tenant(tenant)}"
+                                f" for no summary of that tenant: {after.jobs[ident]}")
+            self.oracle.ops[ident] = tenant
 
     async def write_between_snapshots(self, what: str, caller: Caller, drafts: list[MemoryDraft],
                                       key: RequestKey | None = None):

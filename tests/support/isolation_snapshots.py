@@ -47,7 +47,8 @@ async def take_snapshot(deps, tenants: list[str]) -> Snapshot:
             tenants,
         )
         jobs = await conn.fetch(
-            "SELECT id, tenant_id, state, updated_at FROM jobs WHERE tenant_id = ANY($1::text[])", tenants
+            "SELECT id, tenant_id, state, updated_at, type, payload->>'summary_id' AS summary_id FROM jobs"
+            " WHERE tenant_id = ANY($1::text[])", tenants
         )
         links = await conn.fetch(
             "SELECT memory_id, source_id FROM memory_sources WHERE tenant_id = ANY($1::text[])", tenants)
