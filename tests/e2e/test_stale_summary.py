@@ -25,7 +25,7 @@ def test_a_changed_fact_makes_its_summary_stale_then_the_worker_rebuilds_it(serv
         hits = client.search("where does the user live now?").hits
         assert hits[0].memory.value == "Shenzhen"
 
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 90  # the worker is the server's own, on a shared machine
         while True:
             served = client.list_memories(session_id="chat-1", kinds="summary").items
             if served and served[0].id != summary.id:
