@@ -40,6 +40,7 @@ from .services.write import WriteService
 from .settings import Settings
 from .stores.postgres.conflicts import ConflictStore
 from .stores.postgres.contexts import ContextStore
+from .stores.postgres.keyword_stats import KeywordStatsStore
 from .stores.postgres.jobs import JobStore
 from .stores.postgres.memories import MemoryStore
 from .stores.postgres.migrations import migrate
@@ -51,7 +52,7 @@ from .stores.redis.idempotency import IdempotencyStore
 from .stores.redis.rate_limit import RateLimiter
 from .stores.redis.working import WorkingStore
 from .telemetry import setup_telemetry
-from .worker.loops import build_turn_windows, report_backlogs, sweep_expired
+from .worker.loops import build_turn_windows, keep_keyword_stats, report_backlogs, sweep_expired
 from .worker.runner import JobRunner
 
 log = logging.getLogger(__name__)
@@ -158,6 +159,7 @@ class Runtime:
             settings=s, memories=MemoryStore(self.pool, default_max_memories=s.max_memories_per_tenant),
             tenancy=TenancyStore(self.pool), jobs=JobStore(self.pool),
             contexts=ContextStore(self.pool), conflicts=ConflictStore(self.pool),
+            keyword_stats=KeywordStatsStore(self.pool),
             working=WorkingStore(self.redis_client, s.working_max_items), embedder=embedder, llm=model,
         )
         return self.deps
@@ -201,8 +203,9 @@ def build_services(deps: Deps, runtime: Runtime) -> Services:
 
 
 def start_background(deps: Deps, services: Services) -> tuple[list[JobRunner], list[asyncio.Task]]:
-    """One process's share of the background work: job runners, the expiry sweep and the turn-window
-    builder. Each claims what it does (jobs by SKIP LOCKED, window builds by lease, expired sessions
+    """One process's share of the background work: job runners, the expiry sweep, the turn-window
+    builder and the keyword statistics. Each claims what it does (jobs by SKIP LOCKED, window builds
+    by lease, a tenant's keyword count by an advisory lock, expired sessions
     by ZREM; pruning old request records is an idempotent DELETE), so any number of servers and
     workers do each piece once."""
     s = deps.settings
@@ -215,6 +218,7 @@ def start_background(deps: Deps, services: Services) -> tuple[list[JobRunner], l
         tasks.append(asyncio.create_task(build_turn_windows(services.contexts, runners[0])))
     if runners:
         tasks.append(asyncio.create_task(report_backlogs(deps, runners[0])))
+        tasks.append(asyncio.create_task(keep_keyword_stats(deps, s.keyword_stats_seconds, runners[0])))
     return runners, tasks
 
 

@@ -9,6 +9,7 @@ from ..settings import Settings
 from ..stores.postgres.conflicts import ConflictStore
 from ..stores.postgres.contexts import ContextStore
 from ..stores.postgres.jobs import JobStore
+from ..stores.postgres.keyword_stats import KeywordStatsStore
 from ..stores.postgres.memories import MemoryStore
 from ..stores.postgres.tenancy import TenancyStore
 from ..stores.redis.working import WorkingStore
@@ -22,6 +23,7 @@ class Deps:
     jobs: JobStore
     contexts: ContextStore
     conflicts: ConflictStore
+    keyword_stats: KeywordStatsStore
     working: WorkingStore
     embedder: Embedder
     llm: ChatModel | None

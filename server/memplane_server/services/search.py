@@ -23,7 +23,7 @@ from ..core.ranking import collapse_duplicates, include_preferences, within_budg
 from ..core.scoring import Adjustments, fuse_and_adjust
 from ..core.time_expressions import parse_time_range
 from ..core.timezones import parse_time_zone
-from ..core.tokens import keyword_tokens, lookup_names, tsquery_from_tokens
+from ..core.tokens import keyword_tokens, lookup_names
 from ..core.transcript import read_transcript
 from ..core.validation import MAX_FILTER_VALUES
 from ..core.working import item_to_record
@@ -94,7 +94,7 @@ class SearchService:
             embeddings.append(self.deps.embedder.embed_query(transcript.last_turn))
         (tokens, names, intent, span), *vectors = await asyncio.gather(asyncio.to_thread(read_text), *embeddings)
         vector = vectors[0]
-        parts = QueryParts(vector, tsquery_from_tokens(tokens), names, intent, span,
+        parts = QueryParts(vector, list(dict.fromkeys(tokens)), names, intent, span,
                            last_turn_vector=vectors[1] if transcript else None)
         plan = plan_channels(self.deps.memories, settings, caller, q.filter, parts, limit=limit, as_of=q.as_of)
         runs = {name: asyncio.ensure_future(run()) for name, run in plan.items()}

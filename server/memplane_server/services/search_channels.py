@@ -29,7 +29,7 @@ class QueryParts:
     """What the query text gives, worked out once per search."""
 
     vector: np.ndarray
-    tsquery: str
+    terms: list[str]  # distinct keyword tokens, for the keyword channels
     names: list[str]  # for the exact channel
     intent: Intent
     time_range: TimeRange | None
@@ -59,9 +59,10 @@ def plan_channels(
             continue
         plan[f"vector{suffix}"] = lambda w=windows: store.vector_search(
             caller, f, parts.vector, limit=limit, as_of=as_of, windows=w)
-        if parts.tsquery:
+        if parts.terms:
             plan[f"keyword{suffix}"] = lambda w=windows: store.keyword_search(
-                caller, f, parts.tsquery, limit=limit * KEYWORD_POOL, as_of=as_of, windows=w)
+                caller, f, parts.terms, limit=limit * KEYWORD_POOL, as_of=as_of, windows=w,
+                common_share=settings.keyword_common_share)
     if parts.last_turn_vector is not None:
         plan["last_turn"] = lambda: store.vector_search(caller, f, parts.last_turn_vector, limit=limit, as_of=as_of)
     if parts.names:
