@@ -55,3 +55,10 @@ def test_within_gives_nothing_when_filter_and_span_do_not_meet():
 
 def test_a_filter_on_other_kinds_fetches_no_preferences():
     assert "preferences" not in plan(parts(), MemoryFilter(kinds=(Kind.FACT,)))
+
+
+def test_a_filter_without_turns_runs_no_window_channel():
+    """Only turns have windows: a search of facts, or of the semantic layer, would find none there."""
+    assert not {"vector_context", "keyword_context"} & plan(parts(), MemoryFilter(kinds=(Kind.FACT, Kind.EVENT)))
+    assert not {"vector_context", "keyword_context"} & plan(parts(), MemoryFilter(layers=(Layer.SEMANTIC,)))
+    assert {"vector_context", "keyword_context"} <= plan(parts(), MemoryFilter(kinds=(Kind.TURN,)))

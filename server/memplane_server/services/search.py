@@ -12,7 +12,6 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from ..core.bm25 import rescore_keyword
 from ..core.caller import Caller
 from ..core.errors import invalid
 from ..core.intent import detect_intent, routed_weights
@@ -105,16 +104,15 @@ class SearchService:
         results: dict[str, list[Scored]] = dict(zip(runs, await asyncio.gather(*runs.values())))
         always = [s.record for s in results.pop(PREFERENCES, [])]
         results.update(results.pop("rewrites", {}))
-        for channel in ("keyword", "keyword_context"):
-            if channel in results:
-                results[channel] = rescore_keyword(tokens, results[channel])[:limit]
         weights = routed_weights(intent, settings.channel_weights)
         weights.update({ch: weights.get("rewrite", 1.0) for ch in results if ch.startswith("rewrite")})
-        hits = fuse_and_adjust(results, weights, Adjustments(
+        adjustments = Adjustments(
             intent=intent, time_range=span, now=now, recency_lambdas=settings.recency_lambdas,
             scope_weights=q.scope_weights, scope_order=q.scope_order or DEFAULT_SCOPE_ORDER, explain=q.explain,
-        ))
-        hits = collapse_duplicates(hits)
+        )
+        # Fusion is CPU work over a few hundred candidates: off the event loop, which serves other
+        # calls meanwhile.
+        hits = await asyncio.to_thread(lambda: collapse_duplicates(fuse_and_adjust(results, weights, adjustments)))
         if settings.search_rerank:
             hits = await self._reranked(q.text, hits, top_k, explain=q.explain)
         hits = include_preferences(hits[:top_k], always, top_k, explain=q.explain)

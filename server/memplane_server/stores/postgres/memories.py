@@ -4,7 +4,7 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
@@ -14,6 +14,7 @@ from typing import Any
 import asyncpg
 import numpy as np
 
+from ...core.bm25 import KeywordMatch
 from ...core.caller import Caller
 from ...core.conflicts import ConflictRule
 from ...core.model import (
@@ -41,7 +42,8 @@ _explained: ContextVar[list[str] | None] = ContextVar("explained", default=None)
 
 @contextmanager
 def explaining() -> Iterator[list[str]]:
-    """Collects EXPLAIN (ANALYZE, BUFFERS) of every search channel statement run inside it, in the
+    """Collects EXPLAIN (ANALYZE, BUFFERS) of every search channel statement run inside it (a
+    keyword channel runs two: its matches, then the chosen rows), in the
     caller's session (role, settings and row-level security as the server runs them), followed by
     the plans of the statements it runs inside functions when the session user may load
     auto_explain (a superuser: benchmarks and tests); each statement then runs once more for its
@@ -185,12 +187,15 @@ class MemoryStore:
         return [Scored(record_from_row(r), float(r["similarity"])) for r in rows]
 
     async def keyword_search(
-        self, caller: Caller, f: MemoryFilter, terms: Sequence[str], *, limit: int, as_of: datetime | None,
-        windows: bool = False, common_share: float = 1.0,
+        self, caller: Caller, f: MemoryFilter, terms: Sequence[str], *, pool: int, as_of: datetime | None,
+        choose: Callable[[list[KeywordMatch]], list[KeywordMatch]], windows: bool = False,
+        common_share: float = 1.0,
     ) -> list[Scored]:
-        """Memories whose tokens (or turn window's tokens) hold a term, with the matched tokens'
-        counts. Terms in more than common_share of the tenant's rows do not make a row match
-        (none does when all terms are that common), but still count in the rank."""
+        """Memories whose tokens (or turn window's tokens) hold a term: the best `pool` by SQL rank
+        are read with their tokens only, `choose` orders and cuts them, and only the chosen are
+        read whole (records are the costly part of a channel on the event loop). Terms in more
+        than common_share of the tenant's rows do not make a row match (none does when all terms
+        are that common), but still count in the rank."""
         column = "m.context_keywords" if windows else "m.keywords"
         # The matching rows come from mp_keyword_matches (migration 0013), which can use its index
         # where `@@` under row-level security cannot; they are read back here under the policy.
@@ -199,13 +204,23 @@ class MemoryStore:
         async with self.session(caller) as conn:
             rows = await _search_rows(
                 conn,
-                f"SELECT {MEMORY_COLUMNS}, ts_rank({column}, to_tsquery('simple', $1), 1) AS rank,"
-                f" {column}::text AS terms FROM mp_keyword_matches($2::text[], $3, $4::real) AS k"
+                f"SELECT m.id, ts_rank({column}, to_tsquery('simple', $1), 1) AS rank, {column}::text AS terms"
+                f" FROM mp_keyword_matches($2::text[], $3, $4::real) AS k"
                 f" JOIN memories m ON m.tenant_id = k.tenant_id AND m.id = k.id WHERE {' AND '.join(where)}"
-                f" ORDER BY rank DESC, m.created_at DESC LIMIT {p.add(limit)}",
+                f" ORDER BY rank DESC, m.created_at DESC LIMIT {p.add(pool)}",
                 *p.values,
             )
-        return [Scored(record_from_row(r), float(r["rank"]), parse_tsvector(r["terms"])) for r in rows]
+            chosen = await asyncio.to_thread(  # parsing and ranking: CPU work, off the event loop
+                lambda: choose([KeywordMatch(r["id"], float(r["rank"]), parse_tsvector(r["terms"])) for r in rows]))
+            if not chosen:
+                return []
+            p = Params([m.id for m in chosen])
+            records = await _search_rows(
+                conn, f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id = ANY($1::uuid[]) AND {visibility(caller, p)}",
+                *p.values,
+            )
+        by_id = {r["id"]: r for r in records}
+        return [Scored(record_from_row(by_id[m.id]), m.score) for m in chosen if m.id in by_id]
 
     async def fact_lookup(
         self, caller: Caller, f: MemoryFilter, names: Sequence[str], *, limit: int, as_of: datetime | None,
