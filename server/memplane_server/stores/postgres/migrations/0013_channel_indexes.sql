@@ -69,7 +69,11 @@ CREATE TABLE keyword_stats (
 -- thousands of rows on words that tell them apart from nothing.
 CREATE FUNCTION mp_keyword_matches(terms text[], windows boolean, max_share real)
 RETURNS TABLE (tenant_id text, id uuid)
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = public ROWS 200 AS $$
+-- Its statements may settle on generic plans (the pool's force_custom_plan is for the HNSW
+-- searches, whose plans depend on the tenant's size): planning them on every call cost more than
+-- running them (about 4 of 7 ms, bench/README.md), and their plan is the same GIN lookup for any
+-- caller.
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = public SET plan_cache_mode = auto ROWS 200 AS $$
 DECLARE
     tenant text := mp_tenant();
     agent text := mp_agent();
