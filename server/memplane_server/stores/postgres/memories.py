@@ -204,10 +204,13 @@ class MemoryStore:
         async with self.session(caller) as conn:
             rows = await _search_rows(
                 conn,
-                f"SELECT m.id, ts_rank({column}, to_tsquery('simple', $1), 1) AS rank, {column}::text AS terms"
-                f" FROM mp_keyword_matches($2::text[], $3, $4::real) AS k"
+                # Sorted by the rank the function gives, its rows are read back one by one only until
+                # `pool` of them pass the caller's filters.
+                f"SELECT m.id, k.rank, {column}::text AS terms"
+                f" FROM (SELECT * FROM mp_keyword_matches($2::text[], to_tsquery('simple', $1), $3, $4::real)"
+                f" ORDER BY rank DESC, created_at DESC) AS k"
                 f" JOIN memories m ON m.tenant_id = k.tenant_id AND m.id = k.id WHERE {' AND '.join(where)}"
-                f" ORDER BY rank DESC, m.created_at DESC LIMIT {p.add(pool)}",
+                f" ORDER BY k.rank DESC, k.created_at DESC LIMIT {p.add(pool)}",
                 *p.values,
             )
             chosen = await asyncio.to_thread(  # parsing and ranking: CPU work, off the event loop

@@ -65,10 +65,12 @@ CREATE TABLE keyword_stats (
 
 -- The rows whose keywords (or, with windows, turn-window keywords) hold any of the terms that
 -- are not too common in the caller's tenant (share of its rows above max_share), among the rows
--- the caller may read. Returns nothing when every term is that common: such a match would rank
--- thousands of rows on words that tell them apart from nothing.
-CREATE FUNCTION mp_keyword_matches(terms text[], windows boolean, max_share real)
-RETURNS TABLE (tenant_id text, id uuid)
+-- the caller may read, with their rank for the whole query (ranked here, where each row is read
+-- anyway, so the caller can read back only the best of them). Returns nothing when every term is
+-- that common: such a match would rank thousands of rows on words that tell them apart from
+-- nothing.
+CREATE FUNCTION mp_keyword_matches(terms text[], query tsquery, windows boolean, max_share real)
+RETURNS TABLE (tenant_id text, id uuid, rank real, created_at timestamptz)
 -- Its statements may settle on generic plans (the pool's force_custom_plan is for the HNSW
 -- searches, whose plans depend on the tenant's size): planning them on every call cost more than
 -- running them (about 4 of 7 ms, bench/README.md), and their plan is the same GIN lookup for any
@@ -95,17 +97,17 @@ BEGIN
         RETURN;
     END IF;
     IF windows THEN
-        RETURN QUERY SELECT m.tenant_id, m.id FROM memories m
+        RETURN QUERY SELECT m.tenant_id, m.id, ts_rank(m.context_keywords, query, 1), m.created_at FROM memories m
             WHERE mp_keyword_keys(m.tenant_id, m.scope, m.domain, m.context_keywords) && keys
               AND ((m.scope = 'global' AND m.tenant_id = tenant) OR (m.scope = 'domain' AND m.domain = ANY (domains))
                    OR (m.scope = 'private' AND m.tenant_id = tenant AND m.agent_id = agent));
     ELSE
-        RETURN QUERY SELECT m.tenant_id, m.id FROM memories m
+        RETURN QUERY SELECT m.tenant_id, m.id, ts_rank(m.keywords, query, 1), m.created_at FROM memories m
             WHERE mp_keyword_keys(m.tenant_id, m.scope, m.domain, m.keywords) && keys
               AND ((m.scope = 'global' AND m.tenant_id = tenant) OR (m.scope = 'domain' AND m.domain = ANY (domains))
                    OR (m.scope = 'private' AND m.tenant_id = tenant AND m.agent_id = agent));
     END IF;
 END
 $$;
-REVOKE ALL ON FUNCTION mp_keyword_matches(text[], boolean, real) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION mp_keyword_matches(text[], boolean, real) TO memplane_app;
+REVOKE ALL ON FUNCTION mp_keyword_matches(text[], tsquery, boolean, real) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mp_keyword_matches(text[], tsquery, boolean, real) TO memplane_app;
