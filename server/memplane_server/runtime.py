@@ -46,6 +46,7 @@ from .stores.postgres.changes import ChangeListener, ChangeStore
 from .stores.postgres.contexts import ContextStore
 from .stores.postgres.decisions import DecisionStore
 from .stores.postgres.erasure import ErasureStore
+from .stores.postgres.keyword_stats import KeywordStatsStore
 from .stores.postgres.jobs import JobStore
 from .stores.postgres.memories import MemoryStore
 from .stores.postgres.migrations import applied_version, latest_version, migrate
@@ -57,7 +58,9 @@ from .stores.redis.idempotency import IdempotencyStore
 from .stores.redis.rate_limit import RateLimiter
 from .stores.redis.working import WorkingStore
 from .telemetry import setup_telemetry
-from .worker.loops import build_turn_windows, report_backlogs, schedule_consolidations, sweep_expired
+from .worker.loops import (
+    build_turn_windows, keep_keyword_stats, report_backlogs, schedule_consolidations, sweep_expired,
+)
 from .worker.runner import JobRunner
 
 log = logging.getLogger(__name__)
@@ -184,6 +187,7 @@ class Runtime:
             tenancy=TenancyStore(self.pool), jobs=JobStore(self.pool),
             contexts=ContextStore(self.pool), conflicts=ConflictStore(self.pool),
             decisions=DecisionStore(self.pool),
+            keyword_stats=KeywordStatsStore(self.pool),
             working=WorkingStore(self.redis_client, s.working_max_items), embedder=embedder, llm=model,
             changes=ChangeStore(self.pool), change_listener=ChangeListener(self.database_url),
             idempotency=IdempotencyStore(self.redis_client, s.idempotency_ttl_seconds),
@@ -234,7 +238,9 @@ def build_services(deps: Deps, runtime: Runtime) -> Services:
 
 def start_background(deps: Deps, services: Services) -> tuple[list[JobRunner], list[asyncio.Task]]:
     """One process's share of the background work: job runners, the expiry sweep, the turn-window
-    builder, the backlog gauges and the consolidation schedule. Each claims what it does (jobs by SKIP LOCKED, window builds by lease, expired sessions
+    builder, the backlog gauges, the keyword statistics and the consolidation schedule. Each claims
+    what it does (jobs by SKIP LOCKED, window builds by lease, a tenant's keyword count by an advisory
+    lock, expired sessions
     by ZREM; pruning old request records is an idempotent DELETE), so any number of servers and
     workers do each piece once."""
     s = deps.settings
@@ -248,6 +254,7 @@ def start_background(deps: Deps, services: Services) -> tuple[list[JobRunner], l
         tasks.append(asyncio.create_task(build_turn_windows(services.contexts, runners[0])))
     if runners:
         tasks.append(asyncio.create_task(report_backlogs(deps, runners[0])))
+        tasks.append(asyncio.create_task(keep_keyword_stats(deps, s.keyword_stats_seconds, runners[0])))
     if runners and s.consolidate_every_seconds:
         tasks.append(asyncio.create_task(schedule_consolidations(deps, s.consolidate_every_seconds, runners[0])))
     return runners, tasks

@@ -63,6 +63,13 @@ class Settings(BaseSettings):
         2.0, ge=0, description="a session's windows are built once it has had no write for this long"
     )
     hnsw_ef_search: int = Field(100, ge=1)
+    keyword_common_share: float = Field(
+        0.05, ge=0.01, le=1,  # 0.01: the rarest share the statistics keep (stores/postgres/keyword_stats.py)
+        description="a query term in more than this share of the tenant's rows does not make a row match the keyword channels",
+    )
+    keyword_stats_seconds: float = Field(
+        30.0, gt=0, description="how often background work looks for tenants whose keyword statistics are stale",
+    )
     channel_weights: dict[str, float] = Field(
         default_factory=lambda: {
             "vector": 1.0, "keyword": 1.4, "vector_context": 1.0, "keyword_context": 1.4, "exact": 1.0, "time": 1.0,

@@ -111,3 +111,41 @@ async def test_without_rls_the_same_checks_would_leak(deps, seeded, without_app_
 
     monkeypatch.setattr(memories_module, "caller_session", unrestricted)
     assert await deps.memories.get(c.writer, rows["private"].id) is not None
+
+
+async def test_keyword_search_needs_no_app_predicate_either(deps, seeded, without_app_predicate):
+    """The keyword channels match inside mp_keyword_matches (SECURITY DEFINER, so the policy does
+    not apply there): it must keep tenants, agents and domains apart by itself, and the policy
+    still applies to the rows read back."""
+    a, b, c, rows, _ = seeded
+    for caller, allowed in [(c.writer, set()), (b.writer, {rows["domain"].id}),
+                            (a.agent2, {rows["global"].id, rows["domain"].id}), (a.agent1, {r.id for r in rows.values()})]:
+        found = {s.record.id for s in await deps.memories.keyword_search(
+            caller, MemoryFilter(entity="vault"), ["secret"], pool=100, as_of=None, choose=lambda matches: matches)}
+        assert found == allowed
+
+
+async def test_the_keyword_function_alone_does_not_cross_tenants_agents_or_domains(deps, seeded):
+    a, b, c, rows, domain = seeded
+
+    async def matches(caller, terms: list[str]) -> set[uuid.UUID]:
+        async with deps.memories.session(caller) as conn:
+            found = await conn.fetch("SELECT id FROM mp_keyword_matches($1::text[], '', false, 1)", terms)
+        return {r["id"] for r in found}
+
+    assert await matches(c.writer, ["secret"]) == set()
+    assert await matches(b.writer, ["secret"]) == {rows["domain"].id}
+    assert await matches(a.agent2, ["secret", "private", "a1"]) == {rows["global"].id, rows["domain"].id}
+    assert await matches(a.agent1, ["secret"]) == {r.id for r in rows.values()}
+    # It reads the caller from the transaction's settings, never from its arguments: terms naming
+    # another tenant's or domain's partition (the index keys are '<lexeme> t:<tenant>' and
+    # '<lexeme> d:<domain>') find nothing.
+    forged = [f"secret t:{a.tenant_id}", f"secret d:{domain}", f"secret t:{a.tenant_id} t:{c.tenant_id}"]
+    assert await matches(c.writer, forged) == set()
+    # No caller in the transaction: nothing at all.
+    async with deps.memories.pool.acquire() as conn, conn.transaction():
+        await conn.execute("SET LOCAL ROLE memplane_app")
+        assert await conn.fetch("SELECT id FROM mp_keyword_matches($1::text[], '', false, 1)", ["secret"]) == []
+        # The statistics it reads are not the caller's to read.
+        with pytest.raises(asyncpg.InsufficientPrivilegeError):
+            await conn.fetch("SELECT * FROM keyword_stats")

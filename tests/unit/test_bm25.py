@@ -1,6 +1,8 @@
+import uuid
+
 import pytest
 
-from memplane_server.core.bm25 import bm25_scores
+from memplane_server.core.bm25 import KeywordMatch, best_matches, bm25_scores
 
 
 def test_a_word_every_candidate_shares_counts_for_little():
@@ -34,3 +36,13 @@ def test_tsvector_text_parses_to_counts():
     from memplane_server.stores.postgres.memories import parse_tsvector
 
     assert parse_tsvector("'camp':3 'carolin':1,5 '上海':2") == {"camp": 1, "carolin": 2, "上海": 1}
+
+
+def test_best_matches_orders_by_bm25_cuts_to_the_limit_and_drops_non_matches():
+    ids = [uuid.uuid4() for _ in range(4)]
+    matches = [KeywordMatch(ids[0], 0.9, {"caroline": 1, "x": 1}), KeywordMatch(ids[1], 0.1, {"research": 1}),
+               KeywordMatch(ids[2], 0.5, {"other": 1}), KeywordMatch(ids[3], 0.2, {"caroline": 1, "research": 1})]
+    best = best_matches(["caroline", "research"], matches, 2)
+    assert [m.id for m in best] == [ids[3], ids[1]]
+    assert all(m.score > 0 for m in best)
+    assert ids[2] not in {m.id for m in best_matches(["caroline", "research"], matches, 10)}

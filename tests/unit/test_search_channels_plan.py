@@ -16,8 +16,8 @@ CALLER = Caller(key_id="k", role=Role.WRITER, tenant_id="t", agent_id=None, doma
 MAY = TimeRange(datetime(2023, 5, 1, tzinfo=timezone.utc), datetime(2023, 6, 1, tzinfo=timezone.utc), "in May 2023")
 
 
-def parts(tsquery="'deploy'", names=("deploy",), span=None) -> QueryParts:
-    return QueryParts(np.zeros(384, dtype=np.float32), tsquery, list(names), Intent.NONE, span)
+def parts(terms=("deploy",), names=("deploy",), span=None) -> QueryParts:
+    return QueryParts(np.zeros(384, dtype=np.float32), list(terms), list(names), Intent.NONE, span)
 
 
 def plan(p: QueryParts, f: MemoryFilter = MemoryFilter(), **settings) -> set[str]:
@@ -33,7 +33,7 @@ def test_window_channels_are_off_with_a_zero_window():
 
 
 def test_a_query_of_stopwords_only_runs_no_keyword_or_exact_channel():
-    assert plan(parts(tsquery="", names=())) == {"vector", "vector_context", "preferences"}
+    assert plan(parts(terms=(), names=())) == {"vector", "vector_context", "preferences"}
 
 
 def test_a_named_time_adds_the_time_channel():
@@ -55,3 +55,10 @@ def test_within_gives_nothing_when_filter_and_span_do_not_meet():
 
 def test_a_filter_on_other_kinds_fetches_no_preferences():
     assert "preferences" not in plan(parts(), MemoryFilter(kinds=(Kind.FACT,)))
+
+
+def test_a_filter_without_turns_runs_no_window_channel():
+    """Only turns have windows: a search of facts, or of the semantic layer, would find none there."""
+    assert not {"vector_context", "keyword_context"} & plan(parts(), MemoryFilter(kinds=(Kind.FACT, Kind.EVENT)))
+    assert not {"vector_context", "keyword_context"} & plan(parts(), MemoryFilter(layers=(Layer.SEMANTIC,)))
+    assert {"vector_context", "keyword_context"} <= plan(parts(), MemoryFilter(kinds=(Kind.TURN,)))

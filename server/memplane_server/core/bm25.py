@@ -4,10 +4,10 @@ then counts for little, and the rare word the question is really about for much.
 from __future__ import annotations
 
 import math
+import uuid
 from collections import Counter
 from collections.abc import Mapping
-
-from .model import Scored
+from dataclasses import dataclass
 
 K1 = 1.2
 B = 0.75
@@ -31,9 +31,19 @@ def bm25_scores(query: list[str], documents: list[list[str]] | list[Mapping[str,
     return scores
 
 
-def rescore_keyword(query_tokens: list[str], candidates: list[Scored]) -> list[Scored]:
-    """A keyword channel's candidates ordered by BM25 over the candidates' own term statistics;
-    those that share no query term drop out."""
-    scores = bm25_scores(query_tokens, [s.terms or {} for s in candidates])
-    ranked = sorted(zip(scores, range(len(candidates))), key=lambda pair: (-pair[0], pair[1]))
-    return [Scored(candidates[i].record, score) for score, i in ranked if score > 0]
+@dataclass(frozen=True)
+class KeywordMatch:
+    """A row a keyword channel matched, before its record is read: its rank in SQL and its
+    indexed tokens with how often each occurs."""
+
+    id: uuid.UUID
+    score: float
+    terms: Mapping[str, int]
+
+
+def best_matches(query_tokens: list[str], matches: list[KeywordMatch], limit: int) -> list[KeywordMatch]:
+    """The matches ordered by BM25 over their own term statistics, at most limit of them; those
+    that share no query term drop out."""
+    scores = bm25_scores(query_tokens, [m.terms for m in matches])
+    ranked = sorted(zip(scores, range(len(matches))), key=lambda pair: (-pair[0], pair[1]))
+    return [KeywordMatch(matches[i].id, score, matches[i].terms) for score, i in ranked[:limit] if score > 0]

@@ -203,8 +203,6 @@ class Scored:
 
     record: MemoryRecord
     score: float
-    # Keyword channels only: the candidate's indexed tokens and how often each occurs.
-    terms: dict[str, int] | None = None
 
 
 @dataclass(frozen=True)

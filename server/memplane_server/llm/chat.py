@@ -34,14 +34,22 @@ def strip_fences(text: str) -> str:
     return cleaned
 
 
-def json_answer(text: str, list_key: str) -> dict:
-    """The model's answer as a JSON object holding a list under list_key; raises MalformedOutput
-    otherwise (so the caller's parse fails and ChatModel asks once more)."""
+def json_object(text: str, expected: str = "a JSON object") -> dict:
+    """The model's answer as a JSON object; raises MalformedOutput otherwise, saying what was
+    expected (so the caller's parse fails and ChatModel asks once more)."""
     try:
         data = json.loads(strip_fences(text))
     except json.JSONDecodeError as exc:
         raise MalformedOutput(f"not JSON: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get(list_key), list):
+    if not isinstance(data, dict):
+        raise MalformedOutput(f"expected {expected}")
+    return data
+
+
+def json_answer(text: str, list_key: str) -> dict:
+    """The model's answer as a JSON object holding a list under list_key."""
+    data = json_object(text, f"an object with a {list_key!r} list")
+    if not isinstance(data.get(list_key), list):
         raise MalformedOutput(f"expected an object with a {list_key!r} list")
     return data
 

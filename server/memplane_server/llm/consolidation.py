@@ -1,9 +1,7 @@
 """The consolidation prompt: one more general memory from a cluster of similar lessons or procedures."""
 from __future__ import annotations
 
-import json
-
-from .chat import ChatModel, MalformedOutput, answer_confidence, strip_fences
+from .chat import ChatModel, MalformedOutput, answer_confidence, json_object
 
 SYSTEM_PROMPT = """You merge similar lessons or procedures an AI agent learned into one more general one.
 Return ONLY a JSON object: {"content": "...", "context": "...", "confidence": 0.0}
@@ -13,11 +11,8 @@ Return ONLY a JSON object: {"content": "...", "context": "...", "confidence": 0.
 
 
 def parse_consolidation(text: str) -> tuple[str, str, float]:
-    try:
-        data = json.loads(strip_fences(text))
-    except json.JSONDecodeError as exc:
-        raise MalformedOutput(f"not JSON: {exc}") from None
-    content = data.get("content") if isinstance(data, dict) else None
+    data = json_object(text)
+    content = data.get("content")
     if not isinstance(content, str) or not content.strip():
         raise MalformedOutput("expected an object with non-empty content")
     return content.strip(), str(data.get("context") or "").strip(), answer_confidence(data, 0.8)

@@ -2,10 +2,8 @@
 changed since, not from the whole session, so a refresh costs what the change is worth."""
 from __future__ import annotations
 
-import json
-
 from ..core.reflection import SUMMARY_MAX_CHARS
-from .chat import ChatModel, MalformedOutput, strip_fences
+from .chat import ChatModel, MalformedOutput, json_object
 
 SYSTEM_PROMPT = f"""You keep a short summary of a conversation session current.
 You get the current summary, the statements it made that are no longer true, and what is new or
@@ -16,11 +14,7 @@ changed since. Return ONLY a JSON object: {{"summary": "..."}}
 
 
 def parse_summary(text: str) -> str:
-    try:
-        data = json.loads(strip_fences(text))
-    except json.JSONDecodeError as exc:
-        raise MalformedOutput(f"not JSON: {exc}") from None
-    summary = data.get("summary") if isinstance(data, dict) else None
+    summary = json_object(text).get("summary")
     if not isinstance(summary, str) or not summary.strip():
         raise MalformedOutput("expected an object with a non-empty summary")
     return summary.strip()[:SUMMARY_MAX_CHARS]

@@ -11,6 +11,7 @@ from ..stores.postgres.changes import ChangeListener, ChangeStore
 from ..stores.postgres.contexts import ContextStore
 from ..stores.postgres.decisions import DecisionStore
 from ..stores.postgres.jobs import JobStore
+from ..stores.postgres.keyword_stats import KeywordStatsStore
 from ..stores.postgres.memories import MemoryStore
 from ..stores.postgres.tenancy import TenancyStore
 from ..stores.redis.idempotency import IdempotencyStore
@@ -26,6 +27,7 @@ class Deps:
     contexts: ContextStore
     conflicts: ConflictStore
     decisions: DecisionStore
+    keyword_stats: KeywordStatsStore
     working: WorkingStore
     embedder: Embedder
     llm: ChatModel | None

@@ -12,7 +12,6 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from ..core.bm25 import rescore_keyword
 from ..core.caller import Caller
 from ..core.errors import invalid
 from ..core.intent import detect_intent, routed_weights
@@ -23,7 +22,7 @@ from ..core.ranking import collapse_duplicates, include_preferences, within_budg
 from ..core.scoring import Adjustments, fuse_and_adjust
 from ..core.time_expressions import parse_time_range
 from ..core.timezones import parse_time_zone
-from ..core.tokens import keyword_tokens, lookup_names, tsquery_from_tokens
+from ..core.tokens import keyword_tokens, lookup_names
 from ..core.transcript import read_transcript
 from ..core.validation import MAX_FILTER_VALUES
 from ..core.working import item_to_record
@@ -94,7 +93,7 @@ class SearchService:
             embeddings.append(self.deps.embedder.embed_query(transcript.last_turn))
         (tokens, names, intent, span), *vectors = await asyncio.gather(asyncio.to_thread(read_text), *embeddings)
         vector = vectors[0]
-        parts = QueryParts(vector, tsquery_from_tokens(tokens), names, intent, span,
+        parts = QueryParts(vector, list(dict.fromkeys(tokens)), names, intent, span,
                            last_turn_vector=vectors[1] if transcript else None)
         plan = plan_channels(self.deps.memories, settings, caller, q.filter, parts, limit=limit, as_of=q.as_of)
         runs = {name: asyncio.ensure_future(run()) for name, run in plan.items()}
@@ -105,16 +104,15 @@ class SearchService:
         results: dict[str, list[Scored]] = dict(zip(runs, await asyncio.gather(*runs.values())))
         always = [s.record for s in results.pop(PREFERENCES, [])]
         results.update(results.pop("rewrites", {}))
-        for channel in ("keyword", "keyword_context"):
-            if channel in results:
-                results[channel] = rescore_keyword(tokens, results[channel])[:limit]
         weights = routed_weights(intent, settings.channel_weights)
         weights.update({ch: weights.get("rewrite", 1.0) for ch in results if ch.startswith("rewrite")})
-        hits = fuse_and_adjust(results, weights, Adjustments(
+        adjustments = Adjustments(
             intent=intent, time_range=span, now=now, recency_lambdas=settings.recency_lambdas,
             scope_weights=q.scope_weights, scope_order=q.scope_order or DEFAULT_SCOPE_ORDER, explain=q.explain,
-        ))
-        hits = collapse_duplicates(hits)
+        )
+        # Fusion is CPU work over a few hundred candidates: off the event loop, which serves other
+        # calls meanwhile.
+        hits = await asyncio.to_thread(lambda: collapse_duplicates(fuse_and_adjust(results, weights, adjustments)))
         if settings.search_rerank:
             hits = await self._reranked(q.text, hits, top_k, explain=q.explain)
         hits = include_preferences(hits[:top_k], always, top_k, explain=q.explain)

@@ -9,6 +9,7 @@ from datetime import datetime
 
 import numpy as np
 
+from ..core.bm25 import best_matches
 from ..core.caller import Caller
 from ..core.intent import Intent
 from ..core.model import Kind, Layer, MemoryFilter, Status
@@ -18,8 +19,8 @@ from ..settings import Settings
 from ..core.model import Scored
 from ..stores.postgres.memories import MemoryStore
 
-# The keyword channels read this many times their share of candidates, so that BM25's term
-# statistics see the common words for what they are before the list is cut.
+# The keyword channels read this many times their share of candidates (their tokens only), so
+# that BM25's term statistics see the common words for what they are before the list is cut.
 KEYWORD_POOL = 4
 PREFERENCES = "preferences"
 
@@ -29,7 +30,7 @@ class QueryParts:
     """What the query text gives, worked out once per search."""
 
     vector: np.ndarray
-    tsquery: str
+    terms: list[str]  # distinct keyword tokens, for the keyword channels
     names: list[str]  # for the exact channel
     intent: Intent
     time_range: TimeRange | None
@@ -54,14 +55,18 @@ def plan_channels(
     if f.layers and all(layer is Layer.WORKING for layer in f.layers):
         return {}
     plan: Plan = {}
+    # Only turns have windows (services/context.py): a filter without them finds none there.
+    turns = (not f.kinds or Kind.TURN in f.kinds) and (not f.layers or Layer.EPISODIC in f.layers)
     for suffix, windows in (("", False), ("_context", True)):
-        if windows and not settings.context_window:
+        if windows and not (settings.context_window and turns):
             continue
         plan[f"vector{suffix}"] = lambda w=windows: store.vector_search(
             caller, f, parts.vector, limit=limit, as_of=as_of, windows=w)
-        if parts.tsquery:
+        if parts.terms:
             plan[f"keyword{suffix}"] = lambda w=windows: store.keyword_search(
-                caller, f, parts.tsquery, limit=limit * KEYWORD_POOL, as_of=as_of, windows=w)
+                caller, f, parts.terms, pool=limit * KEYWORD_POOL, as_of=as_of, windows=w,
+                choose=lambda matches: best_matches(parts.terms, matches, limit),
+                common_share=settings.keyword_common_share)
     if parts.last_turn_vector is not None:
         plan["last_turn"] = lambda: store.vector_search(caller, f, parts.last_turn_vector, limit=limit, as_of=as_of)
     if parts.names:

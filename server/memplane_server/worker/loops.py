@@ -1,5 +1,6 @@
 """The background loops besides jobs: working-memory expiry and old request records, turn
-windows, backlog gauges and the consolidation schedule. Each runs until its runner is told to stop and outlives any single failure."""
+windows, keyword statistics, the backlog gauges and the consolidation schedule. Each runs until its
+runner is told to stop and outlives any single failure."""
 from __future__ import annotations
 
 import logging
@@ -50,6 +51,21 @@ async def build_turn_windows(contexts: ContextService, runner: JobRunner) -> Non
             built = False
         if not built:
             await runner.wait(IDLE_POLL_SECONDS)
+
+
+async def keep_keyword_stats(deps: Deps, every_seconds: float, runner: JobRunner) -> None:
+    """Counts the terms of tenants whose keyword statistics are missing or stale (the keyword
+    channels leave a tenant's most common terms out of their match)."""
+    failures = OncePerCause(log)
+    while not runner.stopping:
+        try:
+            for tenant in await deps.keyword_stats.stale_tenants(limit=100):
+                if runner.stopping:
+                    break
+                await deps.keyword_stats.refresh(tenant)
+        except Exception as exc:  # PostgreSQL away: the old counts serve until the next round
+            failures.log(cause_of(exc), "counting keyword statistics failed")
+        await runner.wait(every_seconds)
 
 
 async def report_backlogs(deps: Deps, runner: JobRunner, every_seconds: float = BACKLOG_REPORT_SECONDS) -> None:

@@ -1,9 +1,12 @@
 """SQL for the memories table and its append-only history."""
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -11,6 +14,7 @@ from typing import Any
 import asyncpg
 import numpy as np
 
+from ...core.bm25 import KeywordMatch
 from ...core.caller import Caller
 from ...core.conflicts import ConflictRule
 from ...core.model import (
@@ -18,6 +22,7 @@ from ...core.model import (
     Status, Trace,
 )
 from ...core.time_expressions import TimeRange
+from ...core.tokens import tsquery_from_tokens
 from .contexts import WINDOW_KINDS, mark_sessions
 from ...core.requests import RequestKey
 from .memory_writes import Stored, StoredDraft, WriteTransaction, append_history
@@ -30,6 +35,68 @@ _MAX_LISTED_IDS = 1000
 
 
 _TSVECTOR_ENTRY = re.compile(r"'((?:[^']|'')*)'(?::([\d,]+))?")
+
+
+# Plans of the search statements run inside explaining(), for benchmarks and tests.
+_explained: ContextVar[list[str] | None] = ContextVar("explained", default=None)
+
+
+@contextmanager
+def explaining() -> Iterator[list[str]]:
+    """Collects EXPLAIN (ANALYZE, BUFFERS) of every search channel statement run inside it (a
+    keyword channel runs two: its matches, then the chosen rows), in the
+    caller's session (role, settings and row-level security as the server runs them), followed by
+    the plans of the statements it runs inside functions when the session user may load
+    auto_explain (a superuser: benchmarks and tests); each statement then runs once more for its
+    rows."""
+    plans: list[str] = []
+    token = _explained.set(plans)
+    try:
+        yield plans
+    finally:
+        _explained.reset(token)
+
+
+async def _search_rows(conn: asyncpg.Connection, sql: str, *params: Any) -> list[asyncpg.Record]:
+    plans = _explained.get()
+    if plans is not None:
+        notices: list[str] = []
+
+        def listen(_conn: asyncpg.Connection, message: asyncpg.PostgresLogMessage) -> None:
+            notices.append(message.message)
+
+        nested = await _log_nested_plans(conn)
+        conn.add_log_listener(listen)
+        try:
+            rows = await conn.fetch(f"EXPLAIN (ANALYZE, BUFFERS) {sql}", *params)
+            await asyncio.sleep(0)  # log listeners are called soon after the statement, not during it
+        finally:
+            conn.remove_log_listener(listen)
+        inner = [n for n in notices if nested and sql not in n]
+        plans.append("\n".join([*(r[0] for r in rows), *(f"-- inside a function: {n}" for n in inner)]))
+    return await conn.fetch(sql, *params)
+
+
+async def _log_nested_plans(conn: asyncpg.Connection) -> bool:
+    """auto_explain for statements inside functions (a SECURITY DEFINER function's plan is not in
+    EXPLAIN's), sent to this client as notices, for this transaction; its settings and LOAD need a
+    superuser, so the role is reset for them and set again."""
+    role = await conn.fetchval("SELECT current_user")
+    try:
+        async with conn.transaction():
+            await conn.execute("RESET ROLE")
+            await conn.execute("LOAD 'auto_explain'")
+            await conn.execute(
+                "SELECT set_config('auto_explain.log_min_duration', '0', true),"
+                " set_config('auto_explain.log_nested_statements', 'on', true),"
+                " set_config('auto_explain.log_analyze', 'on', true),"
+                " set_config('auto_explain.log_buffers', 'on', true),"
+                " set_config('auto_explain.log_level', 'notice', true), set_config('role', $1, true)",
+                role,
+            )
+    except asyncpg.PostgresError:  # not a superuser: the top-level plan alone
+        return False
+    return True
 
 
 def parse_tsvector(text: str) -> dict[str, int]:
@@ -136,7 +203,8 @@ class MemoryStore:
         p = Params(query)
         where = [visibility(caller, p), *filter_clauses(f, p, as_of=as_of), f"{column} IS NOT NULL"]
         async with self.session(caller) as conn:
-            rows = await conn.fetch(
+            rows = await _search_rows(
+                conn,
                 f"SELECT {MEMORY_COLUMNS}, 1 - ({column} <=> $1) AS similarity FROM memories m"
                 f" WHERE {' AND '.join(where)} ORDER BY {column} <=> $1 LIMIT {p.add(limit)}",
                 *p.values,
@@ -144,21 +212,43 @@ class MemoryStore:
         return [Scored(record_from_row(r), float(r["similarity"])) for r in rows]
 
     async def keyword_search(
-        self, caller: Caller, f: MemoryFilter, tsquery: str, *, limit: int, as_of: datetime | None,
-        windows: bool = False,
+        self, caller: Caller, f: MemoryFilter, terms: Sequence[str], *, pool: int, as_of: datetime | None,
+        choose: Callable[[list[KeywordMatch]], list[KeywordMatch]], windows: bool = False,
+        common_share: float = 1.0,
     ) -> list[Scored]:
-        """Memories whose tokens (or turn window's tokens) match, with the matched tokens' counts."""
+        """Memories whose tokens (or turn window's tokens) hold a term: the best `pool` by SQL rank
+        are read with their tokens only, `choose` orders and cuts them, and only the chosen are
+        read whole (records are the costly part of a channel on the event loop). Terms in more
+        than common_share of the tenant's rows do not make a row match (none does when all terms
+        are that common), but still count in the rank."""
         column = "m.context_keywords" if windows else "m.keywords"
-        p = Params(tsquery)
-        where = [visibility(caller, p), *filter_clauses(f, p, as_of=as_of), f"{column} @@ to_tsquery('simple', $1)"]
+        # The matching rows come from mp_keyword_matches (migration 0013), which can use its index
+        # where `@@` under row-level security cannot; they are read back here under the policy.
+        p = Params(tsquery_from_tokens(list(terms)), list(dict.fromkeys(terms)), windows, common_share)
+        where = [visibility(caller, p), *filter_clauses(f, p, as_of=as_of)]
         async with self.session(caller) as conn:
-            rows = await conn.fetch(
-                f"SELECT {MEMORY_COLUMNS}, ts_rank({column}, to_tsquery('simple', $1), 1) AS rank,"
-                f" {column}::text AS terms FROM memories m WHERE {' AND '.join(where)}"
-                f" ORDER BY rank DESC, m.created_at DESC LIMIT {p.add(limit)}",
+            rows = await _search_rows(
+                conn,
+                # Sorted by the rank the function gives, its rows are read back one by one only until
+                # `pool` of them pass the caller's filters.
+                f"SELECT m.id, k.rank, {column}::text AS terms"
+                f" FROM (SELECT * FROM mp_keyword_matches($2::text[], to_tsquery('simple', $1), $3, $4::real)"
+                f" ORDER BY rank DESC, created_at DESC) AS k"
+                f" JOIN memories m ON m.tenant_id = k.tenant_id AND m.id = k.id WHERE {' AND '.join(where)}"
+                f" ORDER BY k.rank DESC, k.created_at DESC LIMIT {p.add(pool)}",
                 *p.values,
             )
-        return [Scored(record_from_row(r), float(r["rank"]), parse_tsvector(r["terms"])) for r in rows]
+            chosen = await asyncio.to_thread(  # parsing and ranking: CPU work, off the event loop
+                lambda: choose([KeywordMatch(r["id"], float(r["rank"]), parse_tsvector(r["terms"])) for r in rows]))
+            if not chosen:
+                return []
+            p = Params([m.id for m in chosen])
+            records = await _search_rows(
+                conn, f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id = ANY($1::uuid[]) AND {visibility(caller, p)}",
+                *p.values,
+            )
+        by_id = {r["id"]: r for r in records}
+        return [Scored(record_from_row(by_id[m.id]), m.score) for m in chosen if m.id in by_id]
 
     async def fact_lookup(
         self, caller: Caller, f: MemoryFilter, names: Sequence[str], *, limit: int, as_of: datetime | None,
@@ -167,16 +257,18 @@ class MemoryStore:
         """Structured facts whose entity or attribute is one of the names (lowercase), and (valid)
         that held at some time in the range; facts naming both first, then the newest. The score
         is how many of the two matched."""
+        # The stored lowercase keys (migration 0013), not lower(): an index on them serves under RLS.
         p = Params(list(names))
-        where = [visibility(caller, p), *filter_clauses(f, p, as_of=as_of), "m.entity IS NOT NULL",
-                 "(lower(m.entity) = ANY($1::text[]) OR lower(m.attribute) = ANY($1::text[]))"]
+        where = [visibility(caller, p), *filter_clauses(f, p, as_of=as_of), "m.entity_key IS NOT NULL",
+                 "(m.entity_key = ANY($1::text[]) OR m.attribute_key = ANY($1::text[]))"]
         if valid is not None:
             where.append(f"coalesce(m.valid_from, m.occurred_at) < {p.add(valid.end)}")
             where.append(f"(m.valid_to IS NULL OR m.valid_to > {p.add(valid.start)})")
         async with self.session(caller) as conn:
-            rows = await conn.fetch(
-                f"SELECT {MEMORY_COLUMNS}, (lower(m.entity) = ANY($1::text[]))::int"
-                f" + (coalesce(lower(m.attribute) = ANY($1::text[]), false))::int AS matched"
+            rows = await _search_rows(
+                conn,
+                f"SELECT {MEMORY_COLUMNS}, (m.entity_key = ANY($1::text[]))::int"
+                f" + (coalesce(m.attribute_key = ANY($1::text[]), false))::int AS matched"
                 f" FROM memories m WHERE {' AND '.join(where)}"
                 f" ORDER BY matched DESC, m.valid_from DESC NULLS LAST, m.created_at DESC LIMIT {p.add(limit)}",
                 *p.values,

@@ -177,6 +177,10 @@ BEGIN
     DELETE FROM memory_sources s WHERE s.source_id = ANY (gone);
     PERFORM mp_scrub_jobs((SELECT array_agg(DISTINCT tenant_id) FROM old_rows),
                           (SELECT array_agg(id::text) FROM old_rows));
+    -- Term counts (keyword_stats, migration 0013) list a tenant's common terms, which in a small
+    -- tenant are any of its words: dropped, so the background work counts them again without
+    -- the erased text (until then every term counts as rare). Resolved when this runs, after 0013.
+    DELETE FROM keyword_stats k WHERE k.tenant_id IN (SELECT DISTINCT o.tenant_id FROM old_rows o);
     -- Recorded write requests (write_requests) hold ids, never content, and answer a repeat with
     -- the memories that still exist; cleaning them here would scan a tenant's day of writes on
     -- every delete, so only an erasure of a user does.
