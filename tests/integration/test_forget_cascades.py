@@ -230,3 +230,26 @@ async def test_what_a_session_reflection_distilled_goes_with_a_hard_forgotten_tu
     assert await refresh_job_of(llm_deps, summary.id) is not None
     found = await scan(llm_deps.memories.pool, llm_deps.working.client, [secret])
     assert not found, describe(found)
+
+
+async def test_a_hard_forget_drops_the_tenants_term_counts_which_held_its_words(deps, runtime, make_tenant):
+    """In a small tenant every word is a common term (keyword_stats, migration 0013): the counts
+    go with a hard delete and are made again without the forgotten text."""
+    from memplane_server.core.model import MemoryDraft
+    from memplane_server.services.write import WriteService
+
+    world = await make_tenant()
+    word = f"zanzibarq{uuid.uuid4().hex[:8]}"  # one keyword token
+    [gone, _] = await WriteService(deps).write(world.writer, [
+        MemoryDraft(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.EVENT, content=f"Flew to {word}"),
+        MemoryDraft(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.EVENT, content="Flew home"),
+    ])
+    assert await deps.keyword_stats.refresh(world.tenant_id)
+    assert [h.where for h in await scan(deps.memories.pool, runtime.redis_client, [word])
+            if h.where == "keyword_stats"], "the counts held the word"
+    await ForgetService(deps).forget(world.writer, ids=[str(gone.id)], f=None, hard=True, dry_run=False, reason="")
+    assert not await deps.memories.pool.fetchval("SELECT count(*) FROM keyword_stats WHERE tenant_id = $1",
+                                                 world.tenant_id)
+    assert await deps.keyword_stats.refresh(world.tenant_id)
+    hits = await scan(deps.memories.pool, runtime.redis_client, [word])
+    assert not hits, describe(hits)
