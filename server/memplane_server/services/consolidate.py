@@ -15,6 +15,7 @@ from ..core.errors import Code, MemplaneError
 from ..core.model import Kind, MemoryDraft, MemoryFilter, MemoryRecord, Scope
 from ..core.requests import request_key
 from ..core.tokens import keyword_tokens
+from ..core.validation import check_filter
 from ..llm.consolidation import consolidate as consolidate_with_model
 from .deps import Deps
 from .write import WriteService
@@ -41,7 +42,9 @@ class ConsolidateService:
         if not dry_run and self.deps.llm is None:
             raise MemplaneError(Code.FAILED_PRECONDITION, "LLM_NOT_CONFIGURED",
                                 "consolidating needs MEMPLANE_LLM_MODEL; a dry run reports the clusters")
-        f = MemoryFilter(kinds=KINDS, scopes=(scope,) if scope else (), domains=(domain,) if domain else ())
+        # The domain is the caller's text: checked like a filter's, so PostgreSQL never sees a NUL.
+        f = check_filter(
+            MemoryFilter(kinds=KINDS, scopes=(scope,) if scope else (), domains=(domain,) if domain else ()))
         rows = [(m, v) for m, v in await self.deps.memories.embeddings_of(caller, f)
                 if caller.can_write(m) and m.consolidated_into is None and m.source_type != "consolidation"]
         if len(rows) < 2:
