@@ -133,7 +133,10 @@ def test_backup_under_write_load_restores_into_a_fresh_data_dir(services_urls, t
             present = {m.id for m in client.iter_memories(page_size=500)}
         assert load.acked_before(started) <= present
         with MemoryClient(second.target, tenant_key) as client:
-            assert {q: [h.memory.id for h in client.search(q, top_k=5).hits] for q in QUERIES} == expected
+            # The same hits; their order may differ where it rests on statistics the restored server
+            # recounts in the background (per-tenant keyword frequencies) rather than on stored rows.
+            assert {q: sorted(h.memory.id for h in client.search(q, top_k=5).hits) for q in QUERIES} == {
+                q: sorted(ids) for q, ids in expected.items()}
     finally:
         assert second.stop(signal.SIGTERM) == 0
 
