@@ -35,6 +35,7 @@ LANGUAGE sql SECURITY DEFINER SET search_path = public AS $$
                   FROM memory_sources WHERE source_id = ANY (sources)
                   ORDER BY tenant_id, memory_id, source_id) s
             WHERE m.tenant_id = s.tenant_id AND m.id = s.memory_id AND m.status = 'active'
+              AND m.kind = 'summary'  -- only summaries are rebuilt; 0010 forgets other derived memories
             RETURNING m.*, s.source_id AS changed_source
     ), logged AS (
         INSERT INTO memory_history (tenant_id, memory_id, action, snapshot, actor, reason)

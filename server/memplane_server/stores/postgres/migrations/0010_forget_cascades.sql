@@ -16,34 +16,6 @@
 -- triggers give the remaining sources their rank back. A source superseded or changed leaves it
 -- as it is (only summaries turn stale: nothing rebuilds a stale consolidation).
 
--- 0009 marked any derived memory stale; only summaries can be rebuilt, the rest is forgotten.
-CREATE OR REPLACE FUNCTION mp_mark_stale(sources uuid[], what text) RETURNS void
-LANGUAGE sql SECURITY DEFINER SET search_path = public AS $$
-    WITH staled AS (
-        UPDATE memories m SET status = 'stale', updated_at = clock_timestamp()
-            FROM (SELECT DISTINCT ON (tenant_id, memory_id) tenant_id, memory_id, source_id
-                  FROM memory_sources WHERE source_id = ANY (sources)
-                  ORDER BY tenant_id, memory_id, source_id) s
-            WHERE m.tenant_id = s.tenant_id AND m.id = s.memory_id AND m.status = 'active' AND m.kind = 'summary'
-            RETURNING m.*, s.source_id AS changed_source
-    ), logged AS (
-        INSERT INTO memory_history (tenant_id, memory_id, action, snapshot, actor, reason)
-            SELECT tenant_id, id, 'stale',
-                   to_jsonb(staled) - 'embedding' - 'context_embedding' - 'keywords' - 'context_keywords'
-                       - 'context_of' - 'changed_source',
-                   'system', format('source %s was %s', changed_source, what)
-            FROM staled
-    )
-    INSERT INTO jobs (tenant_id, id, type, state, payload, caller)
-        SELECT tenant_id, gen_random_uuid(), 'refresh_summary', 'pending',
-               jsonb_build_object('summary_id', id),
-               jsonb_build_object('key_id', 'system:refresh', 'role', 'writer', 'tenant_id', tenant_id,
-                                  'agent_id', agent_id,
-                                  'domains', CASE WHEN domain IS NULL THEN '{}'::jsonb
-                                                  ELSE jsonb_build_object(domain, true) END)
-        FROM staled;
-$$;
-
 -- Soft cascade: derived memories that are not summaries are forgotten with their source.
 CREATE FUNCTION mp_forget_derived(source_ids uuid[]) RETURNS void
 LANGUAGE sql SECURITY DEFINER SET search_path = public AS $$
