@@ -6,6 +6,7 @@ everything else is unchanged. Through the SDK and the in-process server, so the 
 holds the responses of every write, as in production."""
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 
@@ -94,6 +95,9 @@ async def populate(served, deps, keys: dict[str, str], domain: str, user: str, o
         queued = await writer.reflect(session_id=s1, user_id=user, mode="async")
         made["reflect_job"] = queued.operation.id
         made["fact"] = facts.memories[0].id
+        # A search about the user that found nothing: a reflection signal keeping the query text.
+        missed = await writer.search(f"which dentist does {user} see", kinds=["procedure"], user_id=user)
+        assert not missed.hits
         await writer.write([MemoryInput(f"{other} lives in Rome", kind="fact", user_id=other, session_id=s4)])
         await writer.write([MemoryInput(f"{other} says hello", kind="turn", user_id=other, session_id=s4)])
     async with AsyncMemoryClient(address, keys["a1"]) as a1:
@@ -111,6 +115,16 @@ async def populate(served, deps, keys: dict[str, str], domain: str, user: str, o
         await a2.write([{"content": f"{user} is on hold", "kind": "turn", "layer": "working", "session_id": s3,
                          "user_id": user}])
     return made
+
+
+async def wait_for_signal(deps, tenant: str, user: str) -> None:
+    """The no-result signal is written after the search has answered."""
+    for _ in range(100):
+        if await deps.memories.pool.fetchval(
+                "SELECT count(*) FROM reflection_decisions WHERE tenant_id = $1 AND user_id = $2", tenant, user):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the search that found nothing left no signal")
 
 
 async def test_erasing_a_user_removes_every_trace_and_the_receipt_counts_what_the_scan_found(deps, runtime):
@@ -133,6 +147,7 @@ async def test_erasing_a_user_removes_every_trace_and_the_receipt_counts_what_th
             "UPDATE memories SET context_keywords = keywords, context_of = 'w' WHERE tenant_id = $1 AND kind = 'turn'",
             tenant)
 
+        await wait_for_signal(deps, tenant, user)
         found = await hits_by_tenant(deps, redis, await scan(deps.memories.pool, redis, [user]))
         before = found[tenant]
         assert set(found) == {tenant, tenant_b}, describe(found.get("?", []))
@@ -155,7 +170,8 @@ async def test_erasing_a_user_removes_every_trace_and_the_receipt_counts_what_th
         assert counts["postgres.memory_history"] == tables["memory_history"]
         assert counts["postgres.jobs"] == tables["jobs"]
         assert counts["postgres.audit_events"] == tables["audit_events"]
-        assert set(tables) == {"memories", "memory_history", "jobs", "audit_events"}, tables
+        assert counts["postgres.reflection_decisions"] == tables["reflection_decisions"] == 1
+        assert set(tables) == {"memories", "memory_history", "jobs", "audit_events", "reflection_decisions"}, tables
         # Redis: working items (list elements) and state keys, and cached responses.
         items = [h for h in before if h.store == "redis" and h.where.endswith(":items")]
         state = [h for h in before if h.store == "redis" and h.where.endswith(":state")]

@@ -120,7 +120,7 @@ class SearchService:
         if q.explain:
             await self._explain_conflicts(caller, hits)
         if not hits:
-            self._signal_nothing_found(caller, q.text)
+            self._signal_nothing_found(caller, q.text, q.filter.user_id)
         self._mark_used(caller, [h.memory.id for h in hits if h.memory.layer is not Layer.WORKING])
         return hits
 
@@ -185,11 +185,13 @@ class SearchService:
         order = np.argsort(-similarities)[:limit]
         return [Scored(item_to_record(items[i]), float(similarities[i])) for i in order]
 
-    def _signal_nothing_found(self, caller: Caller, text: str) -> None:
+    def _signal_nothing_found(self, caller: Caller, text: str, user_id: str | None) -> None:
         """A search that found nothing is a signal for reflection (listed with the decisions): the
-        memory lacks what agents ask for."""
+        memory lacks what agents ask for. It names the user the search was filtered to, whose
+        erasure removes it with the query text."""
         self._in_background("no-result signal not kept", self.deps.decisions.record(
-            caller, subject_type="search", subject_id="", decision="signal", reason=f"nothing found for: {text[:200]}"))
+            caller, subject_type="search", subject_id="", decision="signal", reason=f"nothing found for: {text[:200]}",
+            user_id=user_id))
 
     def _mark_used(self, caller: Caller, ids: list) -> None:
         self._in_background("usage counters not updated", self.deps.memories.mark_used(caller, ids))

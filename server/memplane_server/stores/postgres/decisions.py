@@ -25,14 +25,14 @@ class DecisionStore:
 
     async def record(
         self, caller: Caller, *, subject_type: str, subject_id: str, decision: str, reason: str,
-        turns: int | None = None, operation_id: uuid.UUID | None = None,
+        turns: int | None = None, operation_id: uuid.UUID | None = None, user_id: str | None = None,
     ) -> DecisionRecord:
         async with caller_session(self.pool, caller) as conn:
             row = await conn.fetchrow(
                 "INSERT INTO reflection_decisions (tenant_id, id, agent_id, subject_type, subject_id, decision, reason,"
-                " turns, operation_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING *",
+                " turns, operation_id, user_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING *",
                 caller.tenant_id, uuid.uuid4(), caller.agent_id, subject_type, subject_id, decision, reason[:1000],
-                turns, operation_id,
+                turns, operation_id, user_id,
             )
         return _record(row)
 

@@ -106,6 +106,10 @@ class ErasureStore:
             "  WHERE x <> ALL ($2::uuid[])), '{}')"
             " WHERE w.tenant_id = $1 AND w.memory_ids && $2::uuid[] RETURNING 1) SELECT count(*) FROM cleaned",
             tenant, every)
+        counts["postgres.reflection_decisions"] = await conn.fetchval(
+            "WITH gone AS (DELETE FROM reflection_decisions WHERE tenant_id = $1 AND user_id = $2"
+            " AND ($3 OR agent_id IS NOT DISTINCT FROM $4) RETURNING 1) SELECT count(*) FROM gone",
+            tenant, user_id, tenant_wide, caller.agent_id)
         escaped = json.dumps(user_id, ensure_ascii=False)[1:-1]
         counts["postgres.audit_events"] = await conn.fetchval(
             "WITH redacted AS (UPDATE audit_events SET details = mp_redact(details, $2), target = replace(target, $2, '[erased]')"
