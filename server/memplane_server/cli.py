@@ -20,13 +20,18 @@ from .settings import Settings
 
 
 @contextmanager
-def tool_database(settings: Settings) -> Iterator[str]:
+def tool_database(settings: Settings, *, direct: bool = False) -> Iterator[str]:
     """A database URL for a command-line tool: the configured one, the running server's embedded
-    one, or an embedded one started just for the tool."""
+    one, or an embedded one started just for the tool. `direct` asks for the migrations' URL when
+    one is set: pg_dump, pg_restore and the migrations a restore ends with need a session of their
+    own (not a transaction-mode pooler's) and the owner's reach."""
     # Imported here: `memplane admin` needs none of this and should start fast.
     from .embedded import EmbeddedError, EmbeddedPostgres
     from .runtime import RUNNING_DSN_FILE
 
+    if direct and settings.migration_database_url:
+        yield settings.migration_database_url
+        return
     if settings.database_url:
         yield settings.database_url
         return
@@ -128,7 +133,7 @@ def _tool(args: argparse.Namespace, settings: Settings) -> int:
     from .tools import ToolError, backup, transfer
 
     try:
-        with tool_database(settings) as url:
+        with tool_database(settings, direct=args.cmd in ("backup", "restore")) as url:
             if args.cmd == "backup":
                 print(backup.backup(settings, url))
             elif args.cmd == "restore":
