@@ -108,3 +108,22 @@ async def test_a_scheduled_consolidation_without_a_model_reports_the_clusters(de
         "SELECT id FROM jobs WHERE type = 'consolidate' AND tenant_id = $1", world.tenant_id)
     done = await run_jobs_until(job_runner(deps), deps, world.writer, job_id, lambda v: v.state == "succeeded")
     assert done.result_summary == "1 clusters of similar lessons or procedures, 0 consolidated"
+
+
+async def test_an_agent_never_clusters_another_agents_private_lessons(deps, make_tenant):
+    world = await make_tenant()
+    await lessons(deps, world.agent1)  # private to a1
+    consolidate = ConsolidateService(deps, WriteService(deps)).consolidate
+    assert await consolidate(world.agent2, scope=None, domain=None, dry_run=True) == []
+    mine = await lessons(deps, world.agent2)
+    [cluster] = await consolidate(world.agent2, scope=None, domain=None, dry_run=True)
+    assert {m.id for m in cluster.members} == {mine[0].id, mine[1].id}
+
+
+async def test_a_read_only_key_may_not_consolidate(deps, make_tenant):
+    world = await make_tenant()
+    await lessons(deps, world.writer)
+    with pytest.raises(MemplaneError) as refused:
+        await ConsolidateService(deps, WriteService(deps)).consolidate(world.reader, scope=None, domain=None,
+                                                                       dry_run=True)
+    assert refused.value.code.name == "PERMISSION_DENIED"
