@@ -1,5 +1,5 @@
 """Nothing a caller sends can break the server: requests generated from the protobuf descriptors
-of every RPC of every service (tests/support/fuzz.py), sent with real keys of every role, never
+of every RPC of every service (tests/support/fuzz.py), sent (tests/support/fuzz_send.py) with real keys of every role, never
 answer INTERNAL or UNKNOWN, and health stays SERVING after each RPC's group.
 
 MEMPLANE_FUZZ_REQUESTS sets how many requests (default 5000; nightly runs send more) and
@@ -20,7 +20,8 @@ from memplane.v1 import admin_service_pb2, memory_service_pb2, operations_servic
 
 from tests.conftest import make_shared_tmpdir
 from tests.e2e.conftest import ServerProcess, fresh_database
-from tests.support.fuzz import RequestGenerator, build_world, field_slots, plan_group, send_group
+from tests.support.fuzz import RequestGenerator, field_slots
+from tests.support.fuzz_send import build_world, plan_group, send_group
 
 REQUESTS = int(os.environ.get("MEMPLANE_FUZZ_REQUESTS", "5000"))
 SEED = int(os.environ.get("MEMPLANE_FUZZ_SEED", "9"))

@@ -2,6 +2,9 @@
 to per-instance buckets while Redis is away."""
 from __future__ import annotations
 
+import asyncio
+import uuid
+
 import asyncpg
 import pytest
 import redis.asyncio as redis
@@ -29,7 +32,7 @@ async def _error_of(coro) -> BaseException:
 
 async def test_a_refused_database_connection_is_database_unavailable():
     exc = await _error_of(asyncpg.connect(f"postgresql://x:y@127.0.0.1:{free_loopback_port()}/z", timeout=2))
-    error = Availability(_never_called).outage_error(exc)
+    error = Availability(_never_called).transient_error(exc)
     assert error is not None and (error.code, error.reason) == (Code.UNAVAILABLE, "DATABASE_UNAVAILABLE")
 
 
@@ -37,12 +40,34 @@ async def test_a_refused_redis_connection_is_redis_unavailable():
     client = redis.Redis(port=free_loopback_port(), socket_connect_timeout=1)
     exc = await _error_of(client.get("k"))
     await client.aclose()
-    error = Availability(_never_called).outage_error(exc)
+    error = Availability(_never_called).transient_error(exc)
     assert error is not None and (error.code, error.reason) == (Code.UNAVAILABLE, "REDIS_UNAVAILABLE")
 
 
+async def test_a_transaction_rolled_back_to_break_a_deadlock_is_aborted_and_retryable(deps):
+    pool = deps.memories.pool
+    table = f"deadlock_{uuid.uuid4().hex[:8]}"
+    await pool.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, n int)")
+    await pool.execute(f"INSERT INTO {table} VALUES (1, 0), (2, 0)")
+    both_locked_one = asyncio.Barrier(2)
+
+    async def lock(first: int, second: int) -> None:
+        async with pool.acquire() as conn, conn.transaction():
+            await conn.execute(f"UPDATE {table} SET n = n + 1 WHERE id = $1", first)
+            await both_locked_one.wait()
+            await conn.execute(f"UPDATE {table} SET n = n + 1 WHERE id = $1", second)
+
+    try:
+        outcomes = await asyncio.gather(lock(1, 2), lock(2, 1), return_exceptions=True)
+    finally:
+        await pool.execute(f"DROP TABLE {table}")
+    [lost] = [o for o in outcomes if isinstance(o, BaseException)]
+    error = Availability(_never_called).transient_error(lost)
+    assert error is not None and (error.code, error.reason) == (Code.ABORTED, "CONCURRENT_CHANGE")
+
+
 async def test_a_bug_is_not_an_outage():
-    assert Availability(_never_called).outage_error(ValueError("bad")) is None
+    assert Availability(_never_called).transient_error(ValueError("bad")) is None
 
 
 async def test_the_health_probe_says_no_when_the_database_is_unreachable(runtime):

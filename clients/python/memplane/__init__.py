@@ -34,6 +34,7 @@ from .enums import (
     TaskOutcome,
 )
 from .errors import (
+    AbortedError,
     AlreadyExistsError,
     DeadlineExceededError,
     FailedPreconditionError,
@@ -96,5 +97,5 @@ __all__ = [
     # errors
     "MemplaneError", "InvalidArgumentError", "NotFoundError", "AlreadyExistsError",
     "PermissionDeniedError", "UnauthenticatedError", "ResourceExhaustedError",
-    "FailedPreconditionError", "UnavailableError", "DeadlineExceededError",
+    "FailedPreconditionError", "UnavailableError", "AbortedError", "DeadlineExceededError",
 ]

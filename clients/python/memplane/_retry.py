@@ -42,7 +42,8 @@ class RetryPolicy:
     max_backoff: float = 2.0
     multiplier: float = 2.0
     retryable_codes: frozenset[grpc.StatusCode] = field(
-        default=frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED})
+        # ABORTED: the server rolled the call back for a concurrent one, so sending it again is safe.
+        default=frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.ABORTED})
     )
 
     def __post_init__(self) -> None:

@@ -74,6 +74,10 @@ class UnavailableError(MemplaneError):
     """The server or one of its dependencies is temporarily unreachable (UNAVAILABLE)."""
 
 
+class AbortedError(MemplaneError):
+    """A concurrent change won and nothing of the call was kept (ABORTED); retried by default."""
+
+
 class DeadlineExceededError(MemplaneError):
     """The call did not finish before its deadline (DEADLINE_EXCEEDED)."""
 
@@ -87,6 +91,7 @@ _BY_CODE: dict[grpc.StatusCode, type[MemplaneError]] = {
     grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhaustedError,
     grpc.StatusCode.FAILED_PRECONDITION: FailedPreconditionError,
     grpc.StatusCode.UNAVAILABLE: UnavailableError,
+    grpc.StatusCode.ABORTED: AbortedError,
     grpc.StatusCode.DEADLINE_EXCEEDED: DeadlineExceededError,
 }
 

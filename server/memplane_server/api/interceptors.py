@@ -100,7 +100,7 @@ class ErrorInterceptor(grpc.aio.ServerInterceptor):
     async def _fail(self, exc: Exception, context: grpc.aio.ServicerContext, method: str) -> None:
         if isinstance(exc, MemplaneError):
             await context.abort_with_status(to_status(exc))
-        outage = self.availability.outage_error(exc)
+        outage = self.availability.transient_error(exc)
         if outage is None:
             self._log.log(cause_of(exc), "unhandled error in %s", method)
             outage = MemplaneError(Code.INTERNAL, "INTERNAL", "internal error; it has been logged")

@@ -13,6 +13,7 @@ class Code(enum.Enum):
     RESOURCE_EXHAUSTED = "RESOURCE_EXHAUSTED"
     FAILED_PRECONDITION = "FAILED_PRECONDITION"
     UNAVAILABLE = "UNAVAILABLE"
+    ABORTED = "ABORTED"  # lost to a concurrent transaction; nothing kept, retryable
     INTERNAL = "INTERNAL"
 
 

@@ -1,5 +1,6 @@
 """Dependency outages as the caller sees them: UNAVAILABLE with a reason (retryable), logged
-once per cause; and whether the database answers, for the health service."""
+once per cause; a transaction that lost to a concurrent one: ABORTED (retryable); and whether the
+database answers, for the health service."""
 from __future__ import annotations
 
 import asyncio
@@ -8,7 +9,7 @@ from collections.abc import Awaitable, Callable
 
 from ..core.errors import Code, MemplaneError
 from ..logs import OncePerCause
-from ..stores.outage import POSTGRES, REDIS, outage_of
+from ..stores.outage import POSTGRES, REDIS, lost_to_concurrency, outage_of
 
 log = logging.getLogger(__name__)
 
@@ -17,6 +18,8 @@ _OUTAGES = {
     REDIS: MemplaneError(Code.UNAVAILABLE, "REDIS_UNAVAILABLE",
                          "working memory and request deduplication are unreachable; retry shortly"),
 }
+_CONTENDED = MemplaneError(Code.ABORTED, "CONCURRENT_CHANGE",
+                           "a concurrent change to the same memories won; nothing of this call was kept, retry it")
 PROBE_TIMEOUT_SECONDS = 2.0
 
 
@@ -25,8 +28,12 @@ class Availability:
         self.ping_database = ping_database
         self._log = OncePerCause(log)
 
-    def outage_error(self, exc: BaseException) -> MemplaneError | None:
-        """UNAVAILABLE for an exception caused by an unreachable dependency, else None."""
+    def transient_error(self, exc: BaseException) -> MemplaneError | None:
+        """UNAVAILABLE for an exception caused by an unreachable dependency, ABORTED for a
+        transaction PostgreSQL rolled back for a concurrent one (a deadlock between two forgets
+        of overlapping memories), else None."""
+        if lost_to_concurrency(exc):
+            return _CONTENDED
         dependency = outage_of(exc)
         if dependency is None:
             return None

@@ -1,5 +1,6 @@
 """Which dependency an exception says is unreachable, so callers get UNAVAILABLE (retryable)
-instead of INTERNAL: the drivers' own error types stay inside stores/."""
+instead of INTERNAL, and whether a transaction lost to a concurrent one (ABORTED, retryable): the
+drivers' own error types stay inside stores/."""
 from __future__ import annotations
 
 import asyncio
@@ -20,6 +21,9 @@ _POSTGRES_ERRORS = (
     asyncpg.exceptions._base.InternalClientError,
 )
 _REDIS_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+# PostgreSQL rolled the whole transaction back so that a concurrent one could go on: nothing of it
+# was kept, and the same call sent again normally succeeds.
+_CONTENTION_ERRORS = (asyncpg.exceptions.DeadlockDetectedError, asyncpg.exceptions.SerializationError)
 
 
 def outage_of(exc: BaseException) -> str | None:
@@ -37,6 +41,18 @@ def outage_of(exc: BaseException) -> str | None:
             return POSTGRES
         current = current.__cause__ or current.__context__
     return None
+
+
+def lost_to_concurrency(exc: BaseException) -> bool:
+    """Whether exc (or what caused it) is a transaction PostgreSQL aborted for a concurrent one."""
+    seen = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, _CONTENTION_ERRORS):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _raised_by_asyncpg(exc: BaseException) -> bool:

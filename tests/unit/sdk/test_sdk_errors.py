@@ -66,6 +66,7 @@ RETRY_INFO = error_details_pb2.RetryInfo(retry_delay=Duration(seconds=2, nanos=5
         (grpc.StatusCode.RESOURCE_EXHAUSTED, errors.ResourceExhaustedError),
         (grpc.StatusCode.FAILED_PRECONDITION, errors.FailedPreconditionError),
         (grpc.StatusCode.UNAVAILABLE, errors.UnavailableError),
+        (grpc.StatusCode.ABORTED, errors.AbortedError),
         (grpc.StatusCode.DEADLINE_EXCEEDED, errors.DeadlineExceededError),
     ],
 )

@@ -47,6 +47,7 @@ def first_delay(method: str, request, code: grpc.StatusCode) -> float | None:
         ("Write", svc_pb.WriteRequest(request_id="r1"), UNAVAILABLE, True),
         ("Write", svc_pb.WriteRequest(), UNAVAILABLE, False),
         ("Forget", svc_pb.ForgetRequest(request_id="r1"), EXHAUSTED, True),
+        ("Forget", svc_pb.ForgetRequest(request_id="r1"), grpc.StatusCode.ABORTED, True),
         ("UpdateMemory", svc_pb.UpdateMemoryRequest(), UNAVAILABLE, False),
         ("Reflect", svc_pb.ReflectRequest(request_id="r1"), UNAVAILABLE, True),
         ("SubmitFeedback", svc_pb.SubmitFeedbackRequest(memory_ids=["m"]), UNAVAILABLE, False),
