@@ -115,9 +115,9 @@ class SearchService:
         # Fusion is CPU work over a few hundred candidates: off the event loop, which serves other
         # calls meanwhile.
         hits = await asyncio.to_thread(lambda: collapse_duplicates(fuse_and_adjust(results, weights, adjustments)))
-        if plan and feedback.wanted(settings):
-            results.update(await feedback.feedback_channels(
-                self.deps.memories, self.deps.feedback, settings, caller, q.filter, parts, hits, limit=limit, as_of=q.as_of))
+        if plan and feedback.wanted(settings) and (second := await feedback.feedback_channels(
+                self.deps.memories, self.deps.feedback, settings, caller, q.filter, parts, hits, limit=limit, as_of=q.as_of)):
+            results.update(second)
             hits = await asyncio.to_thread(lambda: collapse_duplicates(fuse_and_adjust(results, weights, adjustments)))
         if settings.search_rerank:
             hits = await self._reranked(q.text, hits, top_k, explain=q.explain)
