@@ -74,8 +74,33 @@ class Settings(BaseSettings):
         default_factory=lambda: {
             "vector": 1.0, "keyword": 1.4, "vector_context": 1.0, "keyword_context": 1.4, "exact": 1.0, "time": 1.0,
             "last_turn": 1.0, "working": 1.0, "rewrite": 0.7,
+            "vector_feedback": 1.0, "keyword_feedback": 1.0,
         },
         description="weight of each retrieval channel in reciprocal rank fusion, JSON",
+    )
+    search_feedback_docs: int = Field(
+        3, ge=0, le=20, description="first-pass hits that pseudo-relevance feedback learns from; 0 = no second pass",
+    )
+    search_feedback_vector: float = Field(
+        0.0, ge=0, le=10,
+        description="Rocchio weight of the feedback hits' centroid added to the query vector for a second vector search; 0 = off",
+    )
+    search_feedback_terms: int = Field(
+        0, ge=0, le=50, description="expansion terms taken from the feedback hits for a second keyword search; 0 = off",
+    )
+    search_feedback_term_weight: float = Field(
+        0.5, gt=0, le=10, description="BM25 weight of the best expansion term (the query's own terms weigh 1)",
+    )
+    search_dialogue_user_turns: int = Field(
+        1, ge=0, le=20,
+        description="a transcript query also searches the user's last N utterances (roles known: a speaker labelled Assistant, 助手...); 0 = the last turn",
+    )
+    search_dialogue_user_only: bool = Field(
+        False, description="a transcript query with known roles searches the user's utterances only, not the assistant's",
+    )
+    search_dialogue_emotion: str = Field(
+        "off", pattern="^(off|focus|both)$",
+        description="a transcript query names the feelings the user's words express (core/emotion.py) in its focus search, or in both searches",
     )
     search_rewrite: bool = Field(False, description="also search LLM rephrasings of the query (needs llm_model)")
     search_rerank: bool = Field(False, description="let the LLM rerank the top 30 candidates (needs llm_model)")

@@ -51,6 +51,7 @@ import os
 import time
 import uuid
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 import pytest_asyncio
@@ -82,6 +83,7 @@ from tests.support.isolation_world import DIRECT, ENTITIES, QUERIES, SESSIONS, U
 # CI budget: at least MIN_CALLS service calls in well under 90 s on 2 cores. A longer soak:
 # MEMPLANE_ISOLATION_EXAMPLES=400 (a different seed too: it changes what is generated).
 MAX_EXAMPLES = int(os.environ.get("MEMPLANE_ISOLATION_EXAMPLES", "40"))
+FEEDBACK_ON = {"search_feedback_docs": 3, "search_feedback_vector": 1.0, "search_feedback_terms": 10}
 STEPS = 50
 MIN_CALLS = 2000
 
@@ -384,7 +386,8 @@ class IsolationMachine(RuleBasedStateMachine):
     @action(caller=inputs.callers, query=st.sampled_from(QUERIES), memory_filter=inputs.search_filters,
             top_k=st.sampled_from([0, 5, 50]))
     async def search(self, caller: Caller, query: str, memory_filter: MemoryFilter, top_k: int) -> None:
-        service = SearchService(self.deps)
+        # Pseudo-relevance feedback is off by default; on here, so its second pass is covered too.
+        service = SearchService(replace(self.deps, settings=self.deps.settings.model_copy(update=FEEDBACK_ON)))
         hits, err = await self.attempt(service.search(caller, SearchQuery(query, filter=memory_filter, top_k=top_k)))
         # Usage counters are updated in the background; let them land before the next snapshot.
         await asyncio.gather(*getattr(service, "_background", ()), return_exceptions=True)

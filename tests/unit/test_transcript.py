@@ -34,3 +34,30 @@ def test_a_sentence_with_a_colon_is_not_a_speaker_line():
 
 def test_key_value_lines_where_no_key_repeats_are_not_a_transcript():
     assert read_transcript("Deploys: Tuesdays\nRollbacks: Fridays") is None
+
+
+DIALOGUE = ('<BOD>\n<Bart>:"我要表演魔术！"\n<Assistant>:"真是太棒了！"\n<Bart>:"我有点紧张"\n'
+            '<Assistant>:"深呼吸就好"\n<Bart>:"穿什么好呢？"\n')
+
+
+def test_the_user_turns_are_those_of_every_speaker_not_labelled_as_the_assistant():
+    assert read_transcript(DIALOGUE).user_turns() == ["我要表演魔术！", "我有点紧张", "穿什么好呢？"]
+
+
+def test_roles_are_unknown_when_no_speaker_is_labelled_as_an_assistant():
+    t = read_transcript("Ana: where did you go?\nBen: camping by the lake\nAna: nice!\n")
+    assert t.user_turns() is None
+    assert t.focus(2) == "nice!" and t.words(user_only=True) == t.text
+
+
+def test_the_focus_is_the_users_last_utterances_even_after_an_assistant_turn():
+    t = read_transcript(DIALOGUE + '<Assistant>:"红色的衣服"\n')
+    assert t.focus(1) == "穿什么好呢？"
+    assert t.focus(2) == "我有点紧张\n穿什么好呢？"
+    assert t.focus(0) == "红色的衣服"
+
+
+def test_user_only_words_leave_the_assistants_turns_out():
+    t = read_transcript("用户：我今天很累\n助手：怎么了？\n用户：加班")
+    assert t.words(user_only=True) == "我今天很累\n加班"
+    assert t.words(user_only=False) == "我今天很累\n怎么了？\n加班"

@@ -13,8 +13,11 @@ K1 = 1.2
 B = 0.75
 
 
-def bm25_scores(query: list[str], documents: list[list[str]] | list[Mapping[str, int]]) -> list[float]:
-    """Scores of documents given as token lists or as token -> count maps."""
+def bm25_scores(
+    query: list[str], documents: list[list[str]] | list[Mapping[str, int]], weights: Mapping[str, float] | None = None,
+) -> list[float]:
+    """Scores of documents given as token lists or as token -> count maps; a term's weight
+    (default 1) multiplies its part of the score."""
     terms = set(query)
     if not documents or not terms:
         return [0.0] * len(documents)
@@ -22,7 +25,7 @@ def bm25_scores(query: list[str], documents: list[list[str]] | list[Mapping[str,
     counts = [doc if isinstance(doc, Mapping) else Counter(doc) for doc in documents]
     lengths = [sum(c.values()) for c in counts]
     df = {t: sum(1 for c in counts if t in c) for t in terms}
-    idf = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
+    idf = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) * (weights or {}).get(t, 1.0) for t in terms}
     average = sum(lengths) / n or 1.0
     scores = []
     for length, c in zip(lengths, counts):
@@ -41,9 +44,11 @@ class KeywordMatch:
     terms: Mapping[str, int]
 
 
-def best_matches(query_tokens: list[str], matches: list[KeywordMatch], limit: int) -> list[KeywordMatch]:
+def best_matches(
+    query_tokens: list[str], matches: list[KeywordMatch], limit: int, weights: Mapping[str, float] | None = None,
+) -> list[KeywordMatch]:
     """The matches ordered by BM25 over their own term statistics, at most limit of them; those
     that share no query term drop out."""
-    scores = bm25_scores(query_tokens, [m.terms for m in matches])
+    scores = bm25_scores(query_tokens, [m.terms for m in matches], weights)
     ranked = sorted(zip(scores, range(len(matches))), key=lambda pair: (-pair[0], pair[1]))
     return [KeywordMatch(matches[i].id, score, matches[i].terms) for score, i in ranked[:limit] if score > 0]

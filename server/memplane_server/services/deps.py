@@ -11,6 +11,7 @@ from ..stores.postgres.changes import ChangeListener, ChangeStore
 from ..stores.postgres.contexts import ContextStore
 from ..stores.postgres.decisions import DecisionStore
 from ..stores.postgres.jobs import JobStore
+from ..stores.postgres.feedback import FeedbackStore
 from ..stores.postgres.keyword_stats import KeywordStatsStore
 from ..stores.postgres.memories import MemoryStore
 from ..stores.postgres.tenancy import TenancyStore
@@ -28,6 +29,7 @@ class Deps:
     conflicts: ConflictStore
     decisions: DecisionStore
     keyword_stats: KeywordStatsStore
+    feedback: FeedbackStore
     working: WorkingStore
     embedder: Embedder
     llm: ChatModel | None

@@ -30,6 +30,7 @@ from ..llm.query_rewrite import QueryRewriter
 from ..logs import OncePerCause, cause_of
 from ..llm.rerank import MAX_CANDIDATES, Reranker
 from ..stores.redis.working import WorkingSession
+from . import feedback
 from .deps import Deps
 from .search_channels import PREFERENCES, QueryParts, plan_channels
 
@@ -82,15 +83,16 @@ class SearchService:
         now = q.as_of or datetime.now(timezone.utc)
 
         transcript = read_transcript(q.text)
-        text = transcript.text if transcript else q.text
+        text = transcript.words(settings.search_dialogue_user_only) if transcript else q.text
+        feel = " ".join(transcript.feelings()) + "\n" if transcript and settings.search_dialogue_emotion != "off" else ""
 
         def read_text():  # segmentation and pattern matching: CPU work, off the event loop
             tokens = keyword_tokens(text)
             return tokens, lookup_names(text), detect_intent(text), parse_time_range(text, now, zone)
 
-        embeddings = [self.deps.embedder.embed_query(text)]
+        embeddings = [self.deps.embedder.embed_query((feel if settings.search_dialogue_emotion == 'both' else '') + text)]
         if transcript:
-            embeddings.append(self.deps.embedder.embed_query(transcript.last_turn))
+            embeddings.append(self.deps.embedder.embed_query(feel + transcript.focus(settings.search_dialogue_user_turns)))
         (tokens, names, intent, span), *vectors = await asyncio.gather(asyncio.to_thread(read_text), *embeddings)
         vector = vectors[0]
         parts = QueryParts(vector, list(dict.fromkeys(tokens)), names, intent, span,
@@ -113,6 +115,10 @@ class SearchService:
         # Fusion is CPU work over a few hundred candidates: off the event loop, which serves other
         # calls meanwhile.
         hits = await asyncio.to_thread(lambda: collapse_duplicates(fuse_and_adjust(results, weights, adjustments)))
+        if plan and feedback.wanted(settings) and (second := await feedback.feedback_channels(
+                self.deps.memories, self.deps.feedback, settings, caller, q.filter, parts, hits, limit=limit, as_of=q.as_of)):
+            results.update(second)
+            hits = await asyncio.to_thread(lambda: collapse_duplicates(fuse_and_adjust(results, weights, adjustments)))
         if settings.search_rerank:
             hits = await self._reranked(q.text, hits, top_k, explain=q.explain)
         hits = include_preferences(hits[:top_k], always, top_k, explain=q.explain)
