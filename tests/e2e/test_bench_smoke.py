@@ -28,3 +28,12 @@ def test_search_scale_benchmark_runs_end_to_end():
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "ratio p50 search/floor" in out.stdout
+
+
+@pytest.mark.skipif(not LOCOMO.exists(), reason="needs ../shared/bench beside the checkout, as CI has")
+def test_forget_benchmark_runs_end_to_end():
+    out = subprocess.run([sys.executable, str(BENCH / "forget.py"), "--memories", "150", "--keep", "30", "--queries",
+                          "3", "--embed-cap", "10", "--soft"], capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:] + out.stdout[-3000:]
+    assert "hard: Forget via SDK" in out.stdout and "soft: Forget via SDK" in out.stdout
+    assert "checks: OK" in out.stdout and "EXPLAIN ANALYZE of one batch" in out.stdout

@@ -253,3 +253,44 @@ async def test_a_hard_forget_drops_the_tenants_term_counts_which_held_its_words(
     assert await deps.keyword_stats.refresh(world.tenant_id)
     hits = await scan(deps.memories.pool, runtime.redis_client, [word])
     assert not hits, describe(hits)
+
+
+@pytest.mark.parametrize("hard", [False, True])
+async def test_a_forget_by_filter_in_batches_counts_logs_and_audits_as_one(deps, make_tenant, monkeypatch, hard):
+    """Batches of 2 over 6 memories, facts derived from turns placed in later batches than some of their
+    sources: every memory is forgotten once, counted once, logged once and audited in one entry."""
+    from memplane_server.core.model import MemoryDraft
+    from memplane_server.services import forget as forget_module
+    from memplane_server.services.write import WriteService
+
+    monkeypatch.setattr(forget_module, "FORGET_BATCH", 2)
+    world = await make_tenant()
+    user = marker("leaving")
+
+    def draft(content: str, kind: Kind, **kw) -> MemoryDraft:
+        return MemoryDraft(scope=None, domain=None, agent_id=None, layer=None, kind=kind, content=content,
+                           user_id=user, **kw)
+
+    write = WriteService(deps)
+    turns = await write.write(world.writer, [draft(marker("turn"), Kind.TURN, session_id="s") for _ in range(3)])
+    await write.write(world.writer, [draft(marker("fact"), Kind.FACT, derived_from=(t.id,)) for t in turns])
+    [kept] = await write.write(world.writer, [MemoryDraft(scope=None, domain=None, agent_id=None, layer=None,
+                                                          kind=Kind.EVENT, content=marker("kept"), user_id="other")])
+    forget = ForgetService(deps)
+    f = MemoryFilter(user_id=user)
+    planned = await forget.forget(world.writer, ids=None, f=f, hard=hard, dry_run=True, reason="")
+    done = await forget.forget(world.writer, ids=None, f=f, hard=hard, dry_run=False, reason="batched")
+    assert planned.count == done.count == 6 and len(set(done.ids)) == 6
+    pool = deps.memories.pool
+    left = await pool.fetch("SELECT id, status FROM memories WHERE tenant_id = $1", world.tenant_id)
+    expected = {kept.id: "active"} if hard else {kept.id: "active", **{i: "deleted" for i in done.ids}}
+    assert {r["id"]: r["status"] for r in left} == expected
+    audits = await pool.fetch("SELECT target FROM audit_events WHERE tenant_id = $1 AND action = 'Forget'",
+                              world.tenant_id)
+    assert [a["target"] for a in audits] == ["6 memories"]
+    changes = await pool.fetch(
+        "SELECT memory_id, position FROM memory_changes WHERE tenant_id = $1 AND change = $2 ORDER BY id",
+        world.tenant_id, "erased" if hard else "forgotten")
+    assert sorted(c["memory_id"] for c in changes) == sorted(done.ids)
+    positions = [c["position"] for c in changes]
+    assert None not in positions and positions == sorted(positions)

@@ -149,3 +149,15 @@ async def test_the_keyword_function_alone_does_not_cross_tenants_agents_or_domai
         # The statistics it reads are not the caller's to read.
         with pytest.raises(asyncpg.InsufficientPrivilegeError):
             await conn.fetch("SELECT * FROM keyword_stats")
+
+
+async def test_the_change_logs_commit_markers_are_no_callers_to_read_or_write(deps, seeded):
+    # Migration 0019's memory_change_commits holds transaction ids only, written by the triggers as the owner.
+    async with deps.memories.pool.acquire() as conn, conn.transaction():
+        await conn.execute("SET LOCAL ROLE memplane_app")
+        with pytest.raises(asyncpg.InsufficientPrivilegeError):
+            await conn.fetch("SELECT * FROM memory_change_commits")
+    async with deps.memories.pool.acquire() as conn, conn.transaction():
+        await conn.execute("SET LOCAL ROLE memplane_app")
+        with pytest.raises(asyncpg.InsufficientPrivilegeError):
+            await conn.execute("INSERT INTO memory_change_commits VALUES (pg_current_xact_id())")

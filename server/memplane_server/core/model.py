@@ -263,3 +263,5 @@ class Forgotten:
     count: int
     ids: list[UUID]
     traces: list[Trace] = field(default_factory=list)
+    # Memories derived from those that the cascade forgot (soft) or erased (hard) with them.
+    cascaded: list[UUID] = field(default_factory=list)

@@ -17,6 +17,13 @@ from .deps import Deps
 from .changeable import changeable
 
 
+# Memories per transaction of a forget by filter: small enough that a batch's locks and its
+# commit (numbering its change-log entries under the log's lock) hold others up for well under a
+# second, large enough that the statements' fixed costs are spread (bench/forget.py).
+FORGET_BATCH = 2000
+_MAX_LISTED_IDS = 1000
+
+
 @dataclass(frozen=True)
 class ForgetResult:
     count: int
@@ -49,15 +56,49 @@ class ForgetService:
             # A filter without a condition that leaves something out would forget everything the
             # caller may change: too easy to send by mistake, so it must be asked for by name.
             raise invalid("FILTER_REQUIRED", "a forget filter needs a condition; set everything to forget all")
-        parsed = [r.id for r in await changeable(self.deps.memories, caller, ids)] if ids is not None else None
-        done = await self.deps.memories.forget_traced(
-            caller, ids=parsed, f=f, hard=hard, dry_run=dry_run, actor=caller.key_id, reason=reason,
-        )
-        if not dry_run and done.traces:
-            await drop_copies(self.deps, caller, done.traces)
-        if not dry_run and done.count:
-            await self.deps.tenancy.audit(
-                caller.tenant_id, caller.key_id, "Forget", f"{done.count} memories",
-                {"hard": hard, "reason": reason, "ids": [str(i) for i in done.ids[:100]]},
+        store = self.deps.memories
+        if ids is not None or dry_run:
+            parsed = [r.id for r in await changeable(store, caller, ids)] if ids is not None else None
+            done = await store.forget_traced(
+                caller, ids=parsed, f=f, hard=hard, dry_run=dry_run, actor=caller.key_id, reason=reason,
             )
-        return ForgetResult(done.count, done.ids)
+            if not dry_run and done.traces:
+                await drop_copies(self.deps, caller, done.traces)
+            if not dry_run and done.count:
+                await self._audit(caller, done.count, done.ids, hard, reason)
+            return ForgetResult(done.count, done.ids)
+        # By filter: the memories it reaches now, forgotten FORGET_BATCH at a time, each batch in its
+        # own transaction (the filter checked again), so that locks, the change log's commit and the
+        # cascades' work stay bounded and searches and writes meanwhile wait for none of it.
+        targets = await store.forget_targets(caller, f, hard=hard, everything=everything)
+        pending = set(targets)
+        count, forgotten = 0, []
+        try:
+            for start in range(0, len(targets), FORGET_BATCH):
+                batch = [i for i in targets[start:start + FORGET_BATCH] if i in pending]
+                if not batch:
+                    continue
+                done = await store.forget_traced(
+                    caller, ids=batch, f=f, hard=hard, dry_run=False, actor=caller.key_id, reason=reason,
+                )
+                # The batch's memories (its traces' ids in the batch: the derived ones are others), and
+                # those of later batches its cascade forgot: counted once, as one transaction would.
+                in_batch = set(batch)
+                direct = [t.id for t in done.traces if t.id in in_batch]
+                reached = list(dict.fromkeys([*direct, *(i for i in done.cascaded if i in pending)]))
+                pending.difference_update(reached)
+                count += len(reached)
+                forgotten += reached[:_MAX_LISTED_IDS - len(forgotten)]
+                if done.traces:
+                    await drop_copies(self.deps, caller, done.traces)
+        finally:
+            # Also when a later batch failed: what was forgotten stays forgotten, and is audited.
+            if count:
+                await self._audit(caller, count, forgotten, hard, reason)
+        return ForgetResult(count, forgotten)
+
+    async def _audit(self, caller: Caller, count: int, ids: list[uuid.UUID], hard: bool, reason: str) -> None:
+        await self.deps.tenancy.audit(
+            caller.tenant_id, caller.key_id, "Forget", f"{count} memories",
+            {"hard": hard, "reason": reason, "ids": [str(i) for i in ids[:100]]},
+        )

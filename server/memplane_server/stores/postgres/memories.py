@@ -108,12 +108,31 @@ async def _unwindow(conn: asyncpg.Connection, changed: Sequence[MemoryRecord]) -
     await mark_sessions(conn, [(r.tenant_id, r.session_id) for r in changed if r.kind.value in WINDOW_KINDS], clear=True)
 
 
-async def _derived_traces(conn: asyncpg.Connection, ids: Sequence[uuid.UUID]) -> list[Trace]:
-    """Memories derived from these, in any tenant (read as the owner: migration 0010)."""
+def _forget_condition(
+    caller: Caller, ids: Sequence[uuid.UUID] | None, f: MemoryFilter | None, *, hard: bool, everything: bool
+) -> tuple[str, Params]:
+    p = Params()
+    where = [writable(caller, p)]
+    if ids is not None:
+        where.append(f"m.id = ANY({p.add(list(ids))}::uuid[])")
+    if f is not None:
+        # Forget by filter reaches every status that is still there to forget.
+        where.extend(filter_clauses(replace(f, statuses=f.statuses or tuple(Status)), p))
+    if ids is None and f is None and not everything:
+        raise ValueError("forget needs ids, a filter or everything")
+    if not hard:
+        where.append("m.status <> 'deleted'")
+    return " AND ".join(where), p
+
+
+async def _derived_traces(conn: asyncpg.Connection, ids: Sequence[uuid.UUID]) -> tuple[list[Trace], list[uuid.UUID]]:
+    """Memories derived from these, in any tenant (read as the owner: migration 0010), and the ids
+    of those now forgotten (before a hard delete: all of them, which its cascade erases)."""
     if not ids:
-        return []
+        return [], []
     rows = await conn.fetch("SELECT * FROM mp_derived($1::uuid[])", list(ids))
-    return [Trace(r["tenant_id"], r["id"], r["session_id"], r["user_id"], r["content"]) for r in rows]
+    return ([Trace(r["tenant_id"], r["id"], r["session_id"], r["user_id"], r["content"]) for r in rows],
+            [r["id"] for r in rows if r["status"] == "deleted"])
 
 
 class MemoryStore:
@@ -279,9 +298,12 @@ class MemoryStore:
         if ids:
             p = Params(list(ids))
             async with self.session(caller) as conn:
+                # Counters are best effort: rows another transaction holds (a forget deleting them,
+                # in its own order) are skipped, not waited for, so the two never deadlock.
                 await conn.execute(
                     f"UPDATE memories m SET last_used_at = now(), use_count = use_count + 1"
-                    f" WHERE m.id = ANY($1::uuid[]) AND {writable(caller, p)}",
+                    f" WHERE m.id IN (SELECT l.id FROM memories l WHERE l.id = ANY($1::uuid[]) ORDER BY l.id"
+                    f" FOR UPDATE SKIP LOCKED) AND {writable(caller, p)}",
                     *p.values,
                 )
 
@@ -368,18 +390,7 @@ class MemoryStore:
     ) -> Forgotten:
         """As forget, with the traces of what it forgot and of what was derived from that (which the
         database forgets with it: migration 0010), for the caches to drop."""
-        p = Params()
-        where = [writable(caller, p)]
-        if ids is not None:
-            where.append(f"m.id = ANY({p.add(list(ids))}::uuid[])")
-        if f is not None:
-            # Forget by filter reaches every status that is still there to forget.
-            where.extend(filter_clauses(replace(f, statuses=f.statuses or tuple(Status)), p))
-        if ids is None and f is None and not everything:
-            raise ValueError("forget needs ids, a filter or everything")
-        if not hard:
-            where.append("m.status <> 'deleted'")
-        cond = " AND ".join(where)
+        cond, p = _forget_condition(caller, ids, f, hard=hard, everything=everything)
         async with self.session(caller) as conn:
             if dry_run:
                 rows = await conn.fetch(f"SELECT m.id FROM memories m WHERE {cond} ORDER BY m.created_at", *p.values)
@@ -387,46 +398,61 @@ class MemoryStore:
             if hard:
                 rows = await conn.fetch(
                     f"SELECT m.tenant_id, m.id, m.session_id, m.user_id, m.kind, m.content FROM memories m"
-                    f" WHERE {cond} FOR UPDATE", *p.values
+                    f" WHERE {cond} ORDER BY m.id FOR UPDATE", *p.values
                 )
                 tenants, ids_ = [r["tenant_id"] for r in rows], [r["id"] for r in rows]
                 traces = [Trace(r["tenant_id"], r["id"], r["session_id"], r["user_id"], r["content"]) for r in rows]
-                traces += await _derived_traces(conn, ids_)
+                derived, _ = await _derived_traces(conn, ids_)
+                traces += derived
                 # Hard delete is erasure: the history of the content goes too, one marker stays.
                 # History is changed while its memory still exists, which row-level security checks.
+                # By the ids' index (an id is unique across tenants): joined with a list of thousands,
+                # the planner may hash the whole tenant's rows instead.
                 await conn.execute(
-                    "DELETE FROM memory_history h USING unnest($1::text[], $2::uuid[]) AS d(tenant_id, id)"
-                    " WHERE h.tenant_id = d.tenant_id AND h.memory_id = d.id",
-                    tenants,
+                    "DELETE FROM memory_history h WHERE h.tenant_id = ANY($1::text[]) AND h.memory_id = ANY($2::uuid[])",
+                    sorted(set(tenants)),
                     ids_,
                 )
-                await conn.executemany(
+                await conn.execute(
                     "INSERT INTO memory_history (tenant_id, memory_id, action, snapshot, actor, reason)"
-                    " VALUES ($1, $2, 'erased', '{}', $3, $4)",
-                    [(t, i, actor, reason) for t, i in zip(tenants, ids_)],
+                    " SELECT d.tenant_id, d.id, 'erased', '{}', $3, $4"
+                    " FROM unnest($1::text[], $2::uuid[]) WITH ORDINALITY AS d(tenant_id, id, n) ORDER BY d.n",
+                    tenants, ids_, actor, reason,
                 )
                 # Its trigger erases what was derived from these rows and scrubs the jobs naming them.
-                await conn.execute(
-                    "DELETE FROM memories m USING unnest($1::text[], $2::uuid[]) AS d(tenant_id, id)"
-                    " WHERE m.tenant_id = d.tenant_id AND m.id = d.id",
-                    tenants,
-                    ids_,
-                )
+                await conn.execute("DELETE FROM memories m WHERE m.id = ANY($1::uuid[])", ids_)
                 await mark_sessions(
                     conn, [(r["tenant_id"], r["session_id"]) for r in rows if r["kind"] in WINDOW_KINDS], clear=True
                 )
-                return Forgotten(len(rows), ids_[:_MAX_LISTED_IDS], traces)
+                return Forgotten(len(rows), ids_[:_MAX_LISTED_IDS], traces, [t.id for t in derived])
+            # A forgotten turn's own window is emptied here, in its one new row version, rather than
+            # by _unwindow's UPDATE after it (which then finds only the session's other turns).
+            windowed = f"m.kind = ANY({p.add(list(WINDOW_KINDS))}::text[])"
             rows = await conn.fetch(
-                f"UPDATE memories m SET status = 'deleted', updated_at = clock_timestamp() WHERE {cond}"
-                f" RETURNING {MEMORY_COLUMNS}",
+                f"UPDATE memories m SET status = 'deleted', updated_at = clock_timestamp(),"
+                f" context_embedding = CASE WHEN {windowed} THEN NULL ELSE m.context_embedding END,"
+                f" context_keywords = CASE WHEN {windowed} THEN ''::tsvector ELSE m.context_keywords END,"
+                f" context_of = CASE WHEN {windowed} THEN '' ELSE m.context_of END"
+                f" WHERE {cond} RETURNING {MEMORY_COLUMNS}",
                 *p.values,
             )
             records = [record_from_row(r) for r in rows]
             await append_history(conn, records, "deleted", actor, reason)
             await _unwindow(conn, records)
             traces = [Trace(r.tenant_id, r.id, r.session_id, r.user_id, r.content) for r in records]
-            traces += await _derived_traces(conn, [r.id for r in records])
-            return Forgotten(len(records), [r.id for r in records][:_MAX_LISTED_IDS], traces)
+            derived, cascaded = await _derived_traces(conn, [r.id for r in records])
+            return Forgotten(len(records), [r.id for r in records][:_MAX_LISTED_IDS], traces + derived, cascaded)
+
+    async def forget_targets(
+        self, caller: Caller, f: MemoryFilter, *, hard: bool, everything: bool = False
+    ) -> list[uuid.UUID]:
+        """The ids a forget by filter would reach now, a session's together: forgotten in batches, a
+        session split across two would have the windows of its turns in the later one emptied
+        (every index of those rows written again) only for them to be forgotten next."""
+        cond, p = _forget_condition(caller, None, f, hard=hard, everything=everything)
+        async with self.session(caller) as conn:
+            return [r["id"] for r in await conn.fetch(
+                f"SELECT m.id FROM memories m WHERE {cond} ORDER BY m.tenant_id, m.session_id, m.id", *p.values)]
 
     async def history(
         self,

