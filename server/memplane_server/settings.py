@@ -77,6 +77,12 @@ class Settings(BaseSettings):
         },
         description="weight of each retrieval channel in reciprocal rank fusion, JSON",
     )
+    graph_weight: float = Field(
+        1.0, ge=0, description="weight of the graph channel (memories sharing rare entities with the first hits); 0 = off",
+    )
+    graph_max_entity_rows: int = Field(
+        100, ge=1, description="an entity held by more of the caller's readable memories than this links nothing",
+    )
     search_rewrite: bool = Field(False, description="also search LLM rephrasings of the query (needs llm_model)")
     search_rerank: bool = Field(False, description="let the LLM rerank the top 30 candidates (needs llm_model)")
     search_llm_timeout_seconds: float = Field(5.0, gt=0, description="after this, search goes on without the LLM stage")

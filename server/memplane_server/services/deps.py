@@ -10,6 +10,7 @@ from ..stores.postgres.conflicts import ConflictStore
 from ..stores.postgres.changes import ChangeListener, ChangeStore
 from ..stores.postgres.contexts import ContextStore
 from ..stores.postgres.decisions import DecisionStore
+from ..stores.postgres.entities import EntityStore
 from ..stores.postgres.jobs import JobStore
 from ..stores.postgres.keyword_stats import KeywordStatsStore
 from ..stores.postgres.memories import MemoryStore
@@ -28,6 +29,7 @@ class Deps:
     conflicts: ConflictStore
     decisions: DecisionStore
     keyword_stats: KeywordStatsStore
+    entities: EntityStore
     working: WorkingStore
     embedder: Embedder
     llm: ChatModel | None
