@@ -78,7 +78,8 @@ class Settings(BaseSettings):
         description="weight of each retrieval channel in reciprocal rank fusion, JSON",
     )
     graph_weight: float = Field(
-        1.0, ge=0, description="weight of the graph channel (memories sharing rare entities with the first hits); 0 = off",
+        # Off by default: on the dev slices it lowered recall (bench/README.md, issue 15).
+        0.0, ge=0, description="weight of the graph channel (memories sharing rare entities with the first hits); 0 = off",
     )
     graph_max_entity_rows: int = Field(
         100, ge=1, description="an entity held by more of the caller's readable memories than this links nothing",

@@ -19,6 +19,11 @@ def turn(content: str, session: str) -> MemoryDraft:
                        session_id=session)
 
 
+def graph_on(deps):
+    """The channel is off by default (settings.graph_weight); these tests turn it on."""
+    return replace(deps, settings=deps.settings.model_copy(update={"graph_weight": 1.0}))
+
+
 def graph_of(hit):
     return next((c for c in hit.explanation if c.name == "graph"), None)
 
@@ -37,7 +42,7 @@ async def test_a_hit_brings_back_a_memory_of_another_session_sharing_its_rare_en
     await write(world.writer, [turn(f"Jon: note {i} about the weather and the garden", "s0") for i in range(8)])
     [trip] = await write(world.writer, [turn("Jon: I took a trip to Rome with Marcus Aurelio last week.", "s1")])
     [bakery] = await write(world.writer, [turn("Gina: Marcus Aurelio opened a bakery downtown.", "s2")])
-    hits = await SearchService(deps).search(world.writer, SearchQuery("Who went on a trip to Rome?", explain=True))
+    hits = await SearchService(graph_on(deps)).search(world.writer, SearchQuery("Who went on a trip to Rome?", explain=True))
     assert hits[0].memory.id == trip.id
     linked = next(h for h in hits if h.memory.id == bakery.id)
     component = graph_of(linked)
@@ -50,7 +55,7 @@ async def test_an_entity_the_query_names_links_memories_holding_it(deps, make_te
     write = WriteService(deps).write
     await write(world.writer, [turn(f"Mel: note {i} about painting and pottery", "s0") for i in range(8)])
     [concert] = await write(world.writer, [turn("Mel: the Summer Sounds band played all night", "s1")])
-    hits = await SearchService(deps).search(world.writer, SearchQuery("When did Mel see Summer Sounds?", explain=True))
+    hits = await SearchService(graph_on(deps)).search(world.writer, SearchQuery("When did Mel see Summer Sounds?", explain=True))
     component = graph_of(next(h for h in hits if h.memory.id == concert.id))
     assert component is not None and "with the query" in component.detail
 
@@ -81,18 +86,18 @@ async def kyoto(deps, world):
 async def test_the_graph_channel_keeps_to_the_search_filter(deps, make_tenant):
     world = await make_tenant()
     a, b = await kyoto(deps, world)
-    search = SearchService(deps).search
+    search = SearchService(graph_on(deps)).search
     everywhere = await search(world.writer, SearchQuery("What about Kyoto?", explain=True))
     assert graph_of(next(h for h in everywhere if h.memory.id == b.id)) is not None
     hits = await search(world.writer, SearchQuery("What about Kyoto?", filter=MemoryFilter(session_id="s1"), explain=True))
     assert a.id in {h.memory.id for h in hits} and b.id not in {h.memory.id for h in hits}
 
 
-async def test_weight_zero_turns_the_channel_off(deps, make_tenant):
+async def test_the_channel_is_off_by_default(deps, make_tenant):
     world = await make_tenant()
     await kyoto(deps, world)
     query = SearchQuery("What about Kyoto?", explain=True)
-    assert any(graph_of(h) for h in await SearchService(deps).search(world.writer, query))
-    off = SearchService(replace(deps, settings=deps.settings.model_copy(update={"graph_weight": 0.0})))
+    assert any(graph_of(h) for h in await SearchService(graph_on(deps)).search(world.writer, query))
+    off = SearchService(deps)
     hits = await off.search(world.writer, query)
     assert hits and all(graph_of(h) is None for h in hits)

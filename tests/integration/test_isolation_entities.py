@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest_asyncio
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
@@ -113,7 +113,8 @@ async def check(deps, world: World, caller: Caller, seeds: list[uuid.UUID], aske
             assert count == len(holders(world, caller, entity)), f"{entity!r} counted beyond {caller.key_id}'s rows"
     secret = extract_entities(f"about {SECRET}")[0]
     assert not any(secret in link.entities for link in links.linked if link.record.id not in holders(world, caller, secret))
-    hits = await SearchService(deps).search(caller, SearchQuery(" ".join(asked) or "notes", explain=True))
+    with_graph = replace(deps, settings=deps.settings.model_copy(update={"graph_weight": 1.0}))  # off by default
+    hits = await SearchService(with_graph).search(caller, SearchQuery(" ".join(asked) or "notes", explain=True))
     assert {h.memory.id for h in hits} <= readable
 
 
