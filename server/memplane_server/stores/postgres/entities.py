@@ -40,7 +40,7 @@ class EntityStore:
         async with caller_session(self.pool, caller) as conn:
             row = await conn.fetchrow(
                 f"SELECT m.entities FROM memories m WHERE m.id = $1 AND {visibility(caller, p)}", *p.values)
-        return list(row["entities"]) if row else None
+        return list(row["entities"] or []) if row else None
 
     async def links(
         self, caller: Caller, f: MemoryFilter, seed_ids: Sequence[uuid.UUID], query_entities: Sequence[str], *,

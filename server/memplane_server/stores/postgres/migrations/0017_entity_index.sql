@@ -7,7 +7,9 @@
 -- so they carry its row-level security: an entity is never read apart from its memory, and every
 -- change, forget, erasure, export and import of the memory takes its entities with it.
 -- Tenant and domain ids are [a-z0-9_-] (core/validation.py), so '|' ends the partition.
-ALTER TABLE memories ADD COLUMN entities text[] NOT NULL DEFAULT '{}';
+-- Nullable: an import of an export made before this migration fills a missing column with NULL
+-- (jsonb_populate_record), and such a memory simply names no entity.
+ALTER TABLE memories ADD COLUMN entities text[] DEFAULT '{}';
 
 CREATE FUNCTION mp_entity_keys(tenant_id text, scope text, domain text, entities text[]) RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
