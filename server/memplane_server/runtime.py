@@ -46,6 +46,7 @@ from .stores.postgres.changes import ChangeListener, ChangeStore
 from .stores.postgres.contexts import ContextStore
 from .stores.postgres.decisions import DecisionStore
 from .stores.postgres.erasure import ErasureStore
+from .stores.postgres.entities import EntityStore
 from .stores.postgres.feedback import FeedbackStore
 from .stores.postgres.keyword_stats import KeywordStatsStore
 from .stores.postgres.jobs import JobStore
@@ -189,6 +190,7 @@ class Runtime:
             contexts=ContextStore(self.pool), conflicts=ConflictStore(self.pool),
             decisions=DecisionStore(self.pool),
             keyword_stats=KeywordStatsStore(self.pool), feedback=FeedbackStore(self.pool),
+            entities=EntityStore(self.pool),
             working=WorkingStore(self.redis_client, s.working_max_items), embedder=embedder, llm=model,
             changes=ChangeStore(self.pool), change_listener=ChangeListener(self.database_url),
             idempotency=IdempotencyStore(self.redis_client, s.idempotency_ttl_seconds),

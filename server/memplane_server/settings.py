@@ -102,6 +102,13 @@ class Settings(BaseSettings):
         "off", pattern="^(off|focus|both)$",
         description="a transcript query names the feelings the user's words express (core/emotion.py) in its focus search, or in both searches",
     )
+    graph_weight: float = Field(
+        # Off by default: on the dev slices it lowered recall (bench/README.md, issue 15).
+        0.0, ge=0, description="weight of the graph channel (memories sharing rare entities with the first hits); 0 = off",
+    )
+    graph_max_entity_rows: int = Field(
+        100, ge=1, description="an entity held by more of the caller's readable memories than this links nothing",
+    )
     search_rewrite: bool = Field(False, description="also search LLM rephrasings of the query (needs llm_model)")
     search_rerank: bool = Field(False, description="let the LLM rerank the top 30 candidates (needs llm_model)")
     search_llm_timeout_seconds: float = Field(5.0, gt=0, description="after this, search goes on without the LLM stage")

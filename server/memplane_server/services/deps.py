@@ -10,6 +10,7 @@ from ..stores.postgres.conflicts import ConflictStore
 from ..stores.postgres.changes import ChangeListener, ChangeStore
 from ..stores.postgres.contexts import ContextStore
 from ..stores.postgres.decisions import DecisionStore
+from ..stores.postgres.entities import EntityStore
 from ..stores.postgres.jobs import JobStore
 from ..stores.postgres.feedback import FeedbackStore
 from ..stores.postgres.keyword_stats import KeywordStatsStore
@@ -30,6 +31,7 @@ class Deps:
     decisions: DecisionStore
     keyword_stats: KeywordStatsStore
     feedback: FeedbackStore
+    entities: EntityStore
     working: WorkingStore
     embedder: Embedder
     llm: ChatModel | None

@@ -5,6 +5,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..core.caller import Caller
+from ..core.entities import extract_entities
 from ..core.errors import denied, invalid, not_found
 from ..core.model import UPDATABLE_FIELDS, HistoryEntry, MemoryFilter, MemoryRecord, MemoryStats, Status
 from ..core.paging import decode_position, encode_token
@@ -76,7 +77,7 @@ class MemoriesService:
             raise not_found("memory")
         if not caller.can_write(current):
             raise denied("MEMORY_READ_ONLY", "this caller may read but not change that memory")
-        embedding = keywords = None
+        embedding = keywords = entities = None
         if "content" in changes or "context" in changes:
             content = changes.get("content", current.content)
             context = changes.get("context", current.context)
@@ -84,6 +85,7 @@ class MemoriesService:
             vector = (await self.deps.embedder.embed_passages([text]))[0]
             embedding = (vector, self.deps.embedder.model_id)
             keywords = " ".join(keyword_tokens(text))
+            entities = extract_entities(text)
         action = "updated"
         if changes.get("status") == "deleted":
             action = "deleted"
@@ -91,7 +93,7 @@ class MemoriesService:
             action = "restored"
         record = await self.deps.memories.update(
             caller, mid, changes, embedding=embedding, keywords=keywords, action=action, actor=caller.key_id,
-            reason=reason,
+            reason=reason, entities=entities,
         )
         if record is None:
             raise not_found("memory")

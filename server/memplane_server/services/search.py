@@ -32,6 +32,7 @@ from ..llm.rerank import MAX_CANDIDATES, Reranker
 from ..stores.redis.working import WorkingSession
 from . import feedback
 from .deps import Deps
+from .graph_channel import CHANNEL as GRAPH, GraphChannel, explain_links
 from .search_channels import PREFERENCES, QueryParts, plan_channels
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,8 @@ class SearchService:
         self.deps = deps
         self._background: set[asyncio.Task] = set()
         self._failures = OncePerCause(log)
+        self.graph = GraphChannel(deps.entities, weight=deps.settings.graph_weight,
+                                  max_rows=deps.settings.graph_max_entity_rows)
 
     def _check(self, q: SearchQuery) -> int:
         s = self.deps.settings
@@ -108,6 +111,10 @@ class SearchService:
         results.update(results.pop("rewrites", {}))
         weights = routed_weights(intent, settings.channel_weights)
         weights.update({ch: weights.get("rewrite", 1.0) for ch in results if ch.startswith("rewrite")})
+        graph = None
+        if plan and self.graph.enabled:
+            graph = await self.graph.search(caller, q.filter, text, results, weights, limit=limit, as_of=q.as_of)
+            results[GRAPH], weights[GRAPH] = graph.scored, self.graph.weight
         adjustments = Adjustments(
             intent=intent, time_range=span, now=now, recency_lambdas=settings.recency_lambdas,
             scope_weights=q.scope_weights, scope_order=q.scope_order or DEFAULT_SCOPE_ORDER, explain=q.explain,
@@ -124,6 +131,7 @@ class SearchService:
         hits = include_preferences(hits[:top_k], always, top_k, explain=q.explain)
         hits = within_budget(hits, q.token_budget)
         if q.explain:
+            explain_links(hits, graph.why if graph else {})
             await self._explain_conflicts(caller, hits)
         if not hits:
             self._signal_nothing_found(caller, q.text, q.filter.user_id)

@@ -2,6 +2,7 @@
 working-layer items in Redis."""
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from datetime import datetime, timezone
 
@@ -9,6 +10,7 @@ import numpy as np
 
 from ..core.caller import Caller, caller_to_json
 from ..core.conflicts import ConflictRule
+from ..core.entities import extract_entities
 from ..core.errors import Code, MemplaneError, invalid, request_id_reused
 from ..core.model import KIND_LAYER, Layer, MemoryDraft, MemoryRecord, Scope, Status
 from ..core.tokens import keyword_tokens
@@ -89,6 +91,7 @@ class WriteService:
         out: list[MemoryRecord | None] = [None] * len(ready)
         if persistent:
             caller.require_tenant()
+            entities = await asyncio.to_thread(lambda: [tuple(extract_entities(d.embedding_text)) for _, d in persistent])
             stored = await self._insert(
                 caller, request,
                 [
@@ -98,8 +101,9 @@ class WriteService:
                         keywords=" ".join(keyword_tokens(d.embedding_text)),
                         status=Status.PENDING if d.confidence < self.deps.settings.pending_threshold else Status.ACTIVE,
                         occurred_at=d.occurred_at or now,
+                        entities=found,
                     )
-                    for i, d in persistent
+                    for (i, d), found in zip(persistent, entities)
                 ],
                 embedding_model=self.deps.embedder.model_id,
                 actor=caller.key_id,

@@ -318,11 +318,12 @@ class MemoryStore:
         action: str,
         actor: str,
         reason: str = "",
+        entities: list[str] | None = None,
     ) -> MemoryRecord | None:
         """Changes one writable memory and records the change; None when not writable."""
         async with self.session(caller) as conn:
             return await _update(conn, caller, memory_id, changes, embedding=embedding, keywords=keywords,
-                                 action=action, actor=actor, reason=reason)
+                                 action=action, actor=actor, reason=reason, entities=entities)
 
     async def apply_task_outcome(
         self, caller: Caller, memory_id: uuid.UUID, *, task_id: str, outcome: str, changes: dict[str, Any],
@@ -533,6 +534,7 @@ class MemoryStore:
 async def _update(
     conn: asyncpg.Connection, caller: Caller, memory_id: uuid.UUID, changes: dict[str, Any], *,
     embedding: tuple[np.ndarray, str] | None, keywords: str | None, action: str, actor: str, reason: str,
+    entities: list[str] | None = None,
 ) -> MemoryRecord | None:
     p = Params(memory_id)
     sets = ["updated_at = clock_timestamp()"]
@@ -544,6 +546,8 @@ async def _update(
         sets.append(f"embedding = {p.add(embedding[0])}, embedding_model = {p.add(embedding[1])}")
     if keywords is not None:
         sets.append(f"keywords = to_tsvector('simple', {p.add(keywords)})")
+    if entities is not None:
+        sets.append(f"entities = {p.add(list(entities))}::text[]")
     row = await conn.fetchrow(
         f"UPDATE memories m SET {', '.join(sets)} WHERE m.id = $1 AND {writable(caller, p)}"
         f" RETURNING {MEMORY_COLUMNS}",

@@ -29,6 +29,7 @@ class StoredDraft:
     keywords: str
     status: Status
     occurred_at: datetime
+    entities: tuple[str, ...] = ()  # core/entities.py, for the entity index (migration 0017)
 
 
 class RequestReused(Exception):
@@ -244,7 +245,7 @@ class WriteTransaction:
             "source_type": d.source_type, "source_id": d.source_id, "occurred_at": s.occurred_at,
             "valid_from": valid_from, "valid_to": d.valid_to, "embedding": s.embedding,
             "embedding_model": self.model, "sources": sources,
-            "conflicts_with": contradicts[0].id if contradicts else None,
+            "conflicts_with": contradicts[0].id if contradicts else None, "entities": list(s.entities),
         }
         if contradicts:
             columns["status"] = Status.NEEDS_CONFIRMATION.value

@@ -1,0 +1,141 @@
+"""Search variants compared on one ingest: LoCoMo dev (and with --madial MADial zh dev) is written
+through a real server exactly as quality.py writes it (same items, same wait for turn windows),
+then every question is searched in process by each variant, a settings override (lowercase keys,
+e.g. {"graph_weight": 0.5}) or a constant of services/graph_channel.py (UPPERCASE keys, e.g.
+{"SEEDS": 5}). Each question is searched by every variant in turn, in rotating order, so a busy
+moment of a shared machine falls on all of them and their latencies compare within the run;
+recall is as quality.py counts it, per LoCoMo category (5 apart) and for MADial.
+
+Run:  .venv/bin/python bench/search_variants.py '{"off": {"graph_weight": 0}, "on": {"graph_weight": 1}}' [--madial]
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import statistics
+import sys
+import time
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from foundation import TENANT, running_server  # noqa: E402
+from quality import SHARED, normalise_evidence, write_all, madial_query  # noqa: E402
+from memplane import MemoryClient  # noqa: E402
+from memplane_server.core.caller import Caller, Role  # noqa: E402
+from memplane_server.core.model import MemoryFilter  # noqa: E402
+from memplane_server.runtime import Runtime  # noqa: E402
+from memplane_server.services import graph_channel  # noqa: E402
+from memplane_server.services.search import SearchQuery, SearchService  # noqa: E402
+from memplane_server.settings import Settings  # noqa: E402
+
+VARIANTS = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {"off": {"graph_weight": 0.0}, "on": {"graph_weight": 1.0}}
+WITH_MADIAL = "--madial" in sys.argv
+
+
+def locomo_items():
+    samples = json.loads((SHARED / "locomo-dev.json").read_text())
+    items, turns_of = [], {}
+    for s in samples:
+        conv, cid = s["conversation"], s["sample_id"]
+        sessions = sorted((k for k in conv if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k.split("_")[1]))
+        turns_of[cid] = set()
+        for key in sessions:
+            when = datetime.strptime(conv[f"{key}_date_time"], "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+            for j, t in enumerate(conv[key]):
+                content = f"{t['speaker']}: {t['text']}" + (f" [image: {t['blip_caption']}]" if t.get("blip_caption") else "")
+                turns_of[cid].add(t["dia_id"])
+                items.append({"content": content, "kind": "turn", "session_id": cid,
+                              "occurred_at": when + timedelta(seconds=5 * j), "metadata": {"dia_id": t["dia_id"]},
+                              "source_type": "locomo", "source_id": t["dia_id"]})
+    questions = []
+    for s in samples:
+        for qa in s["qa"]:
+            gold, _ = normalise_evidence(qa.get("evidence", []), turns_of[s["sample_id"]])
+            if gold:
+                questions.append((s["sample_id"], qa["category"], qa["question"], gold, "dia_id"))
+    return items, questions
+
+
+def madial_items():
+    memories = {}
+    for line in (SHARED / "madial-zh-memory.jsonl").read_text().splitlines():
+        if line.strip():
+            memories.update(json.loads(line))
+    items = []
+    for mid, m in memories.items():
+        item = {"content": m["event"], "context": f"{m['scene']}，{m['emotion']}", "kind": "event",
+                "session_id": f"madial-{m['user-id']}", "user_id": f"madial-{m['user-id']}",
+                "metadata": {"madial_id": str(mid), "scene": m["scene"], "emotion": m["emotion"]}}
+        try:
+            item["occurred_at"] = datetime.strptime(m["time"], "%Y-%m-%d").replace(tzinfo=timezone.utc)
+        except (ValueError, KeyError, TypeError):
+            pass
+        items.append(item)
+    questions = []
+    for ln in (SHARED / "madial-zh-dialogue-dev.jsonl").read_text().splitlines():
+        if ln.strip():
+            d = json.loads(ln)
+            questions.append((f"madial-{d['user-id']}", "madial", madial_query(d["dialogue"][:d["test-turn"][0]]),
+                              [str(g) for g in d["relevant-id"]], "madial_id"))
+    return items, questions
+
+
+async def evaluate(dsn, redis_url, questions):
+    settings = Settings(database_url=dsn, redis_url=redis_url, bootstrap_tenant="", workers=0)
+    rt = Runtime(settings, dsn, redis_url)
+    await rt.open()
+    caller = Caller(key_id="bench", role=Role.WRITER, tenant_id=TENANT, agent_id=None, domains={})
+    services = {}
+    for name, change in VARIANTS.items():
+        consts = {k: v for k, v in change.items() if k.isupper()}
+        services[name] = (SearchService(replace(rt.deps, settings=settings.model_copy(
+            update={k: v for k, v in change.items() if not k.isupper()}))), consts)
+    rows = {name: [] for name in VARIANTS}
+    times = {name: [] for name in VARIANTS}
+    names = list(VARIANTS)
+    for qi, (session, cat, text, gold, key) in enumerate(questions):
+        order = names[qi % len(names):] + names[:qi % len(names)]
+        for name in order:
+            service, consts = services[name]
+            saved = {k: getattr(graph_channel, k) for k in consts}
+            for k, v in consts.items():
+                setattr(graph_channel, k, v)
+            t0 = time.perf_counter()
+            hits = await service.search(caller, SearchQuery(text, filter=MemoryFilter(session_id=session), top_k=10))
+            times[name].append((time.perf_counter() - t0) * 1000)
+            for k, v in saved.items():
+                setattr(graph_channel, k, v)
+            ids = [str(h.memory.metadata.get(key)) for h in hits]
+            rows[name].append((cat, {k: len(set(gold) & set(ids[:k])) / len(gold) for k in (1, 5, 10)}))
+    await rt.close()
+    for name in names:
+        print(f"== {name} {VARIANTS[name]}: search p50 {statistics.median(times[name]):.0f} ms")
+        cats = sorted({c for c, _ in rows[name]}, key=str)
+        for cat in cats + ["overall 1-4"]:
+            sel = [r for c, r in rows[name] if (c == cat) or (cat == "overall 1-4" and c in (1, 2, 3, 4))]
+            if sel:
+                print(f"   {str(cat):12s} n={len(sel):3d} " + " ".join(f"R@{k} {statistics.fmean(r[k] for r in sel):.3f}" for k in (1, 5, 10)))
+    sys.stdout.flush()
+
+
+def main():
+    started = time.perf_counter()
+    with running_server("memplane-graphvar-") as server, MemoryClient(server.address, server.key) as client:
+        items, questions = locomo_items()
+        w, win = write_all(client, items)
+        print(f"locomo written {w:.0f} s, windows {win:.0f} s", flush=True)
+        if WITH_MADIAL:
+            mitems, mq = madial_items()
+            w, win = write_all(client, mitems)
+            print(f"madial written {w:.0f} s, windows {win:.0f} s", flush=True)
+            questions += mq
+        time.sleep(35)  # the server's background work counts the tenant's keyword statistics
+        asyncio.run(evaluate(server.dsn, server.redis_url, questions))
+    print(f"total {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
