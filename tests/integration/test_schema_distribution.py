@@ -28,6 +28,8 @@ EXCEPTIONS = {
     # domain memories spanning tenants. Distributed, it would be a per-tenant log or stay local.
     ("memory_changes", "memory_changes_position"): "one global position order; a local table under Citus",
     ("memory_change_state", "memory_change_state_pkey"): "the log's single pruning row: a local table",
+    ("memory_change_commits", "memory_change_commits_pkey"):
+        "a transaction's marker to number its changes, gone at its commit: local, like the log's positions",
 }
 
 
