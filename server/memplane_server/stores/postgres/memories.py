@@ -274,13 +274,14 @@ class MemoryStore:
             )
         return [Scored(record_from_row(r), float(r["matched"])) for r in rows]
 
-    async def mark_used(self, caller: Caller, ids: Sequence[uuid.UUID]) -> None:
-        """Usage counters; only rows the caller may change (a read-only domain member's hits stay as they are)."""
+    async def mark_used(self, caller: Caller, ids: Sequence[uuid.UUID], *, at: datetime | None = None) -> None:
+        """Usage counters (at: the time of use, now when None); only rows the caller may change (a
+        read-only domain member's hits stay as they are)."""
         if ids:
-            p = Params(list(ids))
+            p = Params(list(ids), at)
             async with self.session(caller) as conn:
                 await conn.execute(
-                    f"UPDATE memories m SET last_used_at = now(), use_count = use_count + 1"
+                    f"UPDATE memories m SET last_used_at = coalesce($2::timestamptz, now()), use_count = use_count + 1"
                     f" WHERE m.id = ANY($1::uuid[]) AND {writable(caller, p)}",
                     *p.values,
                 )
