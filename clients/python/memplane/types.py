@@ -424,9 +424,10 @@ class LifecyclePolicy:
     is_set: bool = False  # output: False when these are the defaults
     update_time: datetime | None = None
 
-    def rule(self, kind: Kind) -> LifecycleKindRule | None:
-        """The rule of a kind, if listed."""
-        return next((r for r in self.rules if r.kind is kind), None)
+    def rule(self, kind: Kind | str) -> LifecycleKindRule | None:
+        """The rule of a kind (a Kind or its name), if listed."""
+        wanted = Kind.parse(kind)
+        return next((r for r in self.rules if Kind.parse(r.kind) is wanted), None)
 
 
 @dataclass(frozen=True)
