@@ -188,3 +188,18 @@ async def test_flagged_memories_are_listed_by_the_review_filter(deps, make_tenan
     await lifecycle.run_for(world.tenant_id, dry_run=False)
     listed = await deps.memories.list(world.writer, MemoryFilter(flagged_for_review=True), limit=10, after=None)
     assert [m.id for m in listed] == [fact.id] and listed[0].review_flagged_at is not None
+
+
+async def test_a_source_of_a_fact_in_service_is_kept_from_eviction_until_its_ttl_takes_both(deps, make_tenant):
+    world = await make_tenant()
+    writes, lifecycle = WriteService(deps), lifecycle_service(deps)
+    [event] = await writes.write(world.writer, [draft("observed", Kind.EVENT)])
+    [fact] = await writes.write(world.writer, [replace(draft("learned", Kind.FACT), derived_from=(event.id,))])
+    await lifecycle.set_policy(admin_of(world.tenant_id), world.tenant_id, LifecyclePolicy(rules={
+        **{k: OFF for k in Kind}, Kind.EVENT: KindRule(ttl_days=300, value_half_life_days=30, min_value=0.1)}))
+    start = datetime.now(timezone.utc)
+    evicted = await lifecycle.run_for(world.tenant_id, dry_run=False, now=start + timedelta(days=200))
+    assert evicted.counts["value"] == 0 and (await status_of(deps, event.id))[0] == "active"
+    expired = await lifecycle.run_for(world.tenant_id, dry_run=False, now=start + timedelta(days=301))
+    assert expired.ids["ttl"] == [event.id]
+    assert [(await status_of(deps, i))[0] for i in (event.id, fact.id)] == ["deleted", "deleted"]  # a forget's cascade

@@ -167,3 +167,11 @@ def test_a_plan_counts_every_rule_and_lists_the_ids():
     assert decided["ttl"] == [old]
     assert report.examined == 2 and report.counts["ttl"] == 1 and report.ids["ttl"] == [old.id]
     assert "ttl 1" in report.summary()
+
+
+def test_a_memory_that_feeds_one_in_service_is_kept_from_disuse_but_not_past_its_ttl():
+    policy = only(Kind.TURN, KindRule(ttl_days=400, unused_days=30, unused_below_confidence=1.0,
+                                      value_half_life_days=1, min_value=0.5))
+    source = memory(Kind.TURN, confidence=0.5, feeds=True)
+    assert changes(source, policy, day(300)) == []
+    assert changes(source, policy, day(400)) == ["ttl"]

@@ -8,6 +8,9 @@ removal rule for it, first match wins:
           below unused_below_confidence;
   value   value = (1 + use_count) * confidence * 2 ** (-idle_days / value_half_life_days) below
           min_value, where idle_days counts from the last use (or the write, never used).
+Removals are forgets, which take what was derived with them (migration 0010): so a memory that feeds
+one in service (a fact extracted from a turn, a consolidation of a lesson; summaries are rebuilt
+instead) is not removed for disuse, only by its TTL, a retention limit that its derivations share.
 A memory that stays may be changed in place:
   archive an episodic memory (turn, event, summary) of a finished task (one that has a task summary),
           archive_tasks_after_days after it finished: kept, out of default search;
@@ -167,6 +170,7 @@ class Candidate:
     lifecycle_weight: float = 1.0
     review_flagged: bool = False
     task_finished_at: datetime | None = None  # its session is a task that has a task summary
+    feeds: bool = False  # a memory in service other than a summary was derived from it
 
 
 def _days_since(moment: datetime, now: datetime) -> float:
@@ -182,7 +186,7 @@ def removal(c: Candidate, r: KindRule, now: datetime) -> str | None:
     """The first removal rule that applies, if any."""
     if r.ttl_days and _days_since(c.created_at, now) >= r.ttl_days:
         return "ttl"
-    if c.status is Status.ARCHIVED:
+    if c.status is Status.ARCHIVED or c.feeds:
         return None
     idle = _days_since(c.last_used_at or c.created_at, now)
     if r.unused_days and idle >= r.unused_days and c.confidence < r.unused_below_confidence:

@@ -60,11 +60,16 @@ class LifecycleStore:
 
     async def candidates(self, tenant_id: str, after: uuid.UUID | None, limit: int) -> list[Candidate]:
         """The next `limit` of the tenant's global and private memories a policy may act on, by id.
-        An episodic memory of a task session knows when the task finished: its task summary's write."""
+        An episodic memory of a task session knows when the task finished: its task summary's write;
+        every memory whether one in service (not a summary, which is rebuilt) was derived from it."""
         rows = await self.pool.fetch(
             """
             SELECT m.id, m.kind, m.status, m.scope, m.agent_id, m.confidence, m.use_count, m.created_at,
-                   m.last_used_at, m.lifecycle_weight, m.review_flagged_at IS NOT NULL AS flagged, t.finished_at
+                   m.last_used_at, m.lifecycle_weight, m.review_flagged_at IS NOT NULL AS flagged, t.finished_at,
+                   EXISTS (SELECT 1 FROM memory_sources s
+                           JOIN memories d ON d.tenant_id = s.tenant_id AND d.id = s.memory_id
+                           WHERE s.source_id = m.id AND d.kind <> 'summary'
+                             AND d.status IN ('active', 'pending', 'needs_confirmation')) AS feeds
             FROM memories m
             LEFT JOIN LATERAL (
                 SELECT min(s.created_at) AS finished_at FROM memories s
@@ -82,7 +87,7 @@ class LifecycleStore:
                       agent_id=r["agent_id"], confidence=float(r["confidence"]), use_count=r["use_count"],
                       created_at=aware(r["created_at"]), last_used_at=aware(r["last_used_at"]),
                       lifecycle_weight=float(r["lifecycle_weight"]), review_flagged=r["flagged"],
-                      task_finished_at=aware(r["finished_at"]))
+                      task_finished_at=aware(r["finished_at"]), feeds=r["feeds"])
             for r in rows
         ]
 
