@@ -49,7 +49,7 @@ def test_the_async_client_has_the_same_calls(server, new_tenant):
 
 
 def test_bad_values_and_other_tenants_are_refused(server, new_tenant):
-    (a, key_a), (b, _) = new_tenant(), new_tenant()
+    (_, key_a), (b, _) = new_tenant(), new_tenant()
     with AdminClient(server.target, key_a) as admin:
         policy = admin.get_lifecycle_policy()
         with pytest.raises(InvalidArgumentError) as caught:
