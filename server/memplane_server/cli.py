@@ -16,6 +16,7 @@ from enum import Enum
 from pathlib import Path
 from typing import NoReturn
 
+from .commands.lifecycle import add_arguments as add_lifecycle_arguments
 from .settings import Settings
 
 
@@ -201,6 +202,10 @@ def _admin(args: argparse.Namespace, settings: Settings) -> int:
         from .commands.erase_user import run as erase_user
 
         return erase_user(args, args.target or settings.listen, key)
+    if args.command == "lifecycle":
+        from .commands.lifecycle import run as lifecycle
+
+        return lifecycle(args, args.target or settings.listen, key)
     action, required = ADMIN_COMMANDS[args.command]
     missing = [name for name in required if getattr(args, name) is None]
     if missing:
@@ -235,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     import_cmd.add_argument("file", type=Path)
     import_cmd.add_argument("--tenant", help="tenant to import into (default: the exported one)")
     admin = sub.add_parser("admin", help="manage tenants, agents, keys, domains and grants")
-    admin.add_argument("command", choices=sorted([*ADMIN_COMMANDS, "erase-user"]))
+    admin.add_argument("command", choices=sorted([*ADMIN_COMMANDS, "erase-user", "lifecycle"]))
     admin.add_argument("--target", help="server address (default: MEMPLANE_LISTEN)")
     admin.add_argument("--api-key", help="admin key (default: MEMPLANE_API_KEY)")
     for name in ("id", "tenant", "agent", "domain", "name"):
@@ -245,10 +250,11 @@ def main(argv: list[str] | None = None) -> int:
     # erase-user: with a tenant key (a tenant admin key reaches every agent of the tenant)
     admin.add_argument("--user", help="erase-user: the user_id to erase")
     admin.add_argument("--mode", choices=["sync", "async"], help="erase-user: in the call or as an operation")
-    admin.add_argument("--dry-run", action="store_true", help="erase-user: count, change nothing")
+    admin.add_argument("--dry-run", action="store_true", help="erase-user, lifecycle run: report, change nothing")
     admin.add_argument("--reason", help="erase-user: why (kept in the memories' history markers)")
     admin.add_argument("--wait", action="store_true", help="erase-user: wait for an erasure that runs as an operation")
     admin.add_argument("--wait-timeout", type=float, default=600.0)
+    add_lifecycle_arguments(admin)
     sub.add_parser("worker", help="run the background work (jobs, expiry sweep, turn windows) without gRPC")
     health = sub.add_parser("health", help="exit 0 when the server answers SERVING on grpc.health.v1, else 1")
     health.add_argument("--address", help="host:port of the server (default: MEMPLANE_LISTEN)")

@@ -31,6 +31,7 @@ from .services.extract import ExtractService
 from .services.forget import ForgetService
 from .services.foresight import ForesightService
 from .services.idempotency import Idempotency
+from .services.lifecycle import LifecycleService
 from .services.memories import MemoriesService
 from .services.operations import OperationsService
 from .services.rate_limits import RateLimits
@@ -49,6 +50,7 @@ from .stores.postgres.erasure import ErasureStore
 from .stores.postgres.entities import EntityStore
 from .stores.postgres.feedback import FeedbackStore
 from .stores.postgres.keyword_stats import KeywordStatsStore
+from .stores.postgres.lifecycle import LifecycleStore
 from .stores.postgres.jobs import JobStore
 from .stores.postgres.memories import MemoryStore
 from .stores.postgres.migrations import applied_version, latest_version, migrate
@@ -61,7 +63,7 @@ from .stores.redis.rate_limit import RateLimiter
 from .stores.redis.working import WorkingStore
 from .telemetry import setup_telemetry
 from .worker.loops import (
-    build_turn_windows, keep_keyword_stats, report_backlogs, schedule_consolidations, sweep_expired,
+    build_turn_windows, keep_keyword_stats, report_backlogs, schedule_consolidations, schedule_lifecycle, sweep_expired,
 )
 from .worker.runner import JobRunner
 
@@ -215,13 +217,14 @@ def build_services(deps: Deps, runtime: Runtime) -> Services:
     s = deps.settings
     writes = WriteService(deps)
     searches = SearchService(deps)
+    forgets = ForgetService(deps)
     return Services(
         writes=writes,
         extractions=ExtractService(deps, writes),
         searches=searches,
         foresight=ForesightService(searches),
         reflections=ReflectService(deps, writes),
-        forgets=ForgetService(deps),
+        forgets=forgets,
         erasures=ErasureService(deps, ErasureStore(runtime.pool)),
         memories=MemoriesService(deps),
         conflicts=ConflictsService(deps),
@@ -231,6 +234,7 @@ def build_services(deps: Deps, runtime: Runtime) -> Services:
         operations=OperationsService(deps),
         contexts=ContextService(deps, quiet_seconds=s.context_quiet_seconds),
         admin=AdminService(deps.tenancy),
+        lifecycle=LifecycleService(deps, LifecycleStore(runtime.pool), forgets),
         auth=Authenticator(deps.tenancy),
         idempotency=Idempotency(deps.idempotency or IdempotencyStore(runtime.redis_client, s.idempotency_ttl_seconds)),
         rate_limits=RateLimits(RateLimiter(runtime.redis_client, per_second=s.rate_limit_per_second,
@@ -241,13 +245,14 @@ def build_services(deps: Deps, runtime: Runtime) -> Services:
 
 def start_background(deps: Deps, services: Services) -> tuple[list[JobRunner], list[asyncio.Task]]:
     """One process's share of the background work: job runners, the expiry sweep, the turn-window
-    builder, the backlog gauges, the keyword statistics and the consolidation schedule. Each claims
+    builder, the backlog gauges, the keyword statistics and the consolidation and lifecycle schedules. Each claims
     what it does (jobs by SKIP LOCKED, window builds by lease, a tenant's keyword count by an advisory
     lock, expired sessions
     by ZREM; pruning old request records is an idempotent DELETE), so any number of servers and
     workers do each piece once."""
     s = deps.settings
-    runners = [JobRunner(deps, services.reflections, services.extractions, services.consolidations, services.erasures)
+    runners = [JobRunner(deps, services.reflections, services.extractions, services.consolidations, services.erasures,
+                         services.lifecycle)
                for _ in range(s.workers)]
     tasks = [asyncio.create_task(r.run_forever()) for r in runners]
     if runners:
@@ -260,6 +265,8 @@ def start_background(deps: Deps, services: Services) -> tuple[list[JobRunner], l
         tasks.append(asyncio.create_task(keep_keyword_stats(deps, s.keyword_stats_seconds, runners[0])))
     if runners and s.consolidate_every_seconds:
         tasks.append(asyncio.create_task(schedule_consolidations(deps, s.consolidate_every_seconds, runners[0])))
+    if runners and s.lifecycle_every_seconds:
+        tasks.append(asyncio.create_task(schedule_lifecycle(deps, s.lifecycle_every_seconds, runners[0])))
     return runners, tasks
 
 

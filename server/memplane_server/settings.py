@@ -149,6 +149,8 @@ class Settings(BaseSettings):
     reflect_every_turns: int = Field(0, ge=0)
     reflect_on_entity_change: bool = False
     consolidate_every_seconds: float = Field(0.0, ge=0)
+    lifecycle_every_seconds: float = Field(
+        86400.0, ge=0, description="how often a tenant's enabled lifecycle policy runs as a job; 0 = never")
     shutdown_grace_seconds: float = Field(10.0, ge=0)
     telemetry_exporter: str = Field("none", pattern="^(none|console|otlp)$")
     otlp_endpoint: str = Field("localhost:4317", description="OTLP/gRPC collector host:port for the otlp exporter")

@@ -46,7 +46,7 @@ async def test_explanation_lists_channels_fusion_and_every_factor(deps, make_ten
     [hit] = await SearchService(deps).search(world.writer, SearchQuery("kubernetes drain", top_k=1, explain=True))
     names = [c.name for c in hit.explanation]
     assert names == ["vector", "keyword", "rrf", "scope_weight", "kind_intent", "recency", "confidence", "valid_time",
-                     "consolidated"]
+                     "consolidated", "lifecycle"]
     assert hit.explanation[0].rank == 1
     factors = {c.name: c.value for c in hit.explanation}
     assert hit.score == pytest.approx(factors["rrf"] * factors["scope_weight"] * factors["kind_intent"]

@@ -34,7 +34,8 @@ def test_every_factor_is_explained():
     a = record(Kind.FACT, NOW)
     [hit] = fuse_and_adjust({"vector": [Scored(a, 0.9)]}, {"vector": 1.0}, adjustments())
     names = [c.name for c in hit.explanation]
-    assert names == ["vector", "rrf", "scope_weight", "kind_intent", "recency", "confidence", "valid_time", "consolidated"]
+    assert names == ["vector", "rrf", "scope_weight", "kind_intent", "recency", "confidence", "valid_time", "consolidated",
+                     "lifecycle"]
 
 
 def test_ties_go_to_the_earlier_scope():

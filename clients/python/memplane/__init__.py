@@ -65,6 +65,9 @@ from .types import (
     ErasureResult,
     ForgetResult,
     HistoryEntry,
+    LifecycleKindRule,
+    LifecyclePolicy,
+    LifecycleReport,
     Memory,
     Operation,
     Page,
@@ -94,6 +97,7 @@ __all__ = [
     "Operation", "ForgetResult", "ErasureResult", "ErasureReceipt", "Page", "HistoryEntry", "WorkingMemory", "Stats",
     "Conflict", "ConflictResolution", "Advice", "ReflectionDecision", "MemoryCluster", "ChangeEvent", "WatchProgress",
     "Tenant", "Agent", "ApiKey", "CreatedApiKey", "CreatedTenant", "Domain", "DomainGrant", "AuditEvent",
+    "LifecyclePolicy", "LifecycleKindRule", "LifecycleReport",
     # errors
     "MemplaneError", "InvalidArgumentError", "NotFoundError", "AlreadyExistsError",
     "PermissionDeniedError", "UnauthenticatedError", "ResourceExhaustedError",

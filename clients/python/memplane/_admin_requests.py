@@ -106,3 +106,21 @@ def list_audit_events(
     return PreparedCall(
         "ListAuditEvents", request, lambda r: _convert.page(r.events, _convert.audit_event, r.next_page_token)
     )
+
+
+def get_lifecycle_policy(tenant_id: str | None) -> PreparedCall[types.LifecyclePolicy]:
+    """GetLifecyclePolicy."""
+    request = admin_pb.GetLifecyclePolicyRequest(tenant_id=tenant_id or "")
+    return PreparedCall("GetLifecyclePolicy", request, lambda r: _convert.lifecycle_policy(r.policy))
+
+
+def set_lifecycle_policy(policy: types.LifecyclePolicy) -> PreparedCall[types.LifecyclePolicy]:
+    """SetLifecyclePolicy."""
+    request = admin_pb.SetLifecyclePolicyRequest(policy=_convert.lifecycle_policy_pb(policy))
+    return PreparedCall("SetLifecyclePolicy", request, lambda r: _convert.lifecycle_policy(r.policy))
+
+
+def run_lifecycle(tenant_id: str | None, *, dry_run: bool) -> PreparedCall[types.LifecycleReport]:
+    """RunLifecycle."""
+    request = admin_pb.RunLifecycleRequest(tenant_id=tenant_id or "", dry_run=dry_run)
+    return PreparedCall("RunLifecycle", request, lambda r: _convert.lifecycle_report(r.report))

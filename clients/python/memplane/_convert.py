@@ -98,6 +98,8 @@ def memory(pb: memory_pb2.Memory) -> types.Memory:
         sources=tuple((s.type, s.id) for s in pb.sources),
         conflicts_with=pb.conflicts_with,
         consolidated_into=pb.consolidated_into,
+        lifecycle_weight=round(pb.lifecycle_weight, _CONFIDENCE_DIGITS) or 1.0,
+        review_flag_time=time_field(pb, "review_flag_time"),
     )
 
 
@@ -334,3 +336,36 @@ def reflection_decision(pb: Any) -> types.ReflectionDecision:
 def memory_cluster(pb: Any) -> types.MemoryCluster:
     return types.MemoryCluster(kind=Kind.from_proto(pb.kind), members=memories(pb.members),
                                consolidated=memory(pb.consolidated) if pb.HasField("consolidated") else None)
+
+
+_RULE_FIELDS = ("ttl_days", "unused_days", "unused_below_confidence", "value_half_life_days", "min_value",
+                "review_min_uses", "review_below_confidence", "demote_after_days", "demote_max_uses",
+                "demote_min_confidence", "demote_weight")
+
+
+def lifecycle_policy(pb: admin_pb.LifecyclePolicy) -> types.LifecyclePolicy:
+    """A LifecyclePolicy from its proto."""
+    return types.LifecyclePolicy(
+        tenant_id=pb.tenant_id, enabled=pb.enabled, hard_delete=pb.hard_delete,
+        archive_tasks_after_days=pb.archive_tasks_after_days,
+        rules=tuple(types.LifecycleKindRule(Kind.from_proto(r.kind), **{n: getattr(r, n) for n in _RULE_FIELDS})
+                    for r in pb.rules),
+        is_set=pb.is_set, update_time=time_field(pb, "update_time"),
+    )
+
+
+def lifecycle_policy_pb(policy: types.LifecyclePolicy) -> admin_pb.LifecyclePolicy:
+    """The proto of a LifecyclePolicy (output-only fields left out)."""
+    pb = admin_pb.LifecyclePolicy(tenant_id=policy.tenant_id, enabled=policy.enabled, hard_delete=policy.hard_delete,
+                                  archive_tasks_after_days=policy.archive_tasks_after_days)
+    for r in policy.rules:
+        pb.rules.add(kind=Kind.parse(r.kind).value, **{n: getattr(r, n) for n in _RULE_FIELDS})
+    return pb
+
+
+def lifecycle_report(pb: admin_pb.LifecycleReport) -> types.LifecycleReport:
+    """A LifecycleReport from its proto."""
+    return types.LifecycleReport(
+        tenant_id=pb.tenant_id, run_time=time_field(pb, "run_time"), dry_run=pb.dry_run, examined=pb.examined,
+        counts={r.rule: r.count for r in pb.results}, memory_ids={r.rule: tuple(r.memory_ids) for r in pb.results},
+    )

@@ -100,6 +100,7 @@ def memory_filter(filters: Mapping[str, Any]) -> memory_pb2.MemoryFilter:
         attribute=filters.get("attribute") or "",
         min_confidence=filters.get("min_confidence") or 0.0,
         include_pending=bool(filters.get("include_pending")),
+        flagged_for_review=bool(filters.get("flagged_for_review")),
     )
     if filters.get("occurred_after") is not None:
         pb.occurred.start_time.CopyFrom(_convert.to_timestamp(filters["occurred_after"]))

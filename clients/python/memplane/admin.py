@@ -8,7 +8,10 @@ from __future__ import annotations
 from . import _admin_requests as req
 from ._transport import AsyncClientBase, SyncClientBase
 from .enums import DomainAccessLike, RoleLike
-from .types import AuditEvent, Agent, ApiKey, CreatedApiKey, CreatedTenant, Domain, DomainGrant, Page, Tenant
+from .types import (
+    AuditEvent, Agent, ApiKey, CreatedApiKey, CreatedTenant, Domain, DomainGrant, LifecyclePolicy, LifecycleReport,
+    Page, Tenant,
+)
 
 
 class AdminClient(SyncClientBase):
@@ -125,6 +128,25 @@ class AdminClient(SyncClientBase):
             req.list_audit_events(tenant_id=tenant_id, page_size=page_size, page_token=page_token), timeout
         )
 
+    def get_lifecycle_policy(
+        self, tenant_id: str | None = None, *, timeout: float | None = None
+    ) -> LifecyclePolicy:
+        """A tenant's lifecycle policy (the key's tenant by default), every kind listed; the defaults
+        (is_set False, not enabled) when none was set."""
+        return self._transport.call(req.get_lifecycle_policy(tenant_id), timeout)
+
+    def set_lifecycle_policy(
+        self, policy: LifecyclePolicy, *, timeout: float | None = None
+    ) -> LifecyclePolicy:
+        """Sets a tenant's lifecycle policy (policy.tenant_id, or the key's tenant) and returns it as stored."""
+        return self._transport.call(req.set_lifecycle_policy(policy), timeout)
+
+    def run_lifecycle(
+        self, tenant_id: str | None = None, *, dry_run: bool = False, timeout: float | None = None
+    ) -> LifecycleReport:
+        """Runs a tenant's lifecycle policy now; dry_run reports what it would do and changes nothing."""
+        return self._transport.call(req.run_lifecycle(tenant_id, dry_run=dry_run), timeout)
+
 
 class AsyncAdminClient(AsyncClientBase):
     """Asyncio twin of AdminClient, with coroutines in place of calls."""
@@ -239,3 +261,22 @@ class AsyncAdminClient(AsyncClientBase):
         return await self._transport.call(
             req.list_audit_events(tenant_id=tenant_id, page_size=page_size, page_token=page_token), timeout
         )
+
+    async def get_lifecycle_policy(
+        self, tenant_id: str | None = None, *, timeout: float | None = None
+    ) -> LifecyclePolicy:
+        """A tenant's lifecycle policy (the key's tenant by default), every kind listed; the defaults
+        (is_set False, not enabled) when none was set."""
+        return await self._transport.call(req.get_lifecycle_policy(tenant_id), timeout)
+
+    async def set_lifecycle_policy(
+        self, policy: LifecyclePolicy, *, timeout: float | None = None
+    ) -> LifecyclePolicy:
+        """Sets a tenant's lifecycle policy (policy.tenant_id, or the key's tenant) and returns it as stored."""
+        return await self._transport.call(req.set_lifecycle_policy(policy), timeout)
+
+    async def run_lifecycle(
+        self, tenant_id: str | None = None, *, dry_run: bool = False, timeout: float | None = None
+    ) -> LifecycleReport:
+        """Runs a tenant's lifecycle policy now; dry_run reports what it would do and changes nothing."""
+        return await self._transport.call(req.run_lifecycle(tenant_id, dry_run=dry_run), timeout)

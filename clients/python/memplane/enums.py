@@ -94,6 +94,7 @@ class MemoryStatus(ProtoEnum):
     DELETED = 4
     STALE = 5
     NEEDS_CONFIRMATION = 6
+    ARCHIVED = 7
 
 
 class HistoryAction(ProtoEnum):

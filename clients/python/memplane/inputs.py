@@ -91,6 +91,7 @@ class FilterArgs(TypedDict, total=False):
     attribute: str
     min_confidence: float
     include_pending: bool
+    flagged_for_review: bool  # only memories a lifecycle policy flagged for review
 
 
 class MemoryFields(TypedDict, total=False):

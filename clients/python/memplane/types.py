@@ -67,6 +67,8 @@ class Memory:
     sources: tuple[tuple[str, str], ...] = ()  # (type, id) of every observation behind the memory
     conflicts_with: str = ""  # NEEDS_CONFIRMATION only: the memory this one contradicts
     consolidated_into: str = ""  # a more general consolidated memory stands for this one
+    lifecycle_weight: float = 1.0  # below 1: a lifecycle policy keeps it at a lower weight in Search
+    review_flag_time: datetime | None = None  # when a lifecycle policy flagged it for review
 
 
 @dataclass(frozen=True)
@@ -390,3 +392,51 @@ class MemoryCluster:
     kind: Kind
     members: tuple[Memory, ...]
     consolidated: Memory | None
+
+
+@dataclass(frozen=True)
+class LifecycleKindRule:
+    """The lifecycle rules of one kind of memory; a zero turns a rule off (see the README)."""
+
+    kind: Kind
+    ttl_days: float = 0.0
+    unused_days: float = 0.0
+    unused_below_confidence: float = 0.0
+    value_half_life_days: float = 0.0
+    min_value: float = 0.0
+    review_min_uses: int = 0
+    review_below_confidence: float = 0.0
+    demote_after_days: float = 0.0
+    demote_max_uses: int = 0
+    demote_min_confidence: float = 0.0
+    demote_weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class LifecyclePolicy:
+    """A tenant's lifecycle policy. On set, kinds without a rule take the defaults; get lists every kind."""
+
+    tenant_id: str = ""
+    enabled: bool = False
+    hard_delete: bool = False
+    archive_tasks_after_days: float = 30.0
+    rules: tuple[LifecycleKindRule, ...] = ()
+    is_set: bool = False  # output: False when these are the defaults
+    update_time: datetime | None = None
+
+    def rule(self, kind: Kind | str) -> LifecycleKindRule | None:
+        """The rule of a kind (a Kind or its name), if listed."""
+        wanted = Kind.parse(kind)
+        return next((r for r in self.rules if Kind.parse(r.kind) is wanted), None)
+
+
+@dataclass(frozen=True)
+class LifecycleReport:
+    """What a lifecycle run did, or would do (dry_run): per rule the count and ids (first 1000)."""
+
+    tenant_id: str
+    run_time: datetime | None
+    dry_run: bool
+    examined: int
+    counts: dict[str, int]
+    memory_ids: dict[str, tuple[str, ...]]

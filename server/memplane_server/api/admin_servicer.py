@@ -9,8 +9,10 @@ from memplane.v1 import admin_service_pb2_grpc as apb_grpc
 from ..core.caller import Role
 from ..core.tenancy import Agent, ApiKey, AuditEvent, Domain, DomainGrant, Tenant
 from ..services.admin import AdminService
+from ..services.lifecycle import LifecycleService
 from .context import current_caller
 from .convert import enum_in, ts_out
+from .lifecycle_convert import policy_in, policy_out, report_out
 
 ROLES = {apb.ROLE_PLATFORM_ADMIN: Role.PLATFORM_ADMIN, apb.ROLE_TENANT_ADMIN: Role.TENANT_ADMIN,
          apb.ROLE_WRITER: Role.WRITER, apb.ROLE_READER: Role.READER, apb.ROLE_AGENT: Role.AGENT}
@@ -53,8 +55,9 @@ def event_out(event: AuditEvent, e: apb.AuditEvent) -> None:
 
 
 class AdminServicer(apb_grpc.AdminServiceServicer):
-    def __init__(self, admin: AdminService) -> None:
+    def __init__(self, admin: AdminService, lifecycle: LifecycleService) -> None:
         self.admin = admin
+        self.lifecycle = lifecycle
 
     async def CreateTenant(self, request, context):
         tenant, key, secret = await self.admin.create_tenant(
@@ -157,4 +160,26 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         response = apb.ListAuditEventsResponse(next_page_token=token)
         for event in events:
             event_out(event, response.events.add())
+        return response
+
+    async def SetLifecyclePolicy(self, request, context):
+        caller = current_caller()
+        tenant = request.policy.tenant_id or caller.tenant_id or ""
+        await self.lifecycle.set_policy(caller, tenant, policy_in(request.policy))
+        return await self._policy_response(apb.SetLifecyclePolicyResponse(), tenant)
+
+    async def GetLifecyclePolicy(self, request, context):
+        return await self._policy_response(apb.GetLifecyclePolicyResponse(), request.tenant_id)
+
+    async def _policy_response(self, response, tenant_id: str):
+        caller = current_caller()
+        tenant = tenant_id or caller.tenant_id or ""
+        policy, stored = await self.lifecycle.get_policy(caller, tenant)
+        policy_out(tenant, policy, stored is not None, stored.updated_at if stored else None, response.policy)
+        return response
+
+    async def RunLifecycle(self, request, context):
+        response = apb.RunLifecycleResponse()
+        report = await self.lifecycle.run(current_caller(), request.tenant_id, dry_run=request.dry_run)
+        report_out(report, response.report)
         return response

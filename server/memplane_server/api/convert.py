@@ -28,7 +28,8 @@ KINDS = {pb.KIND_TURN: Kind.TURN, pb.KIND_EVENT: Kind.EVENT, pb.KIND_FACT: Kind.
          pb.KIND_SUMMARY: Kind.SUMMARY}
 STATUSES = {pb.MEMORY_STATUS_ACTIVE: Status.ACTIVE, pb.MEMORY_STATUS_PENDING: Status.PENDING,
             pb.MEMORY_STATUS_SUPERSEDED: Status.SUPERSEDED, pb.MEMORY_STATUS_DELETED: Status.DELETED,
-            pb.MEMORY_STATUS_STALE: Status.STALE, pb.MEMORY_STATUS_NEEDS_CONFIRMATION: Status.NEEDS_CONFIRMATION}
+            pb.MEMORY_STATUS_STALE: Status.STALE, pb.MEMORY_STATUS_NEEDS_CONFIRMATION: Status.NEEDS_CONFIRMATION,
+            pb.MEMORY_STATUS_ARCHIVED: Status.ARCHIVED}
 HISTORY_ACTIONS = {"created": spb.HISTORY_ACTION_CREATED, "updated": spb.HISTORY_ACTION_UPDATED,
                    "superseded": spb.HISTORY_ACTION_SUPERSEDED, "merged": spb.HISTORY_ACTION_MERGED,
                    "deleted": spb.HISTORY_ACTION_DELETED, "restored": spb.HISTORY_ACTION_RESTORED,
@@ -173,6 +174,7 @@ def filter_in(f: pb.MemoryFilter) -> MemoryFilter:
         min_confidence=f.min_confidence or None,
         include_pending=f.include_pending,
         statuses=enums_in(STATUSES, f.statuses, "statuses"),
+        flagged_for_review=f.flagged_for_review,
     ))
 
 
@@ -215,6 +217,8 @@ def memory_out(r: MemoryRecord, target: pb.Memory | None = None) -> pb.Memory:
     m.embedding_model = r.embedding_model or ""
     m.conflicts_with = str(r.conflicts_with) if r.conflicts_with else ""
     m.consolidated_into = str(r.consolidated_into) if r.consolidated_into else ""
+    m.lifecycle_weight = r.lifecycle_weight
+    ts_out(m.review_flag_time, r.review_flagged_at)
     for source in r.sources:
         m.sources.add(type=source.get("type") or "", id=source.get("id") or "")
     return m

@@ -60,7 +60,7 @@ def build_server(services: Services, drain: Drain) -> tuple[grpc.aio.Server, hea
                        drain.stopping),
         server,
     )
-    admin_service_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(services.admin), server)
+    admin_service_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(services.admin, services.lifecycle), server)
     operations_service_pb2_grpc.add_OperationsServiceServicer_to_server(
         OperationsServicer(services.operations), server
     )

@@ -39,6 +39,11 @@ def consolidated_weight(memory: MemoryRecord) -> float:
     return CONSOLIDATED if memory.consolidated_into else 1.0
 
 
+def lifecycle_weight(memory: MemoryRecord) -> float:
+    """A rarely used but confident memory that a lifecycle policy kept at a lower weight."""
+    return memory.lifecycle_weight
+
+
 OUT_OF_TIME = 0.5
 
 

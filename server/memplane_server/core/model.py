@@ -38,6 +38,7 @@ class Status(str, enum.Enum):
     DELETED = "deleted"
     STALE = "stale"  # a summary one of whose sources changed; rebuilt by a job
     NEEDS_CONFIRMATION = "needs_confirmation"  # contradicts conflicts_with; see core/conflicts.py
+    ARCHIVED = "archived"  # a finished task's episode, kept out of default search (core/lifecycle.py)
 
 
 KIND_LAYER: dict[Kind, Layer] = {
@@ -135,6 +136,8 @@ class MemoryRecord:
     sources: list[dict[str, Any]] = field(default_factory=list)
     conflicts_with: UUID | None = None
     consolidated_into: UUID | None = None  # a lesson or procedure a more general one now stands for
+    lifecycle_weight: float = 1.0  # below 1: kept at a lower weight by a lifecycle policy
+    review_flagged_at: datetime | None = None  # often used, little believed: a lifecycle run asks for review
 
 
 @dataclass(frozen=True)
@@ -154,6 +157,7 @@ class MemoryFilter:
     min_confidence: float | None = None
     include_pending: bool = False
     statuses: tuple[Status, ...] = ()
+    flagged_for_review: bool = False  # only memories a lifecycle run flagged for review
 
     def effective_statuses(self) -> tuple[Status, ...]:
         if self.statuses:

@@ -1,12 +1,13 @@
 """From channel results to ranked hits: weighted reciprocal rank fusion, then one factor per
-adjustment (scope, kind intent, recency, confidence, valid time), each listed in the explanation."""
+adjustment (scope, kind intent, recency, confidence, valid time, consolidation, lifecycle weight),
+each listed in the explanation."""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 from datetime import datetime
 
-from .adjust import confidence_weight, consolidated_weight, kind_bonus, recency, valid_time_weight
+from .adjust import confidence_weight, consolidated_weight, kind_bonus, lifecycle_weight, recency, valid_time_weight
 from .fusion import RRF_K, reciprocal_rank_fusion
 from .intent import Intent
 from .model import MemoryRecord, Scope, ScoreComponent, Scored, SearchHit
@@ -48,6 +49,8 @@ def fuse_and_adjust(results: dict[str, list[Scored]], weights: dict[str, float],
             ("valid_time", valid_time_weight(record, span), asked),
             ("consolidated", consolidated_weight(record),
              f"consolidated into {record.consolidated_into}" if record.consolidated_into else "not consolidated"),
+            ("lifecycle", lifecycle_weight(record), "kept at a lower weight: rarely used (lifecycle policy)"
+             if record.lifecycle_weight < 1 else "full weight"),
         ]
         score = rrf * math.prod(value for _, value, _ in factors)
         explanation = []

@@ -119,11 +119,13 @@ async def search(request: Request) -> Response:
 
 @signed_in
 async def review(request: Request) -> Response:
-    """Open conflicts (to resolve) and summaries gone stale since a source of theirs changed."""
+    """Open conflicts (to resolve), summaries gone stale since a source of theirs changed, and
+    memories a lifecycle policy flagged for review (often used, little believed)."""
     async with client_of(request) as client:
         conflicts = await client.list_conflicts(page_size=100)
         stale = await client.list_memories(kinds=Kind.SUMMARY, statuses=MemoryStatus.STALE, page_size=100)
-    return page(request, "review.html", conflicts=conflicts.items, stale=stale.items,
+        flagged = await client.list_memories(flagged_for_review=True, include_pending=True, page_size=100)
+    return page(request, "review.html", conflicts=conflicts.items, stale=stale.items, flagged=flagged.items,
                 done=request.query_params.get("done", ""))
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..core.lifecycle import Clock, wall_clock
 from ..llm.embedders import Embedder
 from ..llm.chat import ChatModel
 from ..settings import Settings
@@ -39,3 +40,5 @@ class Deps:
     change_listener: ChangeListener
     # Cached responses of request ids; forgets and erasures drop what they remove from it.
     idempotency: IdempotencyStore | None = None
+    # Wall time in production; tests inject one to age memories (search usage, lifecycle runs).
+    clock: Clock = wall_clock

@@ -15,6 +15,7 @@ from .extract import ExtractService
 from .forget import ForgetService
 from .foresight import ForesightService
 from .idempotency import Idempotency
+from .lifecycle import LifecycleService
 from .memories import MemoriesService
 from .operations import OperationsService
 from .rate_limits import RateLimits
@@ -42,6 +43,7 @@ class Services:
     operations: OperationsService
     contexts: ContextService
     admin: AdminService
+    lifecycle: LifecycleService
     auth: Authenticator
     idempotency: Idempotency
     rate_limits: RateLimits

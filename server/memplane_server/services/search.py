@@ -8,7 +8,7 @@ import asyncio
 import logging
 import math
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 
 import numpy as np
 
@@ -83,7 +83,7 @@ class SearchService:
         caller.require_tenant()
         settings = self.deps.settings
         limit = max(settings.search_candidates, top_k)
-        now = q.as_of or datetime.now(timezone.utc)
+        now = q.as_of or self.deps.clock()
 
         transcript = read_transcript(q.text)
         text = transcript.words(settings.search_dialogue_user_only) if transcript else q.text
@@ -208,7 +208,8 @@ class SearchService:
             user_id=user_id))
 
     def _mark_used(self, caller: Caller, ids: list) -> None:
-        self._in_background("usage counters not updated", self.deps.memories.mark_used(caller, ids))
+        self._in_background("usage counters not updated",
+                            self.deps.memories.mark_used(caller, ids, at=self.deps.clock()))
 
     def _in_background(self, failure: str, work) -> None:
         """Bookkeeping the caller should not wait for; its failures are logged once per cause."""

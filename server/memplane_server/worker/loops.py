@@ -1,5 +1,5 @@
 """The background loops besides jobs: working-memory expiry and old request records, turn
-windows, keyword statistics, the backlog gauges and the consolidation schedule. Each runs until its
+windows, keyword statistics, the backlog gauges and the consolidation and lifecycle schedules. Each runs until its
 runner is told to stop and outlives any single failure."""
 from __future__ import annotations
 
@@ -96,4 +96,15 @@ async def schedule_consolidations(deps: Deps, every_seconds: float, runner: JobR
             await deps.jobs.schedule_consolidations(every_seconds)
         except Exception as exc:  # PostgreSQL away: the next period queues them
             failures.log(cause_of(exc), "scheduling consolidations failed")
+        await runner.wait(min(every_seconds, 60.0))
+
+
+async def schedule_lifecycle(deps: Deps, every_seconds: float, runner: JobRunner) -> None:
+    """Queues each enabled lifecycle policy's run (MEMPLANE_LIFECYCLE_EVERY_SECONDS)."""
+    failures = OncePerCause(log)
+    while not runner.stopping:
+        try:
+            await deps.jobs.schedule_lifecycle(every_seconds)
+        except Exception as exc:  # PostgreSQL away: the next period queues them
+            failures.log(cause_of(exc), "scheduling lifecycle runs failed")
         await runner.wait(min(every_seconds, 60.0))

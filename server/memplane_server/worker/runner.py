@@ -9,6 +9,7 @@ from typing import NamedTuple
 from ..core.attribution import reset_work_tenant, set_work_tenant
 from ..core.caller import caller_from_json
 from ..core.erasure import receipt_to_json
+from ..core.lifecycle import report_to_json
 from ..core.errors import Code, MemplaneError
 from ..core.model import Scope
 from ..core.operations import Job
@@ -19,6 +20,7 @@ from ..services.deps import Deps
 from ..services.consolidate import ConsolidateService
 from ..services.erasure import ErasureService
 from ..services.extract import ExtractService
+from ..services.lifecycle import LifecycleService
 from ..services.reflect import ReflectService
 
 log = logging.getLogger(__name__)
@@ -34,16 +36,19 @@ class JobDone(NamedTuple):
     summary: str
     receipt: dict | None = None
     payload: dict | None = None
+    report: dict | None = None  # a lifecycle run's
 
 
 class JobRunner:
     def __init__(self, deps: Deps, reflections: ReflectService, extractions: ExtractService,
-                 consolidations: ConsolidateService, erasures: ErasureService | None = None) -> None:
+                 consolidations: ConsolidateService, erasures: ErasureService | None = None,
+                 lifecycle: LifecycleService | None = None) -> None:
         self.deps = deps
         self.reflect = reflections
         self.extract = extractions
         self.consolidate = consolidations
         self.erase = erasures
+        self.lifecycle = lifecycle
         self._stopping = asyncio.Event()
         self._failures = OncePerCause(log)
 
@@ -86,7 +91,7 @@ class JobRunner:
             if await self.deps.jobs.is_cancelled(job.id):
                 return True
             await self.deps.jobs.succeed(job.id, job.attempts, [str(m.id) for m in done.memories], done.summary,
-                                         receipt=done.receipt, payload=done.payload)
+                                         receipt=done.receipt, payload=done.payload, report=done.report)
         except asyncio.CancelledError:
             if not keeper.done():
                 raise  # the runner itself is being stopped
@@ -125,6 +130,9 @@ class JobRunner:
             # The job keeps the receipt; the user id leaves its payload.
             return JobDone([], f"erased {erased.count} memories", receipt=receipt_to_json(erased.receipt),
                            payload={"subject": erased.receipt.subject})
+        if job.type == "lifecycle" and self.lifecycle is not None:
+            report = await self.lifecycle.run_for(caller.require_tenant(), dry_run=bool(job.payload.get("dry_run")))
+            return JobDone([], report.summary(), report=report_to_json(report))
         if job.type == "reflect":
             outcome = await self.reflect.run(caller, input_from_json(job.payload), request=request)
             return JobDone(outcome.memories, outcome.summary)

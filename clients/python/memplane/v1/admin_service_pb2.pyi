@@ -1,6 +1,7 @@
 import datetime
 
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from memplane.v1 import memory_pb2 as _memory_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -325,3 +326,111 @@ class ListAuditEventsResponse(_message.Message):
     events: _containers.RepeatedCompositeFieldContainer[AuditEvent]
     next_page_token: str
     def __init__(self, events: _Optional[_Iterable[_Union[AuditEvent, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class LifecycleKindRule(_message.Message):
+    __slots__ = ("kind", "ttl_days", "unused_days", "unused_below_confidence", "value_half_life_days", "min_value", "review_min_uses", "review_below_confidence", "demote_after_days", "demote_max_uses", "demote_min_confidence", "demote_weight")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    TTL_DAYS_FIELD_NUMBER: _ClassVar[int]
+    UNUSED_DAYS_FIELD_NUMBER: _ClassVar[int]
+    UNUSED_BELOW_CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
+    VALUE_HALF_LIFE_DAYS_FIELD_NUMBER: _ClassVar[int]
+    MIN_VALUE_FIELD_NUMBER: _ClassVar[int]
+    REVIEW_MIN_USES_FIELD_NUMBER: _ClassVar[int]
+    REVIEW_BELOW_CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
+    DEMOTE_AFTER_DAYS_FIELD_NUMBER: _ClassVar[int]
+    DEMOTE_MAX_USES_FIELD_NUMBER: _ClassVar[int]
+    DEMOTE_MIN_CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
+    DEMOTE_WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    kind: _memory_pb2.Kind
+    ttl_days: float
+    unused_days: float
+    unused_below_confidence: float
+    value_half_life_days: float
+    min_value: float
+    review_min_uses: int
+    review_below_confidence: float
+    demote_after_days: float
+    demote_max_uses: int
+    demote_min_confidence: float
+    demote_weight: float
+    def __init__(self, kind: _Optional[_Union[_memory_pb2.Kind, str]] = ..., ttl_days: _Optional[float] = ..., unused_days: _Optional[float] = ..., unused_below_confidence: _Optional[float] = ..., value_half_life_days: _Optional[float] = ..., min_value: _Optional[float] = ..., review_min_uses: _Optional[int] = ..., review_below_confidence: _Optional[float] = ..., demote_after_days: _Optional[float] = ..., demote_max_uses: _Optional[int] = ..., demote_min_confidence: _Optional[float] = ..., demote_weight: _Optional[float] = ...) -> None: ...
+
+class LifecyclePolicy(_message.Message):
+    __slots__ = ("tenant_id", "enabled", "hard_delete", "archive_tasks_after_days", "rules", "is_set", "update_time")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    ENABLED_FIELD_NUMBER: _ClassVar[int]
+    HARD_DELETE_FIELD_NUMBER: _ClassVar[int]
+    ARCHIVE_TASKS_AFTER_DAYS_FIELD_NUMBER: _ClassVar[int]
+    RULES_FIELD_NUMBER: _ClassVar[int]
+    IS_SET_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    enabled: bool
+    hard_delete: bool
+    archive_tasks_after_days: float
+    rules: _containers.RepeatedCompositeFieldContainer[LifecycleKindRule]
+    is_set: bool
+    update_time: _timestamp_pb2.Timestamp
+    def __init__(self, tenant_id: _Optional[str] = ..., enabled: _Optional[bool] = ..., hard_delete: _Optional[bool] = ..., archive_tasks_after_days: _Optional[float] = ..., rules: _Optional[_Iterable[_Union[LifecycleKindRule, _Mapping]]] = ..., is_set: _Optional[bool] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class LifecycleRuleResult(_message.Message):
+    __slots__ = ("rule", "count", "memory_ids")
+    RULE_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_IDS_FIELD_NUMBER: _ClassVar[int]
+    rule: str
+    count: int
+    memory_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, rule: _Optional[str] = ..., count: _Optional[int] = ..., memory_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class LifecycleReport(_message.Message):
+    __slots__ = ("tenant_id", "run_time", "dry_run", "examined", "results")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    RUN_TIME_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    EXAMINED_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    run_time: _timestamp_pb2.Timestamp
+    dry_run: bool
+    examined: int
+    results: _containers.RepeatedCompositeFieldContainer[LifecycleRuleResult]
+    def __init__(self, tenant_id: _Optional[str] = ..., run_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., dry_run: _Optional[bool] = ..., examined: _Optional[int] = ..., results: _Optional[_Iterable[_Union[LifecycleRuleResult, _Mapping]]] = ...) -> None: ...
+
+class SetLifecyclePolicyRequest(_message.Message):
+    __slots__ = ("policy",)
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    policy: LifecyclePolicy
+    def __init__(self, policy: _Optional[_Union[LifecyclePolicy, _Mapping]] = ...) -> None: ...
+
+class SetLifecyclePolicyResponse(_message.Message):
+    __slots__ = ("policy",)
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    policy: LifecyclePolicy
+    def __init__(self, policy: _Optional[_Union[LifecyclePolicy, _Mapping]] = ...) -> None: ...
+
+class GetLifecyclePolicyRequest(_message.Message):
+    __slots__ = ("tenant_id",)
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    def __init__(self, tenant_id: _Optional[str] = ...) -> None: ...
+
+class GetLifecyclePolicyResponse(_message.Message):
+    __slots__ = ("policy",)
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    policy: LifecyclePolicy
+    def __init__(self, policy: _Optional[_Union[LifecyclePolicy, _Mapping]] = ...) -> None: ...
+
+class RunLifecycleRequest(_message.Message):
+    __slots__ = ("tenant_id", "dry_run")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    dry_run: bool
+    def __init__(self, tenant_id: _Optional[str] = ..., dry_run: _Optional[bool] = ...) -> None: ...
+
+class RunLifecycleResponse(_message.Message):
+    __slots__ = ("report",)
+    REPORT_FIELD_NUMBER: _ClassVar[int]
+    report: LifecycleReport
+    def __init__(self, report: _Optional[_Union[LifecycleReport, _Mapping]] = ...) -> None: ...

@@ -107,6 +107,21 @@ class AdminServiceStub:
                 request_serializer=memplane_dot_v1_dot_admin__service__pb2.ListAuditEventsRequest.SerializeToString,
                 response_deserializer=memplane_dot_v1_dot_admin__service__pb2.ListAuditEventsResponse.FromString,
                 _registered_method=True)
+        self.SetLifecyclePolicy = channel.unary_unary(
+                '/memplane.v1.AdminService/SetLifecyclePolicy',
+                request_serializer=memplane_dot_v1_dot_admin__service__pb2.SetLifecyclePolicyRequest.SerializeToString,
+                response_deserializer=memplane_dot_v1_dot_admin__service__pb2.SetLifecyclePolicyResponse.FromString,
+                _registered_method=True)
+        self.GetLifecyclePolicy = channel.unary_unary(
+                '/memplane.v1.AdminService/GetLifecyclePolicy',
+                request_serializer=memplane_dot_v1_dot_admin__service__pb2.GetLifecyclePolicyRequest.SerializeToString,
+                response_deserializer=memplane_dot_v1_dot_admin__service__pb2.GetLifecyclePolicyResponse.FromString,
+                _registered_method=True)
+        self.RunLifecycle = channel.unary_unary(
+                '/memplane.v1.AdminService/RunLifecycle',
+                request_serializer=memplane_dot_v1_dot_admin__service__pb2.RunLifecycleRequest.SerializeToString,
+                response_deserializer=memplane_dot_v1_dot_admin__service__pb2.RunLifecycleResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -213,6 +228,27 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetLifecyclePolicy(self, request, context):
+        """Sets a tenant's lifecycle policy (tenant admin of that tenant, or platform admin).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetLifecyclePolicy(self, request, context):
+        """Reads a tenant's lifecycle policy; the defaults (not enabled) when none was set.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RunLifecycle(self, request, context):
+        """Runs a tenant's lifecycle policy now, or reports what it would do (dry_run).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -285,6 +321,21 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.ListAuditEvents,
                     request_deserializer=memplane_dot_v1_dot_admin__service__pb2.ListAuditEventsRequest.FromString,
                     response_serializer=memplane_dot_v1_dot_admin__service__pb2.ListAuditEventsResponse.SerializeToString,
+            ),
+            'SetLifecyclePolicy': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetLifecyclePolicy,
+                    request_deserializer=memplane_dot_v1_dot_admin__service__pb2.SetLifecyclePolicyRequest.FromString,
+                    response_serializer=memplane_dot_v1_dot_admin__service__pb2.SetLifecyclePolicyResponse.SerializeToString,
+            ),
+            'GetLifecyclePolicy': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetLifecyclePolicy,
+                    request_deserializer=memplane_dot_v1_dot_admin__service__pb2.GetLifecyclePolicyRequest.FromString,
+                    response_serializer=memplane_dot_v1_dot_admin__service__pb2.GetLifecyclePolicyResponse.SerializeToString,
+            ),
+            'RunLifecycle': grpc.unary_unary_rpc_method_handler(
+                    servicer.RunLifecycle,
+                    request_deserializer=memplane_dot_v1_dot_admin__service__pb2.RunLifecycleRequest.FromString,
+                    response_serializer=memplane_dot_v1_dot_admin__service__pb2.RunLifecycleResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -668,6 +719,87 @@ class AdminService:
             '/memplane.v1.AdminService/ListAuditEvents',
             memplane_dot_v1_dot_admin__service__pb2.ListAuditEventsRequest.SerializeToString,
             memplane_dot_v1_dot_admin__service__pb2.ListAuditEventsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetLifecyclePolicy(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memplane.v1.AdminService/SetLifecyclePolicy',
+            memplane_dot_v1_dot_admin__service__pb2.SetLifecyclePolicyRequest.SerializeToString,
+            memplane_dot_v1_dot_admin__service__pb2.SetLifecyclePolicyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetLifecyclePolicy(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memplane.v1.AdminService/GetLifecyclePolicy',
+            memplane_dot_v1_dot_admin__service__pb2.GetLifecyclePolicyRequest.SerializeToString,
+            memplane_dot_v1_dot_admin__service__pb2.GetLifecyclePolicyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RunLifecycle(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memplane.v1.AdminService/RunLifecycle',
+            memplane_dot_v1_dot_admin__service__pb2.RunLifecycleRequest.SerializeToString,
+            memplane_dot_v1_dot_admin__service__pb2.RunLifecycleResponse.FromString,
             options,
             channel_credentials,
             insecure,

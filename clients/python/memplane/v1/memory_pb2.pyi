@@ -46,6 +46,7 @@ class MemoryStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     MEMORY_STATUS_DELETED: _ClassVar[MemoryStatus]
     MEMORY_STATUS_STALE: _ClassVar[MemoryStatus]
     MEMORY_STATUS_NEEDS_CONFIRMATION: _ClassVar[MemoryStatus]
+    MEMORY_STATUS_ARCHIVED: _ClassVar[MemoryStatus]
 SCOPE_UNSPECIFIED: Scope
 SCOPE_GLOBAL: Scope
 SCOPE_DOMAIN: Scope
@@ -70,6 +71,7 @@ MEMORY_STATUS_SUPERSEDED: MemoryStatus
 MEMORY_STATUS_DELETED: MemoryStatus
 MEMORY_STATUS_STALE: MemoryStatus
 MEMORY_STATUS_NEEDS_CONFIRMATION: MemoryStatus
+MEMORY_STATUS_ARCHIVED: MemoryStatus
 
 class Source(_message.Message):
     __slots__ = ("type", "id")
@@ -80,7 +82,7 @@ class Source(_message.Message):
     def __init__(self, type: _Optional[str] = ..., id: _Optional[str] = ...) -> None: ...
 
 class Memory(_message.Message):
-    __slots__ = ("id", "tenant_id", "scope", "domain", "agent_id", "user_id", "session_id", "layer", "kind", "content", "context", "entity", "attribute", "value", "tags", "metadata", "confidence", "status", "supersedes", "source", "occurred_at", "valid_from", "valid_to", "create_time", "update_time", "last_used_time", "use_count", "embedding_model", "expire_time", "sources", "conflicts_with", "consolidated_into")
+    __slots__ = ("id", "tenant_id", "scope", "domain", "agent_id", "user_id", "session_id", "layer", "kind", "content", "context", "entity", "attribute", "value", "tags", "metadata", "confidence", "status", "supersedes", "source", "occurred_at", "valid_from", "valid_to", "create_time", "update_time", "last_used_time", "use_count", "embedding_model", "expire_time", "sources", "conflicts_with", "consolidated_into", "lifecycle_weight", "review_flag_time")
     ID_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     SCOPE_FIELD_NUMBER: _ClassVar[int]
@@ -113,6 +115,8 @@ class Memory(_message.Message):
     SOURCES_FIELD_NUMBER: _ClassVar[int]
     CONFLICTS_WITH_FIELD_NUMBER: _ClassVar[int]
     CONSOLIDATED_INTO_FIELD_NUMBER: _ClassVar[int]
+    LIFECYCLE_WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    REVIEW_FLAG_TIME_FIELD_NUMBER: _ClassVar[int]
     id: str
     tenant_id: str
     scope: Scope
@@ -145,7 +149,9 @@ class Memory(_message.Message):
     sources: _containers.RepeatedCompositeFieldContainer[Source]
     conflicts_with: str
     consolidated_into: str
-    def __init__(self, id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., scope: _Optional[_Union[Scope, str]] = ..., domain: _Optional[str] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., layer: _Optional[_Union[Layer, str]] = ..., kind: _Optional[_Union[Kind, str]] = ..., content: _Optional[str] = ..., context: _Optional[str] = ..., entity: _Optional[str] = ..., attribute: _Optional[str] = ..., value: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., confidence: _Optional[float] = ..., status: _Optional[_Union[MemoryStatus, str]] = ..., supersedes: _Optional[str] = ..., source: _Optional[_Union[Source, _Mapping]] = ..., occurred_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_used_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., use_count: _Optional[int] = ..., embedding_model: _Optional[str] = ..., expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., sources: _Optional[_Iterable[_Union[Source, _Mapping]]] = ..., conflicts_with: _Optional[str] = ..., consolidated_into: _Optional[str] = ...) -> None: ...
+    lifecycle_weight: float
+    review_flag_time: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., scope: _Optional[_Union[Scope, str]] = ..., domain: _Optional[str] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., layer: _Optional[_Union[Layer, str]] = ..., kind: _Optional[_Union[Kind, str]] = ..., content: _Optional[str] = ..., context: _Optional[str] = ..., entity: _Optional[str] = ..., attribute: _Optional[str] = ..., value: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., confidence: _Optional[float] = ..., status: _Optional[_Union[MemoryStatus, str]] = ..., supersedes: _Optional[str] = ..., source: _Optional[_Union[Source, _Mapping]] = ..., occurred_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_used_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., use_count: _Optional[int] = ..., embedding_model: _Optional[str] = ..., expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., sources: _Optional[_Iterable[_Union[Source, _Mapping]]] = ..., conflicts_with: _Optional[str] = ..., consolidated_into: _Optional[str] = ..., lifecycle_weight: _Optional[float] = ..., review_flag_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class TimeRange(_message.Message):
     __slots__ = ("start_time", "end_time")
@@ -156,7 +162,7 @@ class TimeRange(_message.Message):
     def __init__(self, start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class MemoryFilter(_message.Message):
-    __slots__ = ("scopes", "layers", "kinds", "domains", "agent_id", "user_id", "session_id", "tags", "occurred", "entity", "attribute", "min_confidence", "include_pending", "statuses")
+    __slots__ = ("scopes", "layers", "kinds", "domains", "agent_id", "user_id", "session_id", "tags", "occurred", "entity", "attribute", "min_confidence", "include_pending", "statuses", "flagged_for_review")
     SCOPES_FIELD_NUMBER: _ClassVar[int]
     LAYERS_FIELD_NUMBER: _ClassVar[int]
     KINDS_FIELD_NUMBER: _ClassVar[int]
@@ -171,6 +177,7 @@ class MemoryFilter(_message.Message):
     MIN_CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_PENDING_FIELD_NUMBER: _ClassVar[int]
     STATUSES_FIELD_NUMBER: _ClassVar[int]
+    FLAGGED_FOR_REVIEW_FIELD_NUMBER: _ClassVar[int]
     scopes: _containers.RepeatedScalarFieldContainer[Scope]
     layers: _containers.RepeatedScalarFieldContainer[Layer]
     kinds: _containers.RepeatedScalarFieldContainer[Kind]
@@ -185,4 +192,5 @@ class MemoryFilter(_message.Message):
     min_confidence: float
     include_pending: bool
     statuses: _containers.RepeatedScalarFieldContainer[MemoryStatus]
-    def __init__(self, scopes: _Optional[_Iterable[_Union[Scope, str]]] = ..., layers: _Optional[_Iterable[_Union[Layer, str]]] = ..., kinds: _Optional[_Iterable[_Union[Kind, str]]] = ..., domains: _Optional[_Iterable[str]] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., occurred: _Optional[_Union[TimeRange, _Mapping]] = ..., entity: _Optional[str] = ..., attribute: _Optional[str] = ..., min_confidence: _Optional[float] = ..., include_pending: _Optional[bool] = ..., statuses: _Optional[_Iterable[_Union[MemoryStatus, str]]] = ...) -> None: ...
+    flagged_for_review: bool
+    def __init__(self, scopes: _Optional[_Iterable[_Union[Scope, str]]] = ..., layers: _Optional[_Iterable[_Union[Layer, str]]] = ..., kinds: _Optional[_Iterable[_Union[Kind, str]]] = ..., domains: _Optional[_Iterable[str]] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., occurred: _Optional[_Union[TimeRange, _Mapping]] = ..., entity: _Optional[str] = ..., attribute: _Optional[str] = ..., min_confidence: _Optional[float] = ..., include_pending: _Optional[bool] = ..., statuses: _Optional[_Iterable[_Union[MemoryStatus, str]]] = ..., flagged_for_review: _Optional[bool] = ...) -> None: ...

@@ -62,6 +62,26 @@ class JobStore:
                 every_seconds,
             ))
 
+    async def schedule_lifecycle(self, every_seconds: float) -> int:
+        """Queues a lifecycle run of each tenant whose policy is enabled, unless one ran or waits
+        within the period; schedulers take turns, so once a period. Returns how many were queued."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext('memplane.lifecycle.schedule'))")
+            return len(await conn.fetch(
+                """
+                INSERT INTO jobs (tenant_id, id, type, state, payload, caller)
+                SELECT p.tenant_id, gen_random_uuid(), 'lifecycle', 'pending', '{"dry_run": false}'::jsonb,
+                       jsonb_build_object('key_id', 'system:lifecycle', 'role', 'writer', 'tenant_id', p.tenant_id,
+                                          'agent_id', NULL, 'domains', '{}'::jsonb)
+                FROM lifecycle_policies p
+                WHERE p.enabled
+                  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.tenant_id = p.tenant_id AND j.type = 'lifecycle'
+                                    AND (j.state IN ('pending', 'running') OR j.created_at > now() - make_interval(secs => $1)))
+                RETURNING id
+                """,
+                every_seconds,
+            ))
+
     async def claim(self, lease_seconds: float) -> Job | None:
         """Takes the oldest ready job for lease_seconds (renewed while it runs); a dead worker's job
         becomes ready again when its lease runs out."""
@@ -92,10 +112,12 @@ class JobStore:
 
     async def succeed(
         self, job_id: uuid.UUID, attempt: int, memory_ids: list[str], summary: str, *, receipt: dict | None = None,
-        payload: dict | None = None,
+        payload: dict | None = None, report: dict | None = None,
     ) -> None:
-        """Records the result; payload, when given, replaces the job's (an erasure drops the user id)."""
-        result = {"memory_ids": memory_ids, "summary": summary, **({"receipt": receipt} if receipt else {})}
+        """Records the result (a lifecycle run's report with it); payload, when given, replaces the
+        job's (an erasure drops the user id)."""
+        result = {"memory_ids": memory_ids, "summary": summary, **({"receipt": receipt} if receipt else {}),
+                  **({"report": report} if report else {})}
         await self.pool.execute(
             "UPDATE jobs SET state = 'succeeded', result = $3, payload = coalesce($4, payload), updated_at = now(),"
             " error_reason = '', error_message = '' WHERE id = $1 AND attempts = $2 AND state = 'running'",

@@ -293,15 +293,16 @@ class MemoryStore:
             )
         return [Scored(record_from_row(r), float(r["matched"])) for r in rows]
 
-    async def mark_used(self, caller: Caller, ids: Sequence[uuid.UUID]) -> None:
-        """Usage counters; only rows the caller may change (a read-only domain member's hits stay as they are)."""
+    async def mark_used(self, caller: Caller, ids: Sequence[uuid.UUID], *, at: datetime | None = None) -> None:
+        """Usage counters (at: the time of use, now when None); only rows the caller may change (a
+        read-only domain member's hits stay as they are)."""
         if ids:
-            p = Params(list(ids))
+            p = Params(list(ids), at)
             async with self.session(caller) as conn:
                 # Counters are best effort: rows another transaction holds (a forget deleting them,
                 # in its own order) are skipped, not waited for, so the two never deadlock.
                 await conn.execute(
-                    f"UPDATE memories m SET last_used_at = now(), use_count = use_count + 1"
+                    f"UPDATE memories m SET last_used_at = coalesce($2::timestamptz, now()), use_count = use_count + 1"
                     f" WHERE m.id IN (SELECT l.id FROM memories l WHERE l.id = ANY($1::uuid[]) ORDER BY l.id"
                     f" FOR UPDATE SKIP LOCKED) AND {writable(caller, p)}",
                     *p.values,

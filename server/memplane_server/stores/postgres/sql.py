@@ -20,7 +20,7 @@ MEMORY_COLUMNS = (
     " m.content, m.context, m.entity, m.attribute, m.value, m.tags, m.metadata, m.confidence, m.status,"
     " m.supersedes, m.source_type, m.source_id, m.occurred_at, m.valid_from, m.valid_to, m.created_at,"
     " m.updated_at, m.last_used_at, m.use_count, m.embedding_model, m.sources, m.conflicts_with,"
-    " m.consolidated_into"
+    " m.consolidated_into, m.lifecycle_weight, m.review_flagged_at"
 )
 
 
@@ -89,6 +89,8 @@ def filter_clauses(f: MemoryFilter, p: Params, *, as_of: datetime | None = None)
         where.append(f"m.occurred_at < {p.add(f.occurred_before)}")
     if f.min_confidence:
         where.append(f"m.confidence >= {p.add(f.min_confidence)}")
+    if f.flagged_for_review:
+        where.append("m.review_flagged_at IS NOT NULL")
     statuses = p.add([s.value for s in f.effective_statuses()])
     if as_of is None:
         where.append(f"m.status = ANY({statuses}::text[])")
@@ -137,6 +139,7 @@ def record_from_row(values: Mapping[str, Any]) -> MemoryRecord:
         embedding_model=values.get("embedding_model"), sources=list(values.get("sources") or []),
         conflicts_with=_uuid_or_none(values.get("conflicts_with")),
         consolidated_into=_uuid_or_none(values.get("consolidated_into")),
+        lifecycle_weight=float(values.get("lifecycle_weight") or 1.0), review_flagged_at=ts("review_flagged_at"),
     )
 
 
@@ -158,6 +161,7 @@ def record_to_json(r: MemoryRecord) -> dict[str, Any]:
         "embedding_model": r.embedding_model, "sources": r.sources,
         "conflicts_with": str(r.conflicts_with) if r.conflicts_with else None,
         "consolidated_into": str(r.consolidated_into) if r.consolidated_into else None,
+        "lifecycle_weight": r.lifecycle_weight, "review_flagged_at": ts(r.review_flagged_at),
     }
 
 
