@@ -48,10 +48,22 @@ def admin_of(tenant: str) -> Caller:
     return Caller(key_id=f"{tenant}-admin", role=TENANT_ADMIN, tenant_id=tenant, agent_id=None)
 
 
+# Texts far apart: near-duplicate facts would supersede each other at write time (by chance, as
+# the similarity of "<name> note <random hex>" texts varies), and a superseded fact has no rules.
+TEXTS = {
+    "turn": "Can we move the standup to Thursday?", "cold_event": "The printer on floor two jammed",
+    "hot_event": "Release 4.2 shipped to production", "task_event": "The invoice export finished",
+    "doubtful_fact": "The office cat might be called Miso", "sure_fact": "Payroll runs on the last Friday",
+    "doubted_fact": "The VPN gateway is in Frankfurt", "idle_lesson": "Archive old tickets before a migration",
+    "used_lesson": "Always pin dependency versions in CI", "procedure": "To rotate keys, drain the queue first",
+    "task_summary": "Exported the March invoices", "private_turn": "Remind me to call the bank",
+}
+
+
 def draft(name: str, kind: Kind, *, confidence: float = 1.0, session: str | None = None, scope=Scope.GLOBAL,
           source: tuple[str, str] | None = None) -> MemoryDraft:
     return MemoryDraft(scope=scope, domain=None, agent_id=None, layer=None, kind=kind,
-                       content=f"{name} note {uuid.uuid4().hex[:8]}", tags=(name,), confidence=confidence,
+                       content=f"{TEXTS.get(name, name)} ({uuid.uuid4().hex[:8]})", tags=(name,), confidence=confidence,
                        session_id=session, source_type=source[0] if source else None,
                        source_id=source[1] if source else None)
 
