@@ -60,6 +60,7 @@ from .stores.redis.working import WorkingStore
 from .telemetry import setup_telemetry
 from .worker.loops import (
     build_turn_windows, keep_keyword_stats, report_backlogs, schedule_consolidations, sweep_expired,
+    upgrade_turn_windows,
 )
 from .worker.runner import JobRunner
 
@@ -252,6 +253,8 @@ def start_background(deps: Deps, services: Services) -> tuple[list[JobRunner], l
             sweep_expired(services.working, services.writes, services.watches, s.working_sweep_seconds, runners[0])))
     if runners and s.context_window:
         tasks.append(asyncio.create_task(build_turn_windows(services.contexts, runners[0])))
+        if s.context_vectors == "embed":
+            tasks.append(asyncio.create_task(upgrade_turn_windows(services.contexts, runners[0])))
     if runners:
         tasks.append(asyncio.create_task(report_backlogs(deps, runners[0])))
         tasks.append(asyncio.create_task(keep_keyword_stats(deps, s.keyword_stats_seconds, runners[0])))
