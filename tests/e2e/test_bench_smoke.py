@@ -28,3 +28,11 @@ def test_search_scale_benchmark_runs_end_to_end():
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "ratio p50 search/floor" in out.stdout
+
+
+@pytest.mark.skipif(not LOCOMO.exists(), reason="needs ../shared/bench beside the checkout, as CI has")
+def test_ingest_benchmark_runs_end_to_end():
+    out = subprocess.run([sys.executable, str(BENCH / "ingest.py"), "--turns", "100", "--sustain", "5"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "ratio indexed/embedding" in out.stdout and "backlog max (s of writes)" in out.stdout
