@@ -162,7 +162,7 @@ def report(env: dict, rounds: list[dict], load: dict | None) -> None:
     for r, x in enumerate(rounds):
         print(f"  round {r + 1}: {x['turns']} turns; embedding only {x['embed_per_s']:6.1f}/s; written"
               f" {x['written_per_s']:6.1f}/s; written and indexed {x['indexed_per_s']:6.1f}/s;"
-              f" ratio indexed/embedding {x['ratio']:.2f}"
+              f" ratio indexed/embedding {x['ratio']:.2f} (indexed/written {x['indexed_per_s'] / x['written_per_s']:.2f})"
               + (f"; windows upgraded {x['upgraded_s']:.0f} s after" if "upgraded_s" in x else ""))
     ratio = statistics.mean(x["ratio"] for x in rounds)
     print(f"  ratio indexed/embedding (mean of rounds): {ratio:.2f}"
