@@ -239,7 +239,7 @@ def build_services(deps: Deps, runtime: Runtime) -> Services:
 
 def start_background(deps: Deps, services: Services) -> tuple[list[JobRunner], list[asyncio.Task]]:
     """One process's share of the background work: job runners, the expiry sweep, the turn-window
-    builder, the backlog gauges, the keyword statistics and the consolidation schedule. Each claims
+    builder and upgrader, the backlog gauges, the keyword statistics and the consolidation schedule. Each claims
     what it does (jobs by SKIP LOCKED, window builds by lease, a tenant's keyword count by an advisory
     lock, expired sessions
     by ZREM; pruning old request records is an idempotent DELETE), so any number of servers and
