@@ -370,7 +370,7 @@ class Sampler:
             " (SELECT count(*) FROM memory_history) AS history,"
             " (SELECT count(*) FROM write_requests) AS write_requests,"
             " (SELECT count(*) FROM context_queue) AS awaiting,"
-            " (SELECT coalesce(extract(epoch FROM clock_timestamp() - min(marked_at)), 0) FROM context_queue)::float"
+            " (SELECT coalesce(extract(epoch FROM clock_timestamp() - min(first_marked_at)), 0) FROM context_queue)::float"
             "  AS window_lag_s,"
             " (SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'memories') AS dead,"
             " (SELECT autovacuum_count FROM pg_stat_user_tables WHERE relname = 'memories') AS autovacuums,"

@@ -64,6 +64,7 @@ from .stores.redis.working import WorkingStore
 from .telemetry import setup_telemetry
 from .worker.loops import (
     build_turn_windows, keep_keyword_stats, report_backlogs, schedule_consolidations, schedule_lifecycle, sweep_expired,
+    upgrade_turn_windows,
 )
 from .worker.runner import JobRunner
 
@@ -245,11 +246,11 @@ def build_services(deps: Deps, runtime: Runtime) -> Services:
 
 def start_background(deps: Deps, services: Services) -> tuple[list[JobRunner], list[asyncio.Task]]:
     """One process's share of the background work: job runners, the expiry sweep, the turn-window
-    builder, the backlog gauges, the keyword statistics and the consolidation and lifecycle schedules. Each claims
-    what it does (jobs by SKIP LOCKED, window builds by lease, a tenant's keyword count by an advisory
-    lock, expired sessions
-    by ZREM; pruning old request records is an idempotent DELETE), so any number of servers and
-    workers do each piece once."""
+    builder and upgrader, the backlog gauges, the keyword statistics and the consolidation and
+    lifecycle schedules. Each claims what it does (jobs by SKIP LOCKED, window builds by lease, a
+    tenant's keyword count by an advisory lock, expired sessions by ZREM; pruning old request
+    records is an idempotent DELETE), so any number of servers and workers do each piece once.
+    """
     s = deps.settings
     runners = [JobRunner(deps, services.reflections, services.extractions, services.consolidations, services.erasures,
                          services.lifecycle)
@@ -260,6 +261,8 @@ def start_background(deps: Deps, services: Services) -> tuple[list[JobRunner], l
             sweep_expired(services.working, services.writes, services.watches, s.working_sweep_seconds, runners[0])))
     if runners and s.context_window:
         tasks.append(asyncio.create_task(build_turn_windows(services.contexts, runners[0])))
+        if s.context_vectors == "embed":
+            tasks.append(asyncio.create_task(upgrade_turn_windows(services.contexts, runners[0])))
     if runners:
         tasks.append(asyncio.create_task(report_backlogs(deps, runners[0])))
         tasks.append(asyncio.create_task(keep_keyword_stats(deps, s.keyword_stats_seconds, runners[0])))

@@ -57,7 +57,7 @@ class Settings(BaseSettings):
     )
     context_vectors: str = Field(
         "embed", pattern="^(embed|average)$",
-        description="window vectors: embed the window's text, or average its turns' vectors (no embedding work)",
+        description="window vectors: averaged from the turns' vectors at once, then `embed`ded from the window's text when the embedder is idle, or `average` only",
     )
     context_quiet_seconds: float = Field(
         2.0, ge=0, description="a session's windows are built once it has had no write for this long"

@@ -37,3 +37,10 @@ def test_forget_benchmark_runs_end_to_end():
     assert out.returncode == 0, out.stderr[-3000:] + out.stdout[-3000:]
     assert "hard: Forget via SDK" in out.stdout and "soft: Forget via SDK" in out.stdout
     assert "checks: OK" in out.stdout and "EXPLAIN ANALYZE of one batch" in out.stdout
+
+
+def test_ingest_benchmark_runs_end_to_end():
+    out = subprocess.run([sys.executable, str(BENCH / "ingest.py"), "--turns", "100", "--sustain", "5"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "ratio indexed/embedding" in out.stdout and "backlog max (s of writes)" in out.stdout

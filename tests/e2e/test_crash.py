@@ -90,7 +90,7 @@ def test_kill_9_loses_and_duplicates_nothing(data_dir):
             server.process.wait()
             killed = time.monotonic()
             while leftovers(data_dir):
-                assert time.monotonic() - killed < 10, f"orphans: {leftovers(data_dir)}"
+                assert time.monotonic() - killed < 5, f"orphans: {leftovers(data_dir)}"
                 time.sleep(0.2)
             server = ServerProcess({"MEMPLANE_DATA_DIR": str(data_dir)}).start(port=port)
             back = time.monotonic()

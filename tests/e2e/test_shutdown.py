@@ -1,12 +1,16 @@
 """SIGTERM with calls in flight: health turns NOT_SERVING at once (and is still answered), new
-calls are UNAVAILABLE, and the process exits within the grace time plus 2 s."""
+calls are UNAVAILABLE, and the process exits within the grace time plus 2 s; during a bulk load
+whose turn windows are being built, every acknowledged write is there after the restart and the
+embedded PostgreSQL and Redis are gone with the server."""
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import signal
 import threading
 import time
+import uuid
 
 import grpc
 import pytest
@@ -14,8 +18,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from memplane import MemoryClient, RetryPolicy
 from memplane.errors import MemplaneError, UnavailableError
 
+from memplane_server.embedded._process import processes_in
 from tests.conftest import make_shared_tmpdir
-from tests.e2e.conftest import ServerProcess, fresh_database
+from tests.e2e.conftest import ServerProcess, free_port, fresh_database
 
 pytestmark = pytest.mark.slow
 GRACE = 3.0
@@ -80,3 +85,82 @@ def test_sigterm_drains_within_the_grace_time(draining_server):
     print(f"SIGTERM to exit: {took:.2f} s (grace {GRACE:g} s)")
     assert code == 0 and took <= GRACE + 2, f"exit {code} after {took:.1f}s"
     assert len(outcomes) == IN_FLIGHT and set(outcomes) <= {"OK", "CANCELLED", "UNAVAILABLE"}, outcomes
+
+
+@pytest.fixture
+def embedded_data(monkeypatch):
+    for name in ("MEMPLANE_DATABASE_URL", "MEMPLANE_REDIS_URL"):
+        monkeypatch.delenv(name, raising=False)
+    path = make_shared_tmpdir("memplane-bulk-stop-")
+    yield path / "data"
+    for pid in embedded_children(path / "data"):
+        os.kill(pid, signal.SIGKILL)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def embedded_children(data) -> set[int]:
+    return processes_in(data / "postgres" / "data") | processes_in(data / "redis")
+
+
+def bulk_load(target: str, key: str, acked: list[str], stop: threading.Event, n: int) -> None:
+    """Batches of turns in sessions of 24, each retried with its request id until acknowledged or
+    the server is gone; only acknowledged contents are recorded."""
+    with MemoryClient(target, key, retry=RetryPolicy(max_attempts=1), default_timeout=30) as client:
+        for call in range(10_000):
+            batch = [{"content": f"bulk {n}-{call}-{i}: we talked about the harbour trip and the weather",
+                      "kind": "turn", "session_id": f"bulk-{n}-{call // 3}"} for i in range(8)]
+            request_id = str(uuid.uuid4())
+            while True:
+                try:
+                    client.write(batch, request_id=request_id)
+                    break
+                except MemplaneError:
+                    if stop.is_set():
+                        return
+                    time.sleep(0.1)
+            acked.extend(item["content"] for item in batch)
+
+
+def test_sigterm_during_a_bulk_load_building_windows_keeps_every_acknowledged_write(embedded_data):
+    env = {"MEMPLANE_DATA_DIR": str(embedded_data), "MEMPLANE_SHUTDOWN_GRACE_SECONDS": str(GRACE),
+           "MEMPLANE_CONTEXT_QUIET_SECONDS": "0"}
+    port = free_port()
+    server = ServerProcess(env).start(port=port)
+    key = server.key("tenant admin")
+    acked: list[str] = []
+    stop = threading.Event()
+    writers = [threading.Thread(target=bulk_load, args=(server.target, key, acked, stop, n)) for n in range(2)]
+    for w in writers:
+        w.start()
+    try:
+        with MemoryClient(server.target, key) as client:
+            deadline = time.monotonic() + 60
+            # Windows built and being upgraded (embedded) while the writes go on.
+            while client.get_stats().sessions_awaiting_upgrade < 2 or len(acked) < 100:
+                assert time.monotonic() < deadline, "no windows were built during the load"
+                time.sleep(0.2)
+        stop.set()
+        sent = time.monotonic()
+        server.process.send_signal(signal.SIGTERM)
+        code = server.process.wait(GRACE + 10)
+        took = time.monotonic() - sent
+        left = embedded_children(embedded_data)
+        for w in writers:
+            w.join(30)
+        print(f"SIGTERM to exit during a bulk load: {took:.2f} s (grace {GRACE:g} s), {len(acked)} turns acknowledged")
+        assert code == 0 and took <= GRACE + 2, f"exit {code} after {took:.1f}s:\n" + "".join(server.lines[-30:])
+        assert not left, f"embedded processes left: {left}"
+
+        server = ServerProcess(env).start(port=port)
+        with MemoryClient(server.target, key) as client:
+            stored, token = set(), ""
+            while True:
+                page = client.list_memories(page_size=500, page_token=token, kinds=["turn"])
+                stored |= {m.content for m in page.items}
+                token = page.next_page_token
+                if not token:
+                    break
+        assert not set(acked) - stored, sorted(set(acked) - stored)[:5]
+    finally:
+        stop.set()
+        server.stop(signal.SIGTERM)

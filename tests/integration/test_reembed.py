@@ -64,13 +64,13 @@ async def test_reembedding_empties_the_turn_windows_of_the_old_model_and_queues_
         for text in ("Ana: hi", "Ben: hello")
     ])
     service = ContextService(deps)
-    while await deps.contexts.backlog(world.writer):
+    while (await deps.contexts.backlog(world.writer)).sessions:
         await service.refresh_next()
     await reembed(EmbeddingStore(deps.memories.pool), remote(provider), tenant_id=world.tenant_id, batch_size=10)
     marks = await deps.memories.pool.fetch("SELECT context_of, context_embedding FROM memories WHERE tenant_id = $1",
                                            world.tenant_id)
     assert [(m["context_of"], m["context_embedding"]) for m in marks] == [("", None), ("", None)]
-    assert await deps.contexts.backlog(world.writer) == 1
+    assert (await deps.contexts.backlog(world.writer)).sessions == 1
 
 
 async def test_a_litellm_embedding_model_serves_writes_and_search(deps, make_tenant, provider):

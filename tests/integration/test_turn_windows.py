@@ -13,6 +13,7 @@ from memplane_server.services.forget import ForgetService
 from memplane_server.services.memories import MemoriesService
 from memplane_server.services.search import SearchQuery, SearchService
 from memplane_server.services.write import WriteService
+from memplane_server.stores.postgres.session import caller_session
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 START = datetime(2024, 3, 1, 9, 0, tzinfo=timezone.utc)
@@ -31,7 +32,7 @@ async def build_windows(deps, caller) -> None:
     sessions share the queue and are built on the way)."""
     service = ContextService(deps)
     for _ in range(500):
-        if not await deps.contexts.backlog(caller):
+        if not (await deps.contexts.backlog(caller)).sessions:
             return
         await service.refresh_next()
     raise AssertionError("windows were never built")
@@ -153,3 +154,90 @@ async def test_averaged_windows_need_no_embedding_and_still_find_the_reply(deps,
     assert np.allclose(rows[question.id]["context_embedding"].to_numpy(), mean, atol=1e-6)
     hits = {h.memory.id: h for h in await search(deps, world.writer, "Biscuit")}
     assert "keyword_context" in channels(hits[question.id])
+
+
+async def upgrade_windows(deps) -> None:
+    """Runs the upgrader until no session of any test awaits one."""
+    service = ContextService(deps)
+    for _ in range(5000):
+        if not await service.upgrade_next():
+            return
+    raise AssertionError("the upgrade queue never emptied")
+
+
+async def window_vectors(deps, ids) -> dict:
+    rows = await deps.memories.pool.fetch(
+        "SELECT id, context_embedding, embedding FROM memories WHERE id = ANY($1::uuid[])", list(ids))
+    return {r["id"]: (r["context_embedding"].to_numpy(), r["embedding"].to_numpy()) for r in rows}
+
+
+async def test_windows_are_averaged_at_once_then_upgraded_to_their_texts_embedding(deps, make_tenant):
+    world = await make_tenant()
+    await drain_windows(deps)
+    await upgrade_windows(deps)
+    question, reply = await WriteService(deps).write(world.writer, turns(
+        "Nora: which city did you move to?", "Otto: we live in Lisbon now"))
+    await build_windows(deps, world.writer)
+    vectors = await window_vectors(deps, [question.id, reply.id])
+    mean = (vectors[question.id][1] + vectors[reply.id][1]) / 2
+    assert np.allclose(vectors[question.id][0], mean, atol=1e-6)
+    stats = await MemoriesService(deps).stats(world.writer, MemoryFilter())
+    assert (stats.awaiting_context, stats.awaiting_upgrade) == (0, 1)
+
+    await upgrade_windows(deps)
+    text = "Nora: which city did you move to?\nOtto: we live in Lisbon now"
+    embedded = (await deps.embedder.embed_passages([text]))[0]
+    assert np.allclose((await window_vectors(deps, [question.id]))[question.id][0], embedded, atol=1e-3)
+    assert (await MemoriesService(deps).stats(world.writer, MemoryFilter())).awaiting_upgrade == 0
+    # An upgraded window is current: the next build leaves it as it is.
+    await deps.memories.pool.execute("SELECT mp_mark_context($1::text[], $2::text[], false)",
+                                      [world.tenant_id], ["s1"])
+    await build_windows(deps, world.writer)
+    assert np.allclose((await window_vectors(deps, [question.id]))[question.id][0], embedded, atol=1e-3)
+    hits = {h.memory.id: h for h in await search(deps, world.writer, "Lisbon")}
+    assert "keyword_context" in channels(hits[question.id])
+
+
+async def test_an_upgrade_never_saves_over_a_window_changed_since_it_was_read(deps, make_tenant):
+    world = await make_tenant()
+    await drain_windows(deps)
+    await upgrade_windows(deps)
+    first, second = await WriteService(deps).write(world.writer, turns("Pia: my locker is", "Quin: number 41"))
+    await build_windows(deps, world.writer)
+    await MemoriesService(deps).update(world.writer, str(second.id), {"content": "Quin: number 17"})
+    stale = await deps.contexts.lease_upgrade(60)
+    assert stale.tenant_id == world.tenant_id
+    await ContextService(deps).upgrade_next()  # nothing leased is left: the stale lease holds the session
+    await build_windows(deps, world.writer)
+    await upgrade_windows(deps)
+    assert by_words(await search(deps, world.writer, "41")) == []
+
+
+async def test_stats_tell_how_long_the_oldest_session_has_waited_and_only_for_the_callers_tenant(deps, make_tenant):
+    alice, bob = await make_tenant(), await make_tenant()
+    await drain_windows(deps)
+    await upgrade_windows(deps)
+    await WriteService(deps).write(alice.writer, turns("Rae: hello", "Sam: hi there"))
+    await deps.memories.pool.execute(
+        "UPDATE context_queue SET first_marked_at = clock_timestamp() - interval '42 seconds' WHERE tenant_id = $1",
+        alice.tenant_id)
+    stats = await MemoriesService(deps).stats(alice.writer, MemoryFilter())
+    assert stats.awaiting_context == 1 and 42 <= stats.context_backlog_seconds < 60
+    await build_windows(deps, alice.writer)
+    assert (await MemoriesService(deps).stats(alice.writer, MemoryFilter())).awaiting_upgrade == 1
+    # Row-level security alone keeps another tenant's queues out of its counts.
+    other = await MemoriesService(deps).stats(bob.writer, MemoryFilter())
+    assert (other.awaiting_context, other.context_backlog_seconds, other.awaiting_upgrade) == (0, 0.0, 0)
+    async with caller_session(deps.memories.pool, bob.writer) as conn:
+        assert await conn.fetchval("SELECT count(*) FROM context_upgrades") == 0
+
+
+async def test_a_session_written_without_pause_is_built_once_its_first_write_waited_long_enough(deps, make_tenant):
+    world = await make_tenant()
+    await drain_windows(deps)
+    await WriteService(deps).write(world.writer, turns("Tia: one", "Uma: two"))
+    assert not await ContextService(deps, quiet_seconds=60).refresh_next()
+    await deps.memories.pool.execute(
+        "UPDATE context_queue SET first_marked_at = clock_timestamp() - interval '11 seconds' WHERE tenant_id = $1",
+        world.tenant_id)
+    assert await ContextService(deps, quiet_seconds=60).refresh_next()

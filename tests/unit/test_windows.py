@@ -1,4 +1,4 @@
-from memplane_server.core.windows import SessionTurn, fingerprint, windows_to_build
+from memplane_server.core.windows import SessionTurn, fingerprint, windows_to_build, windows_to_upgrade
 
 GLOBAL = ("global", None, None)
 PRIVATE_A = ("private", None, "agent-a")
@@ -43,3 +43,18 @@ def test_a_new_neighbour_rebuilds_the_window_it_joins():
 
 def test_another_embedding_model_rebuilds_every_window():
     assert fingerprint("a", "model-1") != fingerprint("a", "model-2")
+
+
+def test_an_upgraded_window_is_current_for_the_averaging_builder():
+    averaged = windows_to_build(turns("a", "b"), 1, "m+average")
+    upgraded = {i: fingerprint(w.text, "m") for i, w in enumerate(averaged)}
+    assert windows_to_build(turns("a", "b", marks=upgraded), 1, "m+average", also_current="m") == []
+
+
+def test_only_windows_still_averaged_from_their_present_text_are_upgraded():
+    marks = {i: w.fingerprint for i, w in enumerate(windows_to_build(turns("a", "b", "c"), 1, "m+average"))}
+    marks[0] = fingerprint("a\nb", "m")  # already upgraded
+    todo = windows_to_upgrade(turns("a", "b", "c", "d", marks=marks), 1, "m", "m+average")
+    # b's window holds a, b, c as averaged; c's window gained d since, which the next build averages first.
+    assert [(w.text, w.replaces) for w in todo] == [("a\nb\nc", marks[1])]
+    assert todo[0].fingerprint == fingerprint("a\nb\nc", "m")

@@ -237,6 +237,8 @@ def stats(response: svc_pb.GetStatsResponse) -> types.Stats:
         by_status={c.key: c.count for c in response.by_status},
         newest_time=time_field(response, "newest_time"),
         sessions_awaiting_context=response.sessions_awaiting_context,
+        context_backlog_seconds=response.context_backlog_seconds,
+        sessions_awaiting_upgrade=response.sessions_awaiting_upgrade,
     )
 
 

@@ -253,6 +253,11 @@ class Stats:
     newest_time: datetime | None
     # Sessions whose neighbouring-turn windows are still being built; search is complete at 0.
     sessions_awaiting_context: int = 0
+    # How long the oldest of them has waited since its first write not in a window (0: none waits).
+    context_backlog_seconds: float = 0.0
+    # Sessions whose windows are averaged from their turns and still await an embedding of their
+    # text (done when the server is idle; search finds a little more once it is 0).
+    sessions_awaiting_upgrade: int = 0
 
 
 @dataclass(frozen=True)

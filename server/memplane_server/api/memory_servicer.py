@@ -221,7 +221,9 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
 
     async def GetStats(self, request: spb.GetStatsRequest, context) -> spb.GetStatsResponse:
         stats = await self.memories.stats(current_caller(), filter_in(request.filter))
-        response = spb.GetStatsResponse(total=stats.total, sessions_awaiting_context=stats.awaiting_context)
+        response = spb.GetStatsResponse(
+            total=stats.total, sessions_awaiting_context=stats.awaiting_context,
+            context_backlog_seconds=stats.context_backlog_seconds, sessions_awaiting_upgrade=stats.awaiting_upgrade)
         counts_out(stats.by_scope, response.by_scope, {e: pb.Scope.Name(n) for n, e in SCOPES.items()})
         counts_out(stats.by_layer, response.by_layer, {e: pb.Layer.Name(n) for n, e in LAYERS.items()})
         counts_out(stats.by_kind, response.by_kind, {e: pb.Kind.Name(n) for n, e in KINDS.items()})

@@ -235,6 +235,8 @@ class MemoryStats:
     by_status: dict[Status, int]
     newest: datetime | None  # the latest occurred_at counted
     awaiting_context: int = 0  # the tenant's sessions whose turn windows are not built yet
+    context_backlog_seconds: float = 0.0  # how long the oldest of them has waited since its first unbuilt write
+    awaiting_upgrade: int = 0  # the tenant's sessions whose averaged windows await their embedding
 
 
 @dataclass(frozen=True)

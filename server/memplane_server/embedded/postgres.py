@@ -128,9 +128,17 @@ class EmbeddedPostgres(EmbeddedService):
         return f"postgresql://{_USER}:{self._password}@127.0.0.1:{port}/{self._database}"
 
     def _shutdown(self) -> None:
-        result = self._pg0("stop", "--name", _INSTANCE, "--timeout", str(_STOP_GRACE), timeout=_STOP_GRACE * 2)
-        if result.returncode != 0:
-            raise self._error(f"pg0 stop exited with status {result.returncode}", result.stdout)
+        # Straight to the postmaster: SIGINT is pg_ctl's fast shutdown (a checkpoint, then exit).
+        # `pg0 stop` took 2.1 s on an idle server against 0.1 s for this, and a SIGTERM to the
+        # server must be done within its grace time plus 2 s (issue 11).
+        pid = read_pid_file(self._data / "postmaster.pid")
+        if pid is not None and running_in(pid, self._data):
+            if not terminate(pid, self._data, (signal.SIGINT, signal.SIGQUIT, signal.SIGKILL), _STOP_GRACE):
+                raise EmbeddedError(f"PostgreSQL (pid {pid}) did not stop")
+        else:
+            result = self._pg0("stop", "--name", _INSTANCE, "--timeout", str(_STOP_GRACE), timeout=_STOP_GRACE * 2)
+            if result.returncode != 0:
+                raise self._error(f"pg0 stop exited with status {result.returncode}", result.stdout)
         logger.info("PostgreSQL stopped (data in %s)", self._data)
 
     def _stop_leftover(self) -> None:

@@ -3,12 +3,12 @@
 Embedding is CPU work: the local model runs in one dedicated thread (its C core releases the
 GIL and parallelises with OpenMP inside), so the event loop never blocks on it.
 
-Requests come before background work on that thread, which gets a bounded share of it (see
-EmbeddingThread). Background work (turn windows) is handed over one text at a time, so a request
-arriving meanwhile waits for one window's embedding at most. Under bench/load.py (8 clients,
-2 cores) the window builder's whole-session batches held the thread about 80% of the time:
-requests waited seconds behind them (p95 6-15 s, some past 30 s) and calls per second fell by a
-third as sessions grew.
+Requests come before background work on that thread, which runs only once no request has
+waited for a moment (see EmbeddingThread). Background work (upgrading turn windows to an
+embedding of their text) is handed over one text at a time, so a request arriving meanwhile waits
+for one window's embedding at most. Under bench/load.py (8 clients, 2 cores) the window builder's
+whole-session batches held the thread about 80% of the time: requests waited seconds behind them
+(p95 6-15 s, some past 30 s) and calls per second fell by a third as sessions grew.
 """
 from __future__ import annotations
 
@@ -49,21 +49,22 @@ class EmbeddingThread(Executor):
     """One daemon thread that runs embedding calls, requests before background work, each kind in
     the order it came.
 
-    Background work still gets BACKGROUND_SHARE of the thread's busy time while requests keep it
-    busy (measured over the last minute or so): without it the turn windows were never built
-    under a sustained load, and recall stayed at what the turns alone give.
+    Background work runs only when no request is queued and none has run for BACKGROUND_AFTER_SECONDS:
+    a bulk load sends its next batch within that gap, so it keeps the whole thread. Until issue 11
+    background work (the turn windows) had a quarter of the thread under load, because windows were
+    otherwise never built; windows are now averaged from the turns' vectors without the embedder and
+    only their upgrade waits here, so a saturated server serves averaged windows until it has room.
 
     Not a ThreadPoolExecutor: the interpreter joins those at exit, so a shutdown would wait for
     the native batch in progress (seconds on a loaded CPU) and overrun its grace time. Work
     still queued when the embedder closes is cancelled; the batch running is simply abandoned.
     """
 
-    BACKGROUND_SHARE = 0.25
-    HALF_LIFE_SECONDS = 30.0
+    BACKGROUND_AFTER_SECONDS = 0.2
 
     def __init__(self) -> None:
         self._queues: dict[Priority, deque] = {p: deque() for p in Priority}
-        self._busy = dict.fromkeys(Priority, 0.0)  # seconds spent on each, decaying
+        self._requests_done_at = 0.0  # monotonic end of the last request
         self._ready = threading.Condition()
         self._closed = False
         threading.Thread(target=self._run, name="embed", daemon=True).start()
@@ -82,31 +83,33 @@ class EmbeddingThread(Executor):
 
     def _next(self) -> tuple[Priority, tuple] | None:
         with self._ready:
-            while not any(self._queues.values()):
-                if self._closed:
+            while True:
+                requests, background = self._queues[Priority.REQUEST], self._queues[Priority.BACKGROUND]
+                if requests:
+                    return Priority.REQUEST, requests.popleft()
+                if background:
+                    # Closing finishes queued background work (unless cancelled) without waiting for quiet.
+                    quiet_for = self.BACKGROUND_AFTER_SECONDS - (time.monotonic() - self._requests_done_at)
+                    if quiet_for <= 0 or self._closed:
+                        return Priority.BACKGROUND, background.popleft()
+                    self._ready.wait(quiet_for)
+                elif self._closed:
                     return None
-                self._ready.wait()
-            requests, background = self._queues[Priority.REQUEST], self._queues[Priority.BACKGROUND]
-            behind = self._busy[Priority.BACKGROUND] < self.BACKGROUND_SHARE * sum(self._busy.values())
-            priority = Priority.BACKGROUND if background and (not requests or behind) else Priority.REQUEST
-            return priority, self._queues[priority].popleft()
+                else:
+                    self._ready.wait()
 
     def _run(self) -> None:
         while (taken := self._next()) is not None:
             priority, (future, fn, args, kwargs) = taken
             if not future.set_running_or_notify_cancel():
                 continue  # its caller was cancelled while it waited
-            started = time.monotonic()
             try:
                 future.set_result(fn(*args, **kwargs))
             except BaseException as exc:  # handed to the awaiting caller
                 future.set_exception(exc)
-            took = time.monotonic() - started
-            with self._ready:
-                decay = 0.5 ** (took / self.HALF_LIFE_SECONDS)
-                for p in Priority:
-                    self._busy[p] *= decay
-                self._busy[priority] += took
+            if priority is Priority.REQUEST:
+                with self._ready:
+                    self._requests_done_at = time.monotonic()
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         with self._ready:

@@ -153,4 +153,5 @@ class MemoriesService:
     async def stats(self, caller: Caller, f: MemoryFilter) -> MemoryStats:
         caller.require_tenant()
         stats = await self.deps.memories.stats(caller, f if f.statuses else replace(f, statuses=tuple(Status)))
-        return replace(stats, awaiting_context=await self.deps.contexts.backlog(caller))
+        waiting, age, upgrades = await self.deps.contexts.backlog(caller)
+        return replace(stats, awaiting_context=waiting, context_backlog_seconds=age, awaiting_upgrade=upgrades)

@@ -22,6 +22,12 @@ _job_depth = _meter.create_gauge("memplane.jobs.pending", unit="{job}", descript
 _job_age = _meter.create_gauge("memplane.jobs.oldest_pending_age", unit="s", description="age of the oldest waiting job")
 _window_backlog = _meter.create_gauge(
     "memplane.turn_windows.backlog", unit="{session}", description="sessions whose turn windows await building")
+_window_backlog_age = _meter.create_gauge(
+    "memplane.turn_windows.backlog_age", unit="s",
+    description="how long the session waiting longest for its turn windows has waited since its first unbuilt write")
+_window_upgrades = _meter.create_gauge(
+    "memplane.turn_windows.upgrades_pending", unit="{session}",
+    description="sessions whose averaged turn windows await their embedding")
 _stored = _meter.create_gauge("memplane.memories.stored", unit="{memory}", description="memories stored per tenant")
 
 
@@ -41,15 +47,29 @@ async def sweep_expired(working: WorkingService, writes: WriteService, watches: 
 
 
 async def build_turn_windows(contexts: ContextService, runner: JobRunner) -> None:
-    """Builds the windows of marked sessions."""
+    """Builds the windows of marked sessions (averaged: no embedding work)."""
     failures = OncePerCause(log)
     while not runner.stopping:
         try:
             built = await contexts.refresh_next()
-        except Exception as exc:  # a lost connection or a failed embedding: the lease runs out, the session comes back
+        except Exception as exc:  # a lost connection: the lease runs out, the session comes back
             failures.log(cause_of(exc), "building turn windows failed")
             built = False
         if not built:
+            await runner.wait(IDLE_POLL_SECONDS)
+
+
+async def upgrade_turn_windows(contexts: ContextService, runner: JobRunner) -> None:
+    """Embeds averaged windows from their text while the embedder has nothing else to do; apart
+    from the builder, so a write load that leaves no room for upgrades never delays the builds."""
+    failures = OncePerCause(log)
+    while not runner.stopping:
+        try:
+            upgraded = await contexts.upgrade_next(lambda: runner.stopping)
+        except Exception as exc:  # a lost connection or a failed embedding: the session comes back
+            failures.log(cause_of(exc), "upgrading turn windows failed")
+            upgraded = False
+        if not upgraded:
             await runner.wait(IDLE_POLL_SECONDS)
 
 
@@ -75,7 +95,7 @@ async def report_backlogs(deps: Deps, runner: JobRunner, every_seconds: float = 
     while not runner.stopping:
         try:
             depth, age = await deps.jobs.queue_depth()
-            backlog = await deps.contexts.backlog_total()
+            backlog, backlog_age, upgrades = await deps.contexts.backlog_total()
             counts = await deps.tenancy.memory_counts()
         except Exception as exc:  # PostgreSQL away: the gauges keep their last values until it is back
             failures.log(cause_of(exc), "reading the queue backlogs failed")
@@ -83,6 +103,8 @@ async def report_backlogs(deps: Deps, runner: JobRunner, every_seconds: float = 
             _job_depth.set(depth)
             _job_age.set(age)
             _window_backlog.set(backlog)
+            _window_backlog_age.set(backlog_age)
+            _window_upgrades.set(upgrades)
             for tenant, count in counts.items():
                 _stored.set(count, {"memplane.tenant": tenant})
         await runner.wait(every_seconds)

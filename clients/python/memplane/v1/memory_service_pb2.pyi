@@ -558,7 +558,7 @@ class StatCount(_message.Message):
     def __init__(self, key: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
 
 class GetStatsResponse(_message.Message):
-    __slots__ = ("total", "by_scope", "by_layer", "by_kind", "by_status", "newest_time", "sessions_awaiting_context")
+    __slots__ = ("total", "by_scope", "by_layer", "by_kind", "by_status", "newest_time", "sessions_awaiting_context", "context_backlog_seconds", "sessions_awaiting_upgrade")
     TOTAL_FIELD_NUMBER: _ClassVar[int]
     BY_SCOPE_FIELD_NUMBER: _ClassVar[int]
     BY_LAYER_FIELD_NUMBER: _ClassVar[int]
@@ -566,6 +566,8 @@ class GetStatsResponse(_message.Message):
     BY_STATUS_FIELD_NUMBER: _ClassVar[int]
     NEWEST_TIME_FIELD_NUMBER: _ClassVar[int]
     SESSIONS_AWAITING_CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_BACKLOG_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    SESSIONS_AWAITING_UPGRADE_FIELD_NUMBER: _ClassVar[int]
     total: int
     by_scope: _containers.RepeatedCompositeFieldContainer[StatCount]
     by_layer: _containers.RepeatedCompositeFieldContainer[StatCount]
@@ -573,7 +575,9 @@ class GetStatsResponse(_message.Message):
     by_status: _containers.RepeatedCompositeFieldContainer[StatCount]
     newest_time: _timestamp_pb2.Timestamp
     sessions_awaiting_context: int
-    def __init__(self, total: _Optional[int] = ..., by_scope: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_layer: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_kind: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_status: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., newest_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., sessions_awaiting_context: _Optional[int] = ...) -> None: ...
+    context_backlog_seconds: float
+    sessions_awaiting_upgrade: int
+    def __init__(self, total: _Optional[int] = ..., by_scope: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_layer: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_kind: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_status: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., newest_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., sessions_awaiting_context: _Optional[int] = ..., context_backlog_seconds: _Optional[float] = ..., sessions_awaiting_upgrade: _Optional[int] = ...) -> None: ...
 
 class ListConflictsRequest(_message.Message):
     __slots__ = ("entity", "page_size", "page_token")

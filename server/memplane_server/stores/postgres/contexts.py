@@ -8,7 +8,7 @@ import asyncpg
 import numpy as np
 
 from ...core.caller import Caller
-from ...core.windows import LeasedSession, SessionTurn, Window
+from ...core.windows import LeasedSession, SessionTurn, Window, WindowBacklog
 from .session import caller_session
 
 WINDOW_KINDS = ("turn",)
@@ -30,21 +30,38 @@ class ContextStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
 
-    async def lease_next(self, lease_seconds: float, quiet_seconds: float = 0.0) -> LeasedSession | None:
-        """The session marked longest ago, and not for quiet_seconds, that no worker holds; a
-        crashed worker's lease runs out."""
+    async def lease_next(self, lease_seconds: float, quiet_seconds: float = 0.0,
+                         within_seconds: float = float("inf")) -> LeasedSession | None:
+        """The session marked longest ago, and not for quiet_seconds (or first marked within_seconds
+        ago: a session written without pause is built as it goes), that no worker holds; a crashed
+        worker's lease runs out."""
         row = await self.pool.fetchrow(
             """
             UPDATE context_queue SET leased_until = clock_timestamp() + make_interval(secs => $1)
             WHERE (tenant_id, session_id) = (
                 SELECT tenant_id, session_id FROM context_queue WHERE leased_until <= clock_timestamp()
-                AND marked_at <= clock_timestamp() - make_interval(secs => $2)
+                AND (marked_at <= clock_timestamp() - make_interval(secs => $2)
+                     OR first_marked_at <= clock_timestamp() - make_interval(secs => $3))
                 ORDER BY marked_at LIMIT 1 FOR UPDATE SKIP LOCKED)
             RETURNING tenant_id, session_id, marked_at
             """,
-            lease_seconds, quiet_seconds,
+            lease_seconds, quiet_seconds, min(within_seconds, 1e9),
         )
         return LeasedSession(row["tenant_id"], row["session_id"], row["marked_at"]) if row else None
+
+    async def lease_upgrade(self, lease_seconds: float) -> LeasedSession | None:
+        """The session queued longest ago whose averaged windows await their embedding."""
+        row = await self.pool.fetchrow(
+            """
+            UPDATE context_upgrades SET leased_until = clock_timestamp() + make_interval(secs => $1)
+            WHERE (tenant_id, session_id) = (
+                SELECT tenant_id, session_id FROM context_upgrades WHERE leased_until <= clock_timestamp()
+                ORDER BY queued_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+            RETURNING tenant_id, session_id, queued_at
+            """,
+            lease_seconds,
+        )
+        return LeasedSession(row["tenant_id"], row["session_id"], row["queued_at"]) if row else None
 
     async def session_turns(self, tenant_id: str, session_id: str, *, with_vectors: bool) -> list[SessionTurn]:
         rows = await self.pool.fetch(
@@ -71,21 +88,62 @@ class ContextStore:
                 tenant_id, window.id, window.fingerprint, keywords, vector, window.replaces,
             )
 
-    async def finish(self, tenant_id: str, session_id: str, marked_at: datetime) -> None:
-        """Done with the session as marked; marked again meanwhile, it is ready for another round."""
+    async def upgrade(self, tenant_id: str, window: Window, vector: np.ndarray | None) -> None:
+        """Stores an averaged window's embedding (its text and keywords are unchanged), unless the
+        window changed since it was read."""
         await self.pool.execute(
-            "WITH done AS (DELETE FROM context_queue WHERE tenant_id = $1 AND session_id = $2 AND marked_at = $3"
-            " RETURNING 1)"
-            " UPDATE context_queue SET leased_until = '-infinity'"
-            " WHERE tenant_id = $1 AND session_id = $2 AND NOT EXISTS (SELECT 1 FROM done)",
-            tenant_id, session_id, marked_at,
+            "UPDATE memories SET context_of = $3, context_embedding = coalesce($4::vector, embedding)"
+            " WHERE tenant_id = $1 AND id = $2 AND status = 'active' AND context_of = $5",
+            tenant_id, window.id, window.fingerprint, vector, window.replaces,
         )
 
-    async def backlog_total(self) -> int:
-        """Sessions of every tenant whose windows are not built yet."""
-        return await self.pool.fetchval("SELECT count(*) FROM context_queue")
+    async def finish(self, tenant_id: str, session_id: str, marked_at: datetime, *, upgrade: bool = False) -> None:
+        """Done with the session as marked; marked again meanwhile, it is ready for another round,
+        counted as waiting since the last mark this round saw (a little early). With upgrade, its averaged windows are queued for embedding."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute(
+                "WITH done AS (DELETE FROM context_queue WHERE tenant_id = $1 AND session_id = $2 AND marked_at = $3"
+                " RETURNING 1)"
+                " UPDATE context_queue SET first_marked_at = $3, leased_until = '-infinity'"
+                " WHERE tenant_id = $1 AND session_id = $2 AND NOT EXISTS (SELECT 1 FROM done)",
+                tenant_id, session_id, marked_at,
+            )
+            if upgrade:
+                await conn.execute(
+                    "INSERT INTO context_upgrades (tenant_id, session_id) VALUES ($1, $2)"
+                    " ON CONFLICT (tenant_id, session_id) DO UPDATE SET queued_at = clock_timestamp()",
+                    tenant_id, session_id,
+                )
 
-    async def backlog(self, caller: Caller) -> int:
-        """Sessions of the caller's tenant whose windows are not built yet."""
+    async def finish_upgrade(self, tenant_id: str, session_id: str, queued_at: datetime, *, done: bool) -> None:
+        """Done upgrading the session as queued (queued again meanwhile, or not done: it comes back)."""
+        if done:
+            done = await self.pool.fetchval(
+                "WITH gone AS (DELETE FROM context_upgrades WHERE tenant_id = $1 AND session_id = $2 AND queued_at = $3"
+                " RETURNING 1) SELECT count(*) > 0 FROM gone",
+                tenant_id, session_id, queued_at,
+            )
+        if not done:
+            await self.pool.execute(
+                "UPDATE context_upgrades SET leased_until = '-infinity' WHERE tenant_id = $1 AND session_id = $2",
+                tenant_id, session_id,
+            )
+
+    async def backlog_total(self) -> WindowBacklog:
+        """The turn-window queues of every tenant."""
+        row = await self.pool.fetchrow(
+            "SELECT count(*) AS n, coalesce(extract(epoch FROM clock_timestamp() - min(first_marked_at)), 0)::float8"
+            " AS age, (SELECT count(*) FROM context_upgrades) AS upgrades FROM context_queue"
+        )
+        return WindowBacklog(row["n"], row["age"], row["upgrades"])
+
+    async def backlog(self, caller: Caller) -> WindowBacklog:
+        """The turn-window queues of the caller's tenant."""
         async with caller_session(self.pool, caller) as conn:
-            return await conn.fetchval("SELECT count(*) FROM context_queue WHERE tenant_id = $1", caller.tenant_id)
+            row = await conn.fetchrow(
+                "SELECT count(*) AS n, coalesce(extract(epoch FROM clock_timestamp() - min(first_marked_at)), 0)::float8"
+                " AS age, (SELECT count(*) FROM context_upgrades WHERE tenant_id = $1) AS upgrades"
+                " FROM context_queue WHERE tenant_id = $1",
+                caller.tenant_id,
+            )
+        return WindowBacklog(row["n"], row["age"], row["upgrades"])
