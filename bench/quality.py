@@ -162,12 +162,12 @@ def madial_query(lines: list[str]) -> str:
     return "\n".join(lines)
 
 
-def run_madial(client: MemoryClient, folder: Path) -> dict:
+def madial_memory_items(folder: Path) -> list[dict]:
+    """The MADial memories as Write items: one event per memory, its scene and emotion as context."""
     memories = {}
     for line in (folder / "madial-zh-memory.jsonl").read_text().splitlines():
         if line.strip():
             memories.update(json.loads(line))
-    dialogues = [json.loads(ln) for ln in (folder / "madial-zh-dialogue-dev.jsonl").read_text().splitlines() if ln.strip()]
     items = []
     for mid, m in memories.items():
         item = {"content": m["event"], "context": f"{m['scene']}，{m['emotion']}", "kind": "event",
@@ -178,6 +178,13 @@ def run_madial(client: MemoryClient, folder: Path) -> dict:
         except (ValueError, KeyError, TypeError):
             pass
         items.append(item)
+    return items
+
+
+def run_madial(client: MemoryClient, folder: Path) -> dict:
+    dialogues = [json.loads(ln) for ln in (folder / "madial-zh-dialogue-dev.jsonl").read_text().splitlines() if ln.strip()]
+    items = madial_memory_items(folder)
+    events = {i["metadata"]["madial_id"]: i["content"] for i in items}
     write_s, windows_s = write_all(client, items)
     rows, latencies = [], []
     for d in dialogues:
@@ -189,7 +196,7 @@ def run_madial(client: MemoryClient, folder: Path) -> dict:
         ids = [h["id"] for h in hits]
         rows.append({"id": d["id"], "user": d["user-id"], "test_turn": turn, "query": query,
                      "recall_line": d["dialogue"][turn].strip(), "gold": gold,
-                     "gold_text": [memories[g]["event"] if g in memories else None for g in gold], "hits": hits,
+                     "gold_text": [events.get(g) for g in gold], "hits": hits,
                      **{f"r@{k}": recall(gold, ids, k) for k in MADIAL_KS}})
     table = {"n": len(rows), **{f"r@{k}": statistics.fmean(r[f"r@{k}"] for r in rows) for k in MADIAL_KS}}
     return {"memories": len(items), "write_s": write_s, "windows_s": windows_s,

@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from foundation import TENANT, running_server  # noqa: E402
-from quality import SHARED, normalise_evidence, write_all, madial_query  # noqa: E402
+from quality import SHARED, madial_memory_items, madial_query, normalise_evidence, write_all  # noqa: E402
 from memplane import MemoryClient  # noqa: E402
 from memplane_server.core.caller import Caller, Role  # noqa: E402
 from memplane_server.core.model import MemoryFilter  # noqa: E402
@@ -60,20 +60,7 @@ def locomo_items():
 
 
 def madial_items():
-    memories = {}
-    for line in (SHARED / "madial-zh-memory.jsonl").read_text().splitlines():
-        if line.strip():
-            memories.update(json.loads(line))
-    items = []
-    for mid, m in memories.items():
-        item = {"content": m["event"], "context": f"{m['scene']}，{m['emotion']}", "kind": "event",
-                "session_id": f"madial-{m['user-id']}", "user_id": f"madial-{m['user-id']}",
-                "metadata": {"madial_id": str(mid), "scene": m["scene"], "emotion": m["emotion"]}}
-        try:
-            item["occurred_at"] = datetime.strptime(m["time"], "%Y-%m-%d").replace(tzinfo=timezone.utc)
-        except (ValueError, KeyError, TypeError):
-            pass
-        items.append(item)
+    items = madial_memory_items(SHARED)
     questions = []
     for ln in (SHARED / "madial-zh-dialogue-dev.jsonl").read_text().splitlines():
         if ln.strip():

@@ -10,19 +10,8 @@ import argparse
 import json
 import sys
 from dataclasses import asdict
-from datetime import datetime
 
-
-def _jsonable(value):
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if hasattr(value, "name") and hasattr(value, "value"):  # an SDK enum
-        return value.name
-    return value
+from .output import jsonable
 
 
 def run(args: argparse.Namespace, target: str, key: str) -> int:
@@ -50,5 +39,5 @@ def run(args: argparse.Namespace, target: str, key: str) -> int:
     except TimeoutError:
         print("error: the erasure is still running; poll it with its operation id", file=sys.stderr)
         return 1
-    print(json.dumps(_jsonable(out), indent=2, ensure_ascii=False))
+    print(json.dumps(jsonable(out), indent=2, ensure_ascii=False))
     return 0

@@ -15,21 +15,10 @@ import argparse
 import json
 import sys
 from dataclasses import asdict, fields, replace
-from datetime import datetime
+
+from .output import jsonable
 
 ACTIONS = ("get", "set", "run")
-
-
-def _jsonable(value):
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if hasattr(value, "name") and hasattr(value, "value"):  # an SDK enum
-        return value.name.lower()
-    return value
 
 
 def _policy_from_json(data: dict, tenant: str | None):
@@ -95,7 +84,7 @@ def run(args: argparse.Namespace, target: str, key: str) -> int:
     except MemplaneError as exc:
         print(f"error: {exc.code.name} {exc.reason}: {exc.message}", file=sys.stderr)
         return 1
-    print(json.dumps(_jsonable(out), indent=2, ensure_ascii=False))
+    print(json.dumps(jsonable(out, enum_name=str.lower), indent=2, ensure_ascii=False))
     return 0
 
 

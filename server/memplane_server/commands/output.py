@@ -1,0 +1,18 @@
+"""What admin commands print: SDK results made JSON-ready."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+
+def jsonable(value, *, enum_name: Callable[[str], str] = str):
+    """Times as ISO 8601 and SDK enums by name (enum_name shapes it), through dicts and lists."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {k: jsonable(v, enum_name=enum_name) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v, enum_name=enum_name) for v in value]
+    if hasattr(value, "name") and hasattr(value, "value"):  # an SDK enum
+        return enum_name(value.name)
+    return value
