@@ -109,8 +109,9 @@ class Floor:
         self.loop.close()
 
 
-def run_locomo(client: MemoryClient, path: Path, floor: Floor) -> dict:
-    samples = json.loads(path.read_text())
+def locomo_turn_items(samples: list[dict]) -> tuple[list[dict], dict, dict]:
+    """The LoCoMo turns as Write items (one session per conversation, each turn 5 s after the last
+    from its session's date), their texts by (conversation, dia_id), and each conversation's turn ids."""
     items, texts, turns_of = [], {}, {}
     for s in samples:
         conv, cid = s["conversation"], s["sample_id"]
@@ -125,6 +126,12 @@ def run_locomo(client: MemoryClient, path: Path, floor: Floor) -> dict:
                 items.append({"content": content, "kind": "turn", "session_id": cid,
                               "occurred_at": when + timedelta(seconds=5 * j), "metadata": {"dia_id": t["dia_id"]},
                               "source_type": "locomo", "source_id": t["dia_id"]})
+    return items, texts, turns_of
+
+
+def run_locomo(client: MemoryClient, path: Path, floor: Floor) -> dict:
+    samples = json.loads(path.read_text())
+    items, texts, turns_of = locomo_turn_items(samples)
     write_s, windows_s = write_all(client, items)
     questions, latencies, floors = [], [], []
     for s in samples:

@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import statistics
 import sys
 import time
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from foundation import TENANT, running_server  # noqa: E402
-from quality import SHARED, madial_memory_items, madial_query, normalise_evidence, write_all  # noqa: E402
+from quality import SHARED, locomo_turn_items, madial_memory_items, madial_query, normalise_evidence, write_all  # noqa: E402
 from memplane import MemoryClient  # noqa: E402
 from memplane_server.core.caller import Caller, Role  # noqa: E402
 from memplane_server.core.model import MemoryFilter  # noqa: E402
@@ -37,19 +35,7 @@ WITH_MADIAL = "--madial" in sys.argv
 
 def locomo_items():
     samples = json.loads((SHARED / "locomo-dev.json").read_text())
-    items, turns_of = [], {}
-    for s in samples:
-        conv, cid = s["conversation"], s["sample_id"]
-        sessions = sorted((k for k in conv if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k.split("_")[1]))
-        turns_of[cid] = set()
-        for key in sessions:
-            when = datetime.strptime(conv[f"{key}_date_time"], "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
-            for j, t in enumerate(conv[key]):
-                content = f"{t['speaker']}: {t['text']}" + (f" [image: {t['blip_caption']}]" if t.get("blip_caption") else "")
-                turns_of[cid].add(t["dia_id"])
-                items.append({"content": content, "kind": "turn", "session_id": cid,
-                              "occurred_at": when + timedelta(seconds=5 * j), "metadata": {"dia_id": t["dia_id"]},
-                              "source_type": "locomo", "source_id": t["dia_id"]})
+    items, _, turns_of = locomo_turn_items(samples)
     questions = []
     for s in samples:
         for qa in s["qa"]:

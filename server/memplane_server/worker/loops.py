@@ -4,6 +4,7 @@ runner is told to stop and outlives any single failure."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 from opentelemetry import metrics
 
@@ -112,21 +113,22 @@ async def report_backlogs(deps: Deps, runner: JobRunner, every_seconds: float = 
 
 async def schedule_consolidations(deps: Deps, every_seconds: float, runner: JobRunner) -> None:
     """Queues each tenant's periodic consolidation (MEMPLANE_CONSOLIDATE_EVERY_SECONDS)."""
-    failures = OncePerCause(log)
-    while not runner.stopping:
-        try:
-            await deps.jobs.schedule_consolidations(every_seconds)
-        except Exception as exc:  # PostgreSQL away: the next period queues them
-            failures.log(cause_of(exc), "scheduling consolidations failed")
-        await runner.wait(min(every_seconds, 60.0))
+    await _schedule(deps.jobs.schedule_consolidations, "consolidations", every_seconds, runner)
 
 
 async def schedule_lifecycle(deps: Deps, every_seconds: float, runner: JobRunner) -> None:
     """Queues each enabled lifecycle policy's run (MEMPLANE_LIFECYCLE_EVERY_SECONDS)."""
+    await _schedule(deps.jobs.schedule_lifecycle, "lifecycle runs", every_seconds, runner)
+
+
+async def _schedule(queue: Callable[[float], Awaitable[object]], what: str, every_seconds: float,
+                    runner: JobRunner) -> None:
+    """Calls queue(every_seconds) at least once a minute; the store queues once per period however
+    many processes call it."""
     failures = OncePerCause(log)
     while not runner.stopping:
         try:
-            await deps.jobs.schedule_lifecycle(every_seconds)
+            await queue(every_seconds)
         except Exception as exc:  # PostgreSQL away: the next period queues them
-            failures.log(cause_of(exc), "scheduling lifecycle runs failed")
+            failures.log(cause_of(exc), "scheduling %s failed", what)
         await runner.wait(min(every_seconds, 60.0))
