@@ -34,24 +34,23 @@ import json
 import os
 import random
 import signal
-import statistics
 import sys
 import time
-from collections import Counter, OrderedDict, defaultdict
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from foundation import TENANT, environment, load_locomo, pct, running_server  # also sets the OMP environment
+from foundation import TENANT, environment, load_locomo, running_server  # also sets the OMP environment
 
-import asyncpg
-import redis.asyncio as aioredis
 from memplane import AdminClient, AsyncMemoryClient, MemoryClient
 from memplane.errors import MemplaneError
+
+from load_report import TARGET_RATIO, interval_rows, print_interval, print_summary, summary
+from load_resources import Sampler
 
 SEED = 20250601
 BATCH = 64
 SESSION_TURNS = 20  # a client starts a new session after this many turns
-TARGET_RATIO = 0.9
 CALL_TIMEOUT = 30.0
 ATTRIBUTES = ("city", "employer", "pet", "hobby", "team", "car", "language", "sport")
 VALUES = ("Shanghai", "Berlin", "Lisbon", "Osaka", "Toronto", "Nairobi", "Lima", "Oslo", "Denver", "Hanoi")
@@ -293,248 +292,6 @@ async def warm_up(clients: list[Client], seconds: float) -> None:
     stats = clients[0].stats
     until = stats.now() + seconds
     await asyncio.gather(*(c.run(until) for c in clients))
-
-
-# ---------------------------------------------------------------- resources
-
-
-def proc_status(pid: int) -> dict[str, int]:
-    """VmRSS, RssAnon, RssShmem, Threads of a process (kB, count); empty when it is gone."""
-    out = {}
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key in ("VmRSS", "RssAnon", "RssShmem", "Threads", "PPid"):
-                out[key] = int(value.split()[0])
-    except (FileNotFoundError, ProcessLookupError):
-        pass
-    return out
-
-
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int, *, reaped: bool = False) -> float:
-    """User + system CPU time of a process (and, with reaped, of its children that have exited)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (FileNotFoundError, ProcessLookupError):
-        return 0.0
-    ticks = int(fields[11]) + int(fields[12]) + (int(fields[13]) + int(fields[14]) if reaped else 0)
-    return ticks / TICK
-
-
-def host_busy_seconds() -> float:
-    """CPU time all cores spent on anything (everyone on the machine), from /proc/stat."""
-    values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    return (sum(values[:8]) - values[3] - values[4]) / TICK  # minus idle and iowait
-
-
-def children_of(ppid: int) -> list[int]:
-    kids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            if proc_status(int(entry.name)).get("PPid") == ppid:
-                kids.append(int(entry.name))
-    return kids
-
-
-class Sampler:
-    """Resource figures of the server, PostgreSQL and Redis, every few seconds."""
-
-    def __init__(self, server_pid: int, dsn: str, redis_url: str, stats: Stats) -> None:
-        self.server_pid, self.dsn, self.redis_url, self.stats = server_pid, dsn, redis_url, stats
-        self.samples: list[dict] = []
-        self.windows: dict = {}  # memory id -> the fingerprint of its window at the last sample
-        self.built = self.emptied = 0
-
-    async def open(self) -> None:
-        self.conn = await asyncpg.connect(self.dsn)
-        self.postmaster = proc_status(await self.conn.fetchval("SELECT pg_backend_pid()"))["PPid"]
-        self.redis = aioredis.Redis.from_url(self.redis_url)
-        self.redis_pid = int((await self.redis.info("server"))["process_id"])
-
-    async def close(self) -> None:
-        await self.conn.close()
-        await self.redis.aclose()
-
-    async def sample(self) -> dict:
-        server = proc_status(self.server_pid)
-        pg_procs = [self.postmaster, *children_of(self.postmaster)]
-        pg = [proc_status(p) for p in pg_procs]
-        rd = proc_status(self.redis_pid)
-        info = await self.redis.info("memory")
-        row = await self.conn.fetchrow(
-            "SELECT (SELECT count(*) FROM memories) AS rows,"
-            " (SELECT count(*) FROM memories WHERE status = 'active') AS active,"
-            " (SELECT count(*) FROM memory_history) AS history,"
-            " (SELECT count(*) FROM write_requests) AS write_requests,"
-            " (SELECT count(*) FROM context_queue) AS awaiting,"
-            " (SELECT coalesce(extract(epoch FROM clock_timestamp() - min(first_marked_at)), 0) FROM context_queue)::float"
-            "  AS window_lag_s,"
-            " (SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'memories') AS dead,"
-            " (SELECT autovacuum_count FROM pg_stat_user_tables WHERE relname = 'memories') AS autovacuums,"
-            " pg_total_relation_size('memories') AS table_bytes,"
-            " (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND state = 'active'"
-            "  AND pid <> pg_backend_pid()) AS running,"
-            " (SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock') AS lock_waits,"
-            " (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend') AS connections"
-        )
-        own = os.times()
-        s = {
-            "t": self.stats.now(),
-            "cpu_server_s": cpu_seconds(self.server_pid),
-            "cpu_postgres_s": cpu_seconds(self.postmaster, reaped=True) + sum(cpu_seconds(p) for p in pg_procs[1:]),
-            "cpu_redis_s": cpu_seconds(self.redis_pid), "cpu_bench_s": own.user + own.system,
-            "cpu_host_s": host_busy_seconds(), "loadavg": os.getloadavg()[0],
-            "server_rss_mb": server.get("VmRSS", 0) / 1024, "server_threads": server.get("Threads", 0),
-            "pg_rss_mb": (pg[0].get("VmRSS", 0) + sum(p.get("RssAnon", 0) for p in pg[1:])) / 1024,
-            "pg_processes": len(pg_procs),
-            "redis_rss_mb": rd.get("VmRSS", 0) / 1024, "redis_used_mb": info["used_memory"] / 2**20,
-            "redis_keys": await self.redis.dbsize(),
-            **{k: row[k] for k in row.keys()},
-        }
-        s["table_mb"] = s.pop("table_bytes") / 2**20
-        # Windows (re)built or emptied since the last sample: their fingerprints changed.
-        now = {r["id"]: r["context_of"] for r in await self.conn.fetch(
-            "SELECT id, context_of FROM memories WHERE kind = 'turn' AND context_of IS NOT NULL")}
-        for memory_id, mark in now.items():
-            if self.windows.get(memory_id) != mark:
-                if mark:
-                    self.built += 1
-                elif self.windows.get(memory_id):
-                    self.emptied += 1
-        self.windows = now
-        s["windows_built"], s["windows_emptied"] = self.built, self.emptied
-        waiting = await self.conn.fetch(
-            "SELECT wait_event, left(regexp_replace(query, '\\s+', ' ', 'g'), 90) AS q, count(*) AS n"
-            " FROM pg_stat_activity WHERE wait_event_type = 'Lock' GROUP BY 1, 2 ORDER BY 3 DESC")
-        s["lock_waiters"] = [(r["n"], f"{r['wait_event']}: {r['q']}") for r in waiting]
-        self.samples.append(s)
-        return s
-
-    async def run(self, until: float, every: float) -> None:
-        while self.stats.now() < until:
-            await self.sample()
-            await asyncio.sleep(min(every, max(0.0, until - self.stats.now())))
-        await self.sample()
-
-
-# ---------------------------------------------------------------- report
-
-RPCS = ("Write", "Search", "GetMemory", "ListMemories", "GetWorkingMemory", "UpdateMemory", "Forget", "CloseSession")
-
-
-def interval_rows(stats: Stats, samples: list[dict], duration: float, interval: float) -> list[dict]:
-    n = max(1, int(duration // interval + 1e-9))
-    rows = []
-    for i in range(n):
-        lo, hi = i * interval, min(duration, (i + 1) * interval)
-        recs = [r for r in stats.records if lo <= r.t < hi]
-        ok = [r for r in recs if r.code == "OK"]
-        by_rpc = {}
-        for rpc in RPCS:
-            ms = [r.ms for r in ok if r.rpc == rpc]
-            by_rpc[rpc] = {"ok": len(ms), "per_s": len(ms) / (hi - lo),
-                           "p50": statistics.median(ms) if ms else None, "p95": pct(ms, 95) if ms else None}
-        errors = Counter(f"{r.rpc} {r.code} {r.reason}".strip() for r in recs if r.code != "OK")
-        inside = [s for s in samples if lo <= s["t"] <= hi + 1] or samples[-1:]
-        last = inside[-1] if inside else {}
-        cpu, windows = {}, {}
-        if samples:
-            a_ = min(samples, key=lambda x: abs(x["t"] - lo))
-            b_ = min(samples, key=lambda x: abs(x["t"] - hi))
-            span = b_["t"] - a_["t"]
-            if span > 0:
-                for k in ("server", "postgres", "redis", "bench", "host"):
-                    cpu[k] = (b_[f"cpu_{k}_s"] - a_[f"cpu_{k}_s"]) / span  # cores busy on average
-                cpu["others"] = max(0.0, cpu["host"] - cpu["server"] - cpu["postgres"] - cpu["redis"] - cpu["bench"])
-                windows = {k: (b_[k] - a_[k]) * (hi - lo) / span for k in ("windows_built", "windows_emptied")}
-        rows.append({
-            "from_s": lo, "to_s": hi, "calls_per_s": len(ok) / (hi - lo), "ok": len(ok), "errors": dict(errors),
-            "retries": sum(1 for t in stats.retries if lo <= t < hi), "rpc": by_rpc,
-            "all_p50": statistics.median([r.ms for r in ok]) if ok else None,
-            "all_p95": pct([r.ms for r in ok], 95) if ok else None,
-            "resources": last, "cpu_cores": cpu, "windows": windows,
-            "lock_waiters": dict(sum((Counter({q: n}) for smp in inside for n, q in smp.get("lock_waiters", [])),
-                                     Counter())),
-            "calls_per_server_cpu_s": len(ok) / (cpu["server"] * (hi - lo)) if cpu.get("server") else None,
-            "max": {k: max(s[k] for s in inside) for k in ("server_rss_mb", "pg_rss_mb", "redis_rss_mb", "running",
-                                                           "lock_waits", "awaiting")} if inside else {},
-        })
-    return rows
-
-
-def fmt(v, width=7, digits=1) -> str:
-    return f"{v:{width}.{digits}f}" if isinstance(v, (int, float)) else f"{'-':>{width}}"
-
-
-def print_interval(r: dict) -> None:
-    res, mx = r["resources"], r["max"]
-    print(f"\n[{r['from_s']:5.0f}-{r['to_s']:4.0f} s] {r['calls_per_s']:.1f} calls/s ok ({r['ok']}), "
-          f"p50 {fmt(r['all_p50'], 0)} ms, p95 {fmt(r['all_p95'], 0)} ms; errors {sum(r['errors'].values())}, "
-          f"SDK retries {r['retries']}", flush=True)
-    print(f"  {'rpc':18s} {'calls/s':>8s} {'p50 ms':>8s} {'p95 ms':>8s}")
-    for rpc, v in r["rpc"].items():
-        if v["ok"]:
-            print(f"  {rpc:18s} {v['per_s']:8.2f} {fmt(v['p50'], 8)} {fmt(v['p95'], 8)}")
-    for what, n in sorted(r["errors"].items()):
-        print(f"  error {what}: {n}")
-    cpu = r["cpu_cores"]
-    if cpu:
-        print(f"  CPU (cores busy): server {cpu['server']:.2f}, postgres {cpu['postgres']:.2f}, redis {cpu['redis']:.2f},"
-              f" this bench {cpu['bench']:.2f}, other processes {cpu['others']:.2f} (load average {res.get('loadavg', 0):.1f});"
-              f" {fmt(r['calls_per_server_cpu_s'], 0)} calls per server CPU second")
-    if r["windows"]:
-        w = r["windows"]
-        print(f"  turn windows built {w['windows_built']:.0f}, emptied {w['windows_emptied']:.0f} "
-              f"({w['windows_built'] / max(1, r['ok']):.1f} built per call)")
-    if res:
-        print(f"  RSS MB: server {res['server_rss_mb']:.0f} (threads {res['server_threads']}), postgres "
-              f"{res['pg_rss_mb']:.0f} ({res['pg_processes']} processes), redis {res['redis_rss_mb']:.0f} "
-              f"(used {res['redis_used_mb']:.1f} MB, {res['redis_keys']} keys)")
-        print(f"  memories: {res['rows']} rows ({res['active']} active, {res['dead']} dead tuples, "
-              f"{res['table_mb']:.1f} MB, autovacuums {res['autovacuums']}), history {res['history']}, "
-              f"write_requests {res['write_requests']}; "
-              f"sessions awaiting windows {res['awaiting']} (max {mx['awaiting']}, oldest {res['window_lag_s']:.0f} s); "
-              f"pg backends running {res['running']} (max {mx['running']}), waiting on a lock max {mx['lock_waits']}",
-              flush=True)
-    for q, n in Counter(r["lock_waiters"]).most_common(3):
-        print(f"  waiting on a lock in {n} backend-samples: {q}")
-
-
-def summary(rows: list[dict], stats: Stats) -> dict:
-    first, last = rows[0], rows[-1]
-    errors = sum(1 for r in stats.records if r.code != "OK")
-    ratio = last["calls_per_s"] / first["calls_per_s"] if first["calls_per_s"] else float("nan")
-    per_rpc = {rpc: (last["rpc"][rpc]["per_s"] / first["rpc"][rpc]["per_s"]) if first["rpc"][rpc]["per_s"] else None
-               for rpc in RPCS}
-    res0, res1 = first["resources"], last["resources"]
-    c0, c1 = first["calls_per_server_cpu_s"], last["calls_per_server_cpu_s"]
-    return {"first_calls_per_s": first["calls_per_s"], "last_calls_per_s": last["calls_per_s"], "ratio": ratio,
-            "calls_per_server_cpu_s": (c0, c1), "ratio_per_cpu": c1 / c0 if c0 and c1 else None,
-            "others_cores": (first["cpu_cores"].get("others"), last["cpu_cores"].get("others")),
-            "ratio_by_rpc": per_rpc, "errors": errors, "calls": len(stats.records),
-            "retries": len(stats.retries),
-            "server_rss_mb": (res0.get("server_rss_mb"), res1.get("server_rss_mb")),
-            "pg_rss_mb": (res0.get("pg_rss_mb"), res1.get("pg_rss_mb")),
-            "redis_rss_mb": (res0.get("redis_rss_mb"), res1.get("redis_rss_mb")),
-            "rows": (res0.get("rows"), res1.get("rows"))}
-
-
-def print_summary(s: dict, n_intervals: int) -> None:
-    print(f"\nthroughput: first interval {s['first_calls_per_s']:.1f} calls/s, last {s['last_calls_per_s']:.1f} "
-          f"calls/s; ratio last/first {s['ratio']:.2f} over {n_intervals} intervals "
-          f"(target >= {TARGET_RATIO}: {'OK' if s['ratio'] >= TARGET_RATIO else 'MISS'})")
-    if s["ratio_per_cpu"] is not None:
-        print(f"  per server CPU second: first {s['calls_per_server_cpu_s'][0]:.1f}, last {s['calls_per_server_cpu_s'][1]:.1f}"
-              f" calls; ratio {s['ratio_per_cpu']:.2f} (other processes kept {s['others_cores'][0]:.2f} -> "
-              f"{s['others_cores'][1]:.2f} cores busy: the plain ratio is only fair when that stays put)")
-    print("  by rpc: " + ", ".join(f"{k} {v:.2f}" for k, v in s["ratio_by_rpc"].items() if v is not None))
-    print(f"errors: {s['errors']} of {s['calls']} calls (target 0: {'OK' if s['errors'] == 0 else 'MISS'}); "
-          f"SDK retries {s['retries']}")
-    print("RSS MB first -> last interval: server {:.0f} -> {:.0f}, postgres {:.0f} -> {:.0f}, redis {:.0f} -> {:.0f};"
-          " rows {} -> {}".format(*s["server_rss_mb"], *s["pg_rss_mb"], *s["redis_rss_mb"], *s["rows"]))
 
 
 # ---------------------------------------------------------------- main
