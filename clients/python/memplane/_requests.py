@@ -5,7 +5,7 @@ response, so the sync and async clients differ only in how they perform the call
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Callable, Generic, Iterable, Mapping, TypeVar
 
@@ -20,7 +20,6 @@ from .enums import (
     InferMode,
     InferModeLike,
     Kind,
-    Layer,
     MemoryStatus,
     MemoryStatusLike,
     EraseMode,
@@ -28,7 +27,6 @@ from .enums import (
     OperationState,
     OperationStateLike,
     PromoteMode,
-    ProtoEnum,
     ReflectMode,
     ReflectModeLike,
     Scope,
@@ -36,16 +34,12 @@ from .enums import (
     TaskOutcome,
     TaskOutcomeLike,
 )
-from .inputs import FilterArgs, MemoryInput, MemoryInputLike, TaskStep, TaskTrajectory, TaskTrajectoryLike
+from ._messages import enum_or_zero, enum_values, many, memory_filter, memory_input, task_trajectory
+from .inputs import MemoryInput, MemoryInputLike, TaskTrajectoryLike
 from .v1 import memory_pb2, memory_service_pb2 as svc_pb, operations_service_pb2 as ops_pb
 
 T = TypeVar("T")
 R = TypeVar("R")
-_E = TypeVar("_E", bound=ProtoEnum)
-
-_FILTER_KEYS = frozenset(FilterArgs.__annotations__)
-_MEMORY_INPUT_FIELDS = frozenset(f.name for f in fields(MemoryInput))
-
 
 @dataclass(frozen=True)
 class PreparedCall(Generic[T]):
@@ -59,129 +53,6 @@ class PreparedCall(Generic[T]):
         """The same call with a further conversion applied to its result."""
         first = self.convert
         return PreparedCall(self.method, self.request, lambda response: convert(first(response)))
-
-
-# --- value helpers -------------------------------------------------------------------------
-
-
-def _many(value: Any) -> list[Any]:
-    """A list from None, a single value, or an iterable (a string counts as one value)."""
-    if value is None:
-        return []
-    if isinstance(value, (str, int, ProtoEnum)):
-        return [value]
-    return list(value)
-
-
-def _enums(cls: type[_E], value: Any) -> list[int]:
-    return [cls.parse(v).value for v in _many(value)]
-
-
-def _enum_or_zero(cls: type[_E], value: Any) -> int:
-    return 0 if value is None else cls.parse(value).value
-
-
-def memory_filter(filters: Mapping[str, Any]) -> memory_pb2.MemoryFilter:
-    """A MemoryFilter from FilterArgs keywords; unknown keywords raise TypeError."""
-    unknown = set(filters) - _FILTER_KEYS
-    if unknown:
-        raise TypeError(f"unknown filter argument(s): {', '.join(sorted(unknown))}")
-    pb = memory_pb2.MemoryFilter(
-        scopes=_enums(Scope, filters.get("scopes")),
-        layers=_enums(Layer, filters.get("layers")),
-        kinds=_enums(Kind, filters.get("kinds")),
-        statuses=_enums(MemoryStatus, filters.get("statuses")),
-        domains=_many(filters.get("domains")),
-        tags=_many(filters.get("tags")),
-        agent_id=filters.get("agent_id") or "",
-        user_id=filters.get("user_id") or "",
-        session_id=filters.get("session_id") or "",
-        entity=filters.get("entity") or "",
-        attribute=filters.get("attribute") or "",
-        min_confidence=filters.get("min_confidence") or 0.0,
-        include_pending=bool(filters.get("include_pending")),
-        flagged_for_review=bool(filters.get("flagged_for_review")),
-    )
-    if filters.get("occurred_after") is not None:
-        pb.occurred.start_time.CopyFrom(_convert.to_timestamp(filters["occurred_after"]))
-    if filters.get("occurred_before") is not None:
-        pb.occurred.end_time.CopyFrom(_convert.to_timestamp(filters["occurred_before"]))
-    return pb
-
-
-def _memory_input_fields(item: MemoryInputLike) -> dict[str, Any]:
-    if isinstance(item, MemoryInput):
-        return {name: getattr(item, name) for name in _MEMORY_INPUT_FIELDS}
-    if not isinstance(item, Mapping):
-        raise TypeError(f"a memory must be a MemoryInput or a dict, not {type(item).__name__}")
-    values = dict(item)
-    source = values.pop("source", None)
-    if source is not None:
-        values.setdefault("source_type", source.get("type", ""))
-        values.setdefault("source_id", source.get("id", ""))
-    unknown = set(values) - _MEMORY_INPUT_FIELDS
-    if unknown:
-        raise TypeError(f"unknown memory field(s): {', '.join(sorted(unknown))}")
-    for required in ("content", "kind"):
-        if values.get(required) is None:
-            raise TypeError(f"a memory needs {required!r}")
-    return values
-
-
-def memory_input(item: MemoryInputLike) -> svc_pb.MemoryInput:
-    """A MemoryInput proto from a MemoryInput dataclass or a dict with the proto field names."""
-    v = _memory_input_fields(item)
-    pb = svc_pb.MemoryInput(
-        content=v["content"],
-        kind=Kind.parse(v["kind"]).value,
-        scope=_enum_or_zero(Scope, v.get("scope")),
-        layer=_enum_or_zero(Layer, v.get("layer")),
-        domain=v.get("domain") or "",
-        context=v.get("context") or "",
-        entity=v.get("entity") or "",
-        attribute=v.get("attribute") or "",
-        value=v.get("value") or "",
-        tags=_many(v.get("tags")),
-        user_id=v.get("user_id") or "",
-        session_id=v.get("session_id") or "",
-        state_key=v.get("state_key") or "",
-    )
-    if v.get("source_type") or v.get("source_id"):
-        pb.source.type = v.get("source_type") or ""
-        pb.source.id = v.get("source_id") or ""
-    if v.get("metadata") is not None:
-        pb.metadata.CopyFrom(_convert.to_struct(v["metadata"]))
-    # confidence is a proto3 optional: leaving it unset means 1.0, so 0.0 must still be sent.
-    if v.get("confidence") is not None:
-        pb.confidence = v["confidence"]
-    for name in ("occurred_at", "valid_from", "valid_to"):
-        if v.get(name) is not None:
-            getattr(pb, name).CopyFrom(_convert.to_timestamp(v[name]))
-    if v.get("ttl") is not None:
-        pb.ttl.CopyFrom(_convert.to_duration(v["ttl"]))
-    return pb
-
-
-def _task_step(step: TaskStep | Mapping[str, Any]) -> svc_pb.TaskStep:
-    s = step if isinstance(step, TaskStep) else TaskStep(**step)
-    pb = svc_pb.TaskStep(action=s.action, observation=s.observation)
-    if s.occurred_at is not None:
-        pb.occurred_at.CopyFrom(_convert.to_timestamp(s.occurred_at))
-    return pb
-
-
-def task_trajectory(task: TaskTrajectoryLike) -> svc_pb.TaskTrajectory:
-    """A TaskTrajectory proto from the dataclass or a dict with the same keys."""
-    t = task if isinstance(task, TaskTrajectory) else TaskTrajectory(**task)
-    return svc_pb.TaskTrajectory(
-        task_id=t.task_id,
-        request=t.request,
-        steps=[_task_step(s) for s in t.steps],
-        outcome=_enum_or_zero(TaskOutcome, t.outcome),
-        feedback=t.feedback,
-        used_memory_ids=list(t.used_memory_ids),
-        attempts=t.attempts,
-    )
 
 
 # --- MemoryService -------------------------------------------------------------------------
@@ -200,7 +71,7 @@ def write(
     request = svc_pb.WriteRequest(
         memories=[memory_input(m) for m in memories],
         request_id=request_id or "",
-        infer=_enum_or_zero(InferMode, infer),
+        infer=enum_or_zero(InferMode, infer),
         time_zone=time_zone or "",
     )
     if not request.memories:
@@ -261,9 +132,9 @@ def reflect(
     if decide and task is None:
         raise ValueError("decide applies to task reflections")
     request = svc_pb.ReflectRequest(
-        scope=_enum_or_zero(Scope, scope),
+        scope=enum_or_zero(Scope, scope),
         domain=domain or "",
-        mode=_enum_or_zero(ReflectMode, mode),
+        mode=enum_or_zero(ReflectMode, mode),
         request_id=request_id or "",
         decide=decide,
     )
@@ -297,7 +168,7 @@ def forget(
     if everything and ids is None and not has_filter:
         return PreparedCall("Forget", request, _convert.forget_result)
     if ids is not None:
-        request.ids.ids.extend(_many(ids))
+        request.ids.ids.extend(many(ids))
     else:
         request.filter.CopyFrom(memory_filter(filters))
     return PreparedCall("Forget", request, _convert.forget_result)
@@ -354,7 +225,7 @@ def update_memory(
             setattr(memory, name, given)
             paths.append(name)
     if tags is not None:
-        memory.tags.extend(_many(tags))
+        memory.tags.extend(many(tags))
         paths.append("tags")
     if metadata is not None:
         memory.metadata.CopyFrom(_convert.to_struct(metadata))
@@ -407,8 +278,8 @@ def submit_feedback(
     if (useful is None) == (outcome is None):
         raise ValueError("submit_feedback needs exactly one of useful or outcome")
     request = svc_pb.SubmitFeedbackRequest(
-        memory_ids=_many(memory_ids), useful=bool(useful), comment=comment, task_id=task_id,
-        outcome=_enum_or_zero(TaskOutcome, outcome),
+        memory_ids=many(memory_ids), useful=bool(useful), comment=comment, task_id=task_id,
+        outcome=enum_or_zero(TaskOutcome, outcome),
     )
     return PreparedCall("SubmitFeedback", request, lambda r: _convert.memories(r.memories))
 
@@ -435,7 +306,7 @@ def list_reflection_decisions(
 ) -> PreparedCall[types.Page[types.ReflectionDecision]]:
     """One page of ListReflectionDecisions."""
     request = svc_pb.ListReflectionDecisionsRequest(
-        subject=_enum_or_zero(DecisionSubject, subject), subject_id=subject_id, page_size=page_size,
+        subject=enum_or_zero(DecisionSubject, subject), subject_id=subject_id, page_size=page_size,
         page_token=page_token)
     return PreparedCall("ListReflectionDecisions", request,
                         lambda r: _convert.page(r.decisions, _convert.reflection_decision, r.next_page_token))
@@ -445,7 +316,7 @@ def consolidate(
     *, scope: ScopeLike | None, domain: str, dry_run: bool
 ) -> PreparedCall[tuple[types.MemoryCluster, ...]]:
     """Consolidate, resolving to the clusters found (and written, unless a dry run)."""
-    request = svc_pb.ConsolidateRequest(scope=_enum_or_zero(Scope, scope), domain=domain, dry_run=dry_run)
+    request = svc_pb.ConsolidateRequest(scope=enum_or_zero(Scope, scope), domain=domain, dry_run=dry_run)
     return PreparedCall("Consolidate", request, lambda r: tuple(_convert.memory_cluster(c) for c in r.clusters))
 
 
@@ -490,7 +361,7 @@ def list_operations(
 ) -> PreparedCall[types.Page[types.Operation]]:
     """One page of ListOperations."""
     request = ops_pb.ListOperationsRequest(
-        state=_enum_or_zero(OperationState, state), page_size=page_size, page_token=page_token
+        state=enum_or_zero(OperationState, state), page_size=page_size, page_token=page_token
     )
     return PreparedCall(
         "ListOperations", request, lambda r: _convert.page(r.operations, _convert.operation, r.next_page_token)
@@ -511,8 +382,8 @@ def watch(
     """A WatchRequest; scopes, kinds and change_kinds take one value or an iterable."""
     request = svc_pb.WatchRequest(
         filter=svc_pb.WatchFilter(
-            scopes=_enums(Scope, scopes), session_id=session_id or "", entity=entity or "",
-            kinds=_enums(Kind, kinds), change_kinds=_enums(ChangeKind, change_kinds),
+            scopes=enum_values(Scope, scopes), session_id=session_id or "", entity=entity or "",
+            kinds=enum_values(Kind, kinds), change_kinds=enum_values(ChangeKind, change_kinds),
         )
     )
     if after_position is not None:

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from memplane import Kind, MemoryInput, MemoryStatus, Scope, TaskStep, TaskTrajectory
-from memplane import _admin_requests, _requests
+from memplane import _admin_requests, _messages, _requests
 from memplane.v1 import admin_service_pb2 as admin_pb
 from memplane.v1 import memory_pb2, memory_service_pb2 as svc_pb
 
@@ -14,29 +14,29 @@ T0 = datetime(2024, 5, 1, tzinfo=timezone.utc)
 
 
 def test_filter_accepts_single_values_and_names():
-    pb = _requests.memory_filter({"scopes": "private", "kinds": ["fact", Kind.LESSON], "tags": "urgent"})
+    pb = _messages.memory_filter({"scopes": "private", "kinds": ["fact", Kind.LESSON], "tags": "urgent"})
     assert list(pb.scopes) == [memory_pb2.SCOPE_PRIVATE]
     assert list(pb.kinds) == [memory_pb2.KIND_FACT, memory_pb2.KIND_LESSON]
     assert list(pb.tags) == ["urgent"]
 
 
 def test_filter_occurred_bounds_become_a_time_range():
-    pb = _requests.memory_filter({"occurred_after": T0, "occurred_before": T0 + timedelta(days=1)})
+    pb = _messages.memory_filter({"occurred_after": T0, "occurred_before": T0 + timedelta(days=1)})
     assert pb.occurred.start_time.seconds == int(T0.timestamp())
     assert pb.occurred.end_time.seconds == int(T0.timestamp()) + 86400
 
 
 def test_filter_keywords_left_out_or_none_do_not_constrain():
-    assert _requests.memory_filter({"user_id": None, "scopes": None}) == memory_pb2.MemoryFilter()
+    assert _messages.memory_filter({"user_id": None, "scopes": None}) == memory_pb2.MemoryFilter()
 
 
 def test_filter_rejects_unknown_keywords():
     with pytest.raises(TypeError, match="scope"):
-        _requests.memory_filter({"scope": "private"})
+        _messages.memory_filter({"scope": "private"})
 
 
 def test_memory_input_from_a_dict_with_proto_field_names():
-    pb = _requests.memory_input({
+    pb = _messages.memory_input({
         "content": "likes tea", "kind": "preference", "scope": "SCOPE_GLOBAL", "tags": ["drinks"],
         "source": {"type": "turn", "id": "t1"}, "metadata": {"k": "v"}, "occurred_at": T0, "ttl": 60,
     })
@@ -46,29 +46,29 @@ def test_memory_input_from_a_dict_with_proto_field_names():
 
 def test_memory_input_from_the_dataclass_matches_the_dict_form():
     item = MemoryInput("likes tea", "preference", user_id="u1", valid_from=T0)
-    assert _requests.memory_input(item) == _requests.memory_input(
+    assert _messages.memory_input(item) == _messages.memory_input(
         {"content": "likes tea", "kind": "preference", "user_id": "u1", "valid_from": T0}
     )
 
 
 def test_zero_confidence_is_sent_because_unset_means_one():
-    assert _requests.memory_input({"content": "x", "kind": "fact", "confidence": 0.0}).HasField("confidence")
-    assert not _requests.memory_input({"content": "x", "kind": "fact"}).HasField("confidence")
+    assert _messages.memory_input({"content": "x", "kind": "fact", "confidence": 0.0}).HasField("confidence")
+    assert not _messages.memory_input({"content": "x", "kind": "fact"}).HasField("confidence")
 
 
 def test_memory_input_rejects_unknown_fields():
     with pytest.raises(TypeError, match="colour"):
-        _requests.memory_input({"content": "x", "kind": "fact", "colour": "red"})
+        _messages.memory_input({"content": "x", "kind": "fact", "colour": "red"})
 
 
 def test_memory_input_requires_kind():
     with pytest.raises(TypeError, match="kind"):
-        _requests.memory_input({"content": "x"})
+        _messages.memory_input({"content": "x"})
 
 
 def test_memory_input_rejects_naive_datetimes():
     with pytest.raises(ValueError):
-        _requests.memory_input({"content": "x", "kind": "event", "occurred_at": datetime(2024, 5, 1)})
+        _messages.memory_input({"content": "x", "kind": "event", "occurred_at": datetime(2024, 5, 1)})
 
 
 def test_write_rejects_a_single_memory_not_in_a_list():
