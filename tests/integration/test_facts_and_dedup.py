@@ -82,6 +82,31 @@ async def test_near_duplicates_merge_newest_wins_sources_kept(deps, make_tenant)
     assert unrelated.supersedes is None
 
 
+@pytest.mark.parametrize("first, second", [
+    ("Bob's dog is named Rex", "Bob's cat is named Rex"),
+    ("用户喜欢喝茶", "用户喜欢喝咖啡"),
+])
+async def test_different_statements_that_embed_alike_are_both_kept(deps, make_tenant, first, second):
+    vectors = await deps.embedder.embed_passages([first, second])
+    assert float(vectors[0] @ vectors[1]) >= deps.settings.dedup_threshold  # else this test shows nothing
+    world = await make_tenant()
+    write = WriteService(deps)
+    [one] = await write.write(world.writer, [fact(first)])
+    [two] = await write.write(world.writer, [fact(second)])
+    assert two.id != one.id and two.supersedes is None
+    assert {m.content for m in await active(deps, world.writer, kinds=(Kind.FACT,))} == {first, second}
+
+
+async def test_a_restatement_that_says_no_more_reobserves_the_memory(deps, make_tenant):
+    world = await make_tenant()
+    write = WriteService(deps)
+    [first] = await write.write(world.writer, [fact("The user likes green tea", confidence=0.6)])
+    [again] = await write.write(world.writer, [fact("User likes green tea", confidence=0.6)])
+    assert again.id == first.id and again.content == "The user likes green tea"
+    assert again.confidence > first.confidence
+    assert [m.id for m in await active(deps, world.writer, kinds=(Kind.FACT,))] == [first.id]
+
+
 async def test_different_scopes_do_not_merge(deps, make_tenant):
     world = await make_tenant()
     write = WriteService(deps)

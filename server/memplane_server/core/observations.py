@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass
 
 from .model import Kind, MemoryDraft, Scope
+from .tokens import keyword_tokens
 
 # Kinds whose near-duplicates merge at write time. Turns and events are episodes: two people
 # saying "thanks!" in different sessions are two things that happened, not one.
@@ -15,6 +17,29 @@ _SPACE = re.compile(r"\s+")
 
 def normalized(text: str | None) -> str:
     return _SPACE.sub(" ", (text or "").casefold()).strip().rstrip(".!。！")
+
+
+# Negations are stopwords to the keyword channels, but "does not like tea" is no restatement of
+# "likes tea". Chinese negators are single characters inside words, so they are looked for as such.
+_NEGATION = re.compile(
+    r"\b(?:no|not|nor|never|none|nothing|nobody|neither|cannot|\w+n't)\b|[不没別别未无]", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a text says, for telling a restatement from a different statement that embeds alike:
+    with the small embedder "prefers dark mode" and "prefers light mode" measure cosine 0.963 and
+    "Bob's dog is named Rex" and "Bob's cat is named Rex" 0.957, above the near-duplicate threshold."""
+
+    terms: frozenset[str]
+    negated: bool
+
+    def adds_nothing_to(self, other: Claim) -> bool:
+        return self.terms <= other.terms and self.negated == other.negated
+
+
+def claim(text: str) -> Claim:
+    return Claim(frozenset(keyword_tokens(text)), bool(_NEGATION.search(text.replace("’", "'"))))
 
 
 def reobserved_confidence(old: float, new: float) -> float:

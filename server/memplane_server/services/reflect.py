@@ -10,6 +10,7 @@ transaction and queues a `refresh_summary` job (migration 0009), which runs refr
 """
 from __future__ import annotations
 
+import asyncio
 import uuid
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -19,6 +20,7 @@ import numpy as np
 from ..core.caller import Caller, caller_to_json
 from ..core.errors import invalid
 from ..core.model import Kind, MemoryDraft, MemoryFilter, MemoryRecord, Scope, Status
+from ..core.observations import claim
 from ..core.operations import Operation
 from ..core.reflection import (
     ReflectInput, ReflectOutcome, input_to_json, near_duplicate_groups, session_summary, statement, task_summary,
@@ -308,7 +310,8 @@ class ReflectService:
         if len(rows) < 2:
             return 0
         vectors = np.stack([v for _, v in rows])
-        keys = [(m.scope, m.domain, m.agent_id, m.kind) for m, _ in rows]
+        # Newest wins, so only memories that say the same are merged (core/observations.Claim).
+        keys = await asyncio.to_thread(lambda: [(m.scope, m.domain, m.agent_id, m.kind, claim(m.content)) for m, _ in rows])
         merged = 0
         for group in near_duplicate_groups(vectors, keys, self.deps.settings.dedup_threshold):
             newest = max(group, key=lambda i: (rows[i][0].created_at, str(rows[i][0].id)))

@@ -15,9 +15,12 @@ from ...core.caller import Caller
 from ...core.conflicts import ConflictRule, conflict_reason
 from ...core.model import MemoryDraft, MemoryRecord, Scope, Status
 from ...core.requests import RequestKey
-from ...core.observations import DEDUP_KINDS, normalized, reobserved_confidence, write_lock
+from ...core.observations import DEDUP_KINDS, claim, normalized, reobserved_confidence, write_lock
 from .contexts import WINDOW_KINDS, mark_sessions
 from .sql import MEMORY_COLUMNS, Params, record_from_row, record_to_json, writable
+
+# Near-duplicates by embedding that are checked for saying the same (core/observations.Claim).
+NEAREST_CHECKED = 3
 
 
 @dataclass(frozen=True)
@@ -167,10 +170,14 @@ class WriteTransaction:
                 return await self._insert(s, replaces=None, action="", contradicts=(current, why))
             return await self._insert(s, replaces=current, action="superseded")
         if d.kind in DEDUP_KINDS:
-            twin = await self._nearest(s)
-            if twin is not None and normalized(twin.content) == normalized(d.content):
-                return await self._reobserve(twin, s)
-            return await self._insert(s, replaces=twin, action="merged")
+            # A near-duplicate by embedding is merged only when one of the two says all the other
+            # does; two different statements that embed alike are both kept.
+            says = claim(d.content)
+            for twin in await self._nearest(s):
+                if says.adds_nothing_to(claim(twin.content)):
+                    return await self._reobserve(twin, s)
+                if claim(twin.content).adds_nothing_to(says):
+                    return await self._insert(s, replaces=twin, action="merged")
         return await self._insert(s, replaces=None, action="")
 
     async def _current_fact(self, d: MemoryDraft) -> MemoryRecord | None:
@@ -192,18 +199,17 @@ class WriteTransaction:
         wanted = normalized(d.value or d.content)
         return next((r for r in map(record_from_row, rows) if normalized(r.value or r.content) == wanted), None)
 
-    async def _nearest(self, s: StoredDraft) -> MemoryRecord | None:
+    async def _nearest(self, s: StoredDraft) -> list[MemoryRecord]:
+        """The closest memories of the draft's kind and space above the near-duplicate threshold, closest first."""
         # A memory derived from others (a consolidation of them) never merges into one of them.
         p = Params(s.embedding, list(s.draft.derived_from))
-        row = await self.conn.fetchrow(
+        rows = await self.conn.fetch(
             f"SELECT {MEMORY_COLUMNS}, 1 - (m.embedding <=> $1) AS similarity FROM memories m"
             f" WHERE {same_space(self.caller, s.draft, p)} AND m.kind = {p.add(s.draft.kind.value)}"
-            " AND m.entity IS NULL AND m.id <> ALL($2::uuid[]) ORDER BY m.embedding <=> $1 LIMIT 1",
+            f" AND m.entity IS NULL AND m.id <> ALL($2::uuid[]) ORDER BY m.embedding <=> $1 LIMIT {p.add(NEAREST_CHECKED)}",
             *p.values,
         )
-        if row is None or row["similarity"] < self.dedup_threshold:
-            return None
-        return record_from_row(row)
+        return [record_from_row(row) for row in rows if row["similarity"] >= self.dedup_threshold]
 
     async def _reobserve(self, existing: MemoryRecord, s: StoredDraft) -> MemoryRecord:
         confidence = reobserved_confidence(existing.confidence, s.draft.confidence)
