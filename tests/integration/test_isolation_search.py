@@ -13,7 +13,7 @@ count of the graph channel counts exactly the readable rows holding the entity (
 it cannot read would tell it they exist).
 
 To see it fail, drop the agent condition from the private branch of `mp_entity_links`
-(migration 0017), or read the feedback channels' vocabulary without `visibility`.
+(migration 0017): the rows it links are joined back under visibility, but its counts are not.
 """
 from __future__ import annotations
 
