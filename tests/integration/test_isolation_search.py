@@ -8,9 +8,9 @@
 
 besides the shared rules (writes, updates, forgets by id, turn windows, no-result signals).
 Every hit is one the caller may read (a working item its own session's), within the filter, and when the score is
-explained, every memory id its explanation names is one the caller may read and every entity
-count of the graph channel counts exactly the readable rows holding the entity (a count over rows
-it cannot read would tell it they exist).
+explained, every memory id its explanation names is one the caller may read and every count of
+the graph channel (rows holding an entity, of rows in all) counts exactly the readable rows (a
+count over rows it cannot read would tell it they exist: migration 0026).
 
 To see it fail, drop the agent condition from the private branch of `mp_entity_links`
 (migration 0017): the rows it links are joined back under visibility, but its counts are not.
@@ -44,7 +44,7 @@ SEARCHES = (
     "user: where is Bob Stone now?\nassistant: in Berlin\nuser: and Acme Corp?",  # a dialogue: last turn
 )
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-ENTITY_COUNT = re.compile(r"'([^']+)' \((\d+) of \d+ rows\)")
+ENTITY_COUNT = re.compile(r"'([^']+)' \((\d+) of (\d+) rows\)")
 
 
 class SearchRules:
@@ -70,7 +70,7 @@ class SearchRules:
 
     async def check_explained(self, caller: Caller, hits: list[SearchHit]) -> None:
         """No memory id the caller cannot read, and no count of rows it cannot read, in any explanation."""
-        counted: list[tuple[str, int]] = []
+        counted: list[tuple[str, int, int]] = []
         for hit in hits:
             for component in hit.explanation:
                 SEEN["explained: " + component.name] += 1
@@ -82,7 +82,8 @@ class SearchRules:
                     else:
                         self.check_visible("Search(explain)", caller, uuid.UUID(ident))
                 if component.name == "graph":
-                    counted += [(entity, int(n)) for entity, n in ENTITY_COUNT.findall(component.detail)]
+                    counted += [(entity, int(n), int(total))
+                                for entity, n, total in ENTITY_COUNT.findall(component.detail)]
         if not counted:
             return
         rows = await self.deps.memories.pool.fetch(
@@ -90,12 +91,12 @@ class SearchRules:
             self.world.tenants)
         readable = [set(r["entities"] or ()) for r in rows
                     if self.oracle.readable(caller, self.oracle.mems.get(r["id"]))]
-        for entity, n in counted:
+        for entity, n, total in counted:
             SEEN["graph entity counts checked"] += 1
             holding = sum(entity in entities for entities in readable)
-            if n != holding:
-                raise Violation(f"Search(explain): the graph channel counts {n} rows holding {entity!r} for"
-                                f" {self.names.who(caller)}, who reads {holding}")
+            if (n, total) != (holding, len(readable)):
+                raise Violation(f"Search(explain): the graph channel counts {n} of {total} rows holding {entity!r}"
+                                f" for {self.names.who(caller)}, who reads {holding} of {len(readable)}")
 
 
 class GraphSearchRules(SearchRules):
