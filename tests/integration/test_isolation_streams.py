@@ -238,4 +238,4 @@ StreamMachine = machine("StreamMachine", StreamRules)
 
 
 def test_no_stream_conflict_decision_or_export_crosses_tenant_agent_or_domain(deps, session_loop):
-    run_machine(StreamMachine, deps, session_loop, examples=6, steps=50, min_calls=260)
+    run_machine(StreamMachine, deps, session_loop, examples=5, steps=50, min_calls=260)
