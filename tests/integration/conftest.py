@@ -1,6 +1,7 @@
 """Integration fixtures: the real stores and use cases over the session's embedded services."""
 from __future__ import annotations
 
+import asyncio
 import uuid
 from dataclasses import dataclass
 
@@ -68,3 +69,9 @@ async def make_tenant(deps):
                            caller(Role.AGENT, "a1"), caller(Role.AGENT, "a2"))
 
     return make
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def session_loop(runtime):
+    """The session's event loop, for synchronous tests (hypothesis' state machines) that drive it."""
+    return asyncio.get_running_loop()

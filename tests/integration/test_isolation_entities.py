@@ -14,7 +14,8 @@ graph channel against `Caller.can_read`:
   2. each entity's count is exactly the number of readable active rows holding it (a count over
      rows the caller cannot read would tell it they exist);
   3. an entity held only by memories the caller cannot read links nothing, even when the seeds
-     name those memories; `entities_of` a memory it cannot read is None.
+     name those memories; `entities_of` a memory it cannot read is None;
+  4. the rarity base (`Links.tenant_rows`) counts the rows the caller reads, not the tenant's.
 
 To see it fail, drop the agent condition from the private branch of `mp_entity_links` (migration
 0017) or read the seeds' entities without the policy's predicate.
@@ -129,6 +130,14 @@ def test_entity_links_never_cross_tenant_agent_or_domain(deps, world, session_lo
         session_loop.run_until_complete(check(deps, world, caller, seeds, asked))
 
     property_holds()
+
+
+async def test_the_rarity_base_counts_only_the_rows_the_caller_reads(deps, world):
+    """Search's explanation shows it ("n of total rows"): the tenant's whole count told an agent how
+    many memories it cannot read (migration 0026)."""
+    for caller in world.callers:
+        links = await deps.entities.links(caller, MemoryFilter(), [], ["zanzibar"], max_rows=MAX_ROWS, as_of=None)
+        assert links.tenant_rows == sum(caller.can_read(m) for m in world.memories), caller.key_id
 
 
 async def test_entities_of_an_unreadable_memory_is_none(deps, world):

@@ -86,6 +86,7 @@ search_filters = st.tuples(filter_fields, st.sampled_from([None, *SESSIONS])).ma
 )
 # Mostly one shared condition (so forgets do reach rows), sometimes several, sometimes none.
 forget_filters = st.one_of(
+    st.just({}),
     st.fixed_dictionaries({"user_id": st.sampled_from(USERS)}),
     st.fixed_dictionaries({"session_id": st.sampled_from(SESSIONS)}),
     st.fixed_dictionaries({"entity": st.sampled_from(ENTITIES)}),

@@ -5,12 +5,13 @@ changed can be held against what its caller may change.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from memplane_server.core.caller import Caller
 from memplane_server.stores.redis.working import WorkingSession
 
-from .isolation_oracle import Oracle, Violation, can_change, can_read
+from .isolation_oracle import Mem, Oracle, Violation, can_change, can_read
 from .isolation_world import AGENTS, SESSIONS
 
 
@@ -22,6 +23,18 @@ class Snapshot:
     jobs: dict[uuid.UUID, tuple]  # the world's operations
     working: dict[tuple, tuple]  # (tenant, agent, session) -> working items and state
     sources: dict[uuid.UUID, set[uuid.UUID]]  # derived memory -> what it was derived from (memory_sources)
+    policies: dict[str, tuple]  # tenant -> its lifecycle policy row
+    decisions: dict[uuid.UUID, tuple]  # reflection decisions and no-result signals: id -> (tenant, agent)
+
+
+@dataclass(frozen=True)
+class Reach:
+    """What a tenant-wide call (an admin's erasure of a user, a lifecycle run) may change beyond
+    what `can_change` allows the caller: the rows `rows` selects, and the working memory of every
+    agent of the caller's tenant when `working`."""
+
+    rows: Callable[[Mem], bool]
+    working: bool = True
 
 
 async def take_snapshot(deps, tenants: list[str]) -> Snapshot:
@@ -52,6 +65,11 @@ async def take_snapshot(deps, tenants: list[str]) -> Snapshot:
         )
         links = await conn.fetch(
             "SELECT memory_id, source_id FROM memory_sources WHERE tenant_id = ANY($1::text[])", tenants)
+        decisions = await conn.fetch(
+            "SELECT id, tenant_id, agent_id FROM reflection_decisions WHERE tenant_id = ANY($1::text[])", tenants)
+        policies = await conn.fetch(
+            "SELECT tenant_id, enabled, policy::text, updated_at FROM lifecycle_policies"
+            " WHERE tenant_id = ANY($1::text[])", tenants)
     sessions = [(t, a, s) for t in tenants for a in (None, *AGENTS) for s in SESSIONS]
     async with deps.working.client.pipeline(transaction=False) as pipe:
         for t, a, s in sessions:
@@ -66,6 +84,8 @@ async def take_snapshot(deps, tenants: list[str]) -> Snapshot:
         jobs={r["id"]: tuple(r.values()) for r in jobs},
         working={key: (tuple(raw[2 * i]), tuple(sorted(raw[2 * i + 1].items()))) for i, key in enumerate(sessions)},
         sources=_group(links),
+        policies={r["tenant_id"]: tuple(r.values()) for r in policies},
+        decisions={r["id"]: (r["tenant_id"], r["agent_id"]) for r in decisions},
     )
 
 
@@ -87,20 +107,20 @@ def _follows_its_sources(ident: uuid.UUID, before: Snapshot, after: Snapshot, ch
 
 
 def check_unchanged(what: str, caller: Caller, before: Snapshot, after: Snapshot, oracle: Oracle, *,
-                    nothing: bool, new: set, erasing: tuple[str, bool] | None = None) -> None:
+                    nothing: bool, new: set, reach: Reach | None = None) -> None:
     """Nothing the caller may not change has changed (nothing at all when `nothing`: a failed
-    call or a dry run), and no row appeared but the `new` ones the call reported.
+    call or a dry run), no row appeared but the `new` ones the call reported, and every memory
+    newly derived (memory_sources) was derived from memories the caller can read.
 
-    erasing = (user, tenant-wide): a tenant-wide erasure of that user also reaches the user's memories
-    of every agent of the caller's tenant and every working session of the tenant. Memories derived from a changed
-    one may follow it (turn stale, be forgotten or erased) whoever owns them."""
+    A tenant-wide call also reaches what its `reach` names. Memories derived from a changed one may
+    follow it (turn stale, be forgotten or erased) whoever owns them."""
     names = oracle.names
     changed = {i for i, row in before.rows.items() if after.rows.get(i) != row}
     for ident, row in before.rows.items():
         m = oracle.mems[ident]
         if not nothing and can_change(caller, m):
             continue
-        if not nothing and erasing and erasing[1] and m.tenant == caller.tenant_id and m.user == erasing[0]:
+        if not nothing and reach and m.tenant == caller.tenant_id and reach.rows(m):
             continue
         if not nothing and _follows_its_sources(ident, before, after, changed):
             continue
@@ -113,11 +133,25 @@ def check_unchanged(what: str, caller: Caller, before: Snapshot, after: Snapshot
     for ident in after.rows.keys() - before.rows.keys():
         if nothing or ident not in new:
             raise Violation(f"{what}: a row appeared that the call did not report: {after.rows[ident]}")
+    for ident, sources in after.sources.items():
+        for source in sources - before.sources.get(ident, set()):
+            m = oracle.mems.get(source)
+            if m is None or not can_read(caller, m):
+                known = names.describe(m) if m else f"{source}, a memory outside this world"
+                raise Violation(f"{what}: {names.who(caller)} derived {ident} from {known}")
+    for ident, (tenant, agent) in before.decisions.items():
+        own = tenant == caller.tenant_id and (agent == caller.agent_id or bool(reach and reach.working))
+        if (nothing or not own) and ident not in after.decisions:
+            raise Violation(f"{what}: {names.who(caller)} removed a reflection decision of"
+                            f" {names.tenant(tenant)} agent {agent}")
+    for tenant, policy in after.policies.items():
+        if (nothing or tenant != caller.tenant_id) and before.policies.get(tenant) != policy:
+            raise Violation(f"{what}: {names.who(caller)} changed the lifecycle policy of {names.tenant(tenant)}")
     for ident, row in before.jobs.items():
         if (nothing or row[1] != caller.tenant_id) and after.jobs.get(ident) != row:
             raise Violation(f"{what}: {names.who(caller)} changed an operation of {names.tenant(row[1])}")
     for key, value in before.working.items():
-        own = key[0] == caller.tenant_id and (key[1] == caller.agent_id or bool(erasing and erasing[1]))
+        own = key[0] == caller.tenant_id and (key[1] == caller.agent_id or bool(reach and reach.working))
         if (nothing or not own) and after.working[key] != value:
             raise Violation(f"{what}: {names.who(caller)} changed working memory of"
                             f" {names.tenant(key[0])}/{key[1]}/{key[2]}")

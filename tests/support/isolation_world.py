@@ -34,6 +34,9 @@ TEXTS = (
     "retry failed payments twice",
     "customer lives in Berlin",
     "用户喜欢喝茶",
+    # Entities (core/entities.py) for the entity index and the graph channel.
+    "Acme Corp hired Bob Stone in Berlin",
+    "Bob Stone moved to Lisbon last week",
 )
 QUERIES = ("vault code", "what does the user like", "how do I deploy", "payments", "Berlin", "喝茶")
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from memplane_server.services.operations import OperationsService
+from tests.support.services import job_runner
 
 
 async def run_jobs_until(runner, deps, caller, op_id, done) -> object:
@@ -17,3 +18,18 @@ async def run_jobs_until(runner, deps, caller, op_id, done) -> object:
         if done(view):
             return view
     raise AssertionError(f"operation {op_id} never got there: {view}")
+
+
+async def run_only(deps, op_id) -> None:
+    """Runs one queued job with the worker's code while every other job waits: their run_after is
+    pushed a century on for the run and back after it, so no other state or tenant is touched."""
+    held = [r["id"] for r in await deps.jobs.pool.fetch(
+        "UPDATE jobs SET run_after = run_after + interval '100 years'"
+        " WHERE id <> $1 AND state IN ('pending', 'running') RETURNING id", op_id)]
+    try:
+        await deps.jobs.pool.execute("UPDATE jobs SET run_after = now() WHERE id = $1 AND state = 'pending'", op_id)
+        if not await job_runner(deps).run_one():
+            raise AssertionError(f"operation {op_id} was not ready to run")
+    finally:
+        await deps.jobs.pool.execute(
+            "UPDATE jobs SET run_after = run_after - interval '100 years' WHERE id = ANY($1::uuid[])", held)

@@ -27,7 +27,9 @@ class Linked:
 class Links:
     linked: list[Linked]
     seed_entities: dict[uuid.UUID, set[str]]  # the linking entities each seed holds
-    tenant_rows: int  # the tenant's stored memories, against which an entity's count is its rarity
+    # The rows the caller may read (active or pending), against which an entity's count is its
+    # rarity; never the tenant's whole count, which would tell an agent of rows it cannot read (0026).
+    tenant_rows: int
 
 
 class EntityStore:
