@@ -49,3 +49,14 @@ def test_ties_go_to_the_earlier_scope():
 def test_a_zero_scope_weight_drops_the_hit():
     g = replace(record(Kind.FACT, NOW), scope=Scope.GLOBAL)
     assert fuse_and_adjust({"v": [Scored(g, 1.0)]}, {"v": 1.0}, adjustments(scope_weights={Scope.GLOBAL: 0.0})) == []
+
+
+def test_a_keyword_channel_is_explained_by_its_rank_not_its_tenant_wide_score():
+    a = record(Kind.FACT, NOW)
+    explained = [
+        {c.name: c for c in fuse_and_adjust({"keyword_context": [Scored(a, bm25)], "vector": [Scored(a, 0.9)]},
+                                            {"keyword_context": 1.0, "vector": 1.0}, adjustments())[0].explanation}
+        for bm25 in (2.7, 9.4)
+    ]
+    assert explained[0]["keyword_context"] == explained[1]["keyword_context"]
+    assert explained[0]["keyword_context"].rank == 1 and explained[0]["vector"].value == 0.9

@@ -27,6 +27,19 @@ class Adjustments:
     explain: bool
 
 
+# Keyword channels score by BM25 over the tenant's term statistics, which count every agent's
+# private memories: the raw score would let an agent work out how many memories it cannot read
+# use a word. Their explanation shows the rank's share of fusion instead.
+STATISTICS_CHANNEL_PREFIX = "keyword"
+
+
+def channel_component(channel: str, score: float, rank: int, weight: float) -> ScoreComponent:
+    if channel.startswith(STATISTICS_CHANNEL_PREFIX):
+        return ScoreComponent(channel, weight / (RRF_K + rank), rank,
+                              f"{channel} channel, weight {weight:g}; value: weight / (k + rank), its share of fusion")
+    return ScoreComponent(channel, score, rank, f"{channel} channel, weight {weight:g}")
+
+
 def fuse_and_adjust(results: dict[str, list[Scored]], weights: dict[str, float], a: Adjustments) -> list[SearchHit]:
     records: dict[str, MemoryRecord] = {}
     signals: dict[str, dict[str, float]] = {}
@@ -55,10 +68,8 @@ def fuse_and_adjust(results: dict[str, list[Scored]], weights: dict[str, float],
         score = rrf * math.prod(value for _, value, _ in factors)
         explanation = []
         if a.explain:
-            explanation = [
-                ScoreComponent(ch, signals[key][ch], ranks[ch], f"{ch} channel, weight {weights.get(ch, 1.0):g}")
-                for ch in results if ch in ranks
-            ]
+            explanation = [channel_component(ch, signals[key][ch], ranks[ch], weights.get(ch, 1.0))
+                           for ch in results if ch in ranks]
             explanation.append(ScoreComponent("rrf", rrf, 0, f"weighted reciprocal rank fusion, k={RRF_K}"))
             explanation.extend(ScoreComponent(name, value, 0, detail) for name, value, detail in factors)
         hits.append(SearchHit(record, score, explanation))
