@@ -276,8 +276,13 @@ def main() -> int:
     env = environment()
     turns, questions = load_locomo()
     items = build_memories(turns, args.memories + keep)
+    # A session belongs to one user: a session of both would have its summary (named by the
+    # session's first user) erased with one user's turns and rebuilt by a job from the other's,
+    # after the Forget's last batch or before it, depending on timing (a check that flickers).
+    session_user: dict[str, str] = {}
     for i, it in enumerate(items):
-        it["user_id"] = LEAVING if i < args.memories else STAYING
+        user = LEAVING if i < args.memories else STAYING
+        it["user_id"] = session_user.setdefault(it["session_id"], user) if it.get("session_id") else user
     queries = [q for _, q in build_queries(questions, 200)]
     result: dict = {"environment": env, "memories": args.memories, "keep": keep}
 
