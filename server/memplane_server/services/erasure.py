@@ -80,6 +80,8 @@ class ErasureService:
         )
         if not dry_run:
             await self.deps.tenancy.audit(tenant, caller.key_id, "EraseUser", receipt.subject,
-                                          {"receipt": receipt_to_json(receipt), "tenant_wide": wide})
+                                          {"receipt": receipt_to_json(receipt), "tenant_wide": wide,
+                                           # The log keeps no user id, also not one the reason names.
+                                           "reason": reason.replace(user_id, "[erased]")})
         return Erasure(receipt=receipt, count=rows.count + rows.counts.get("postgres.derived_memories", 0),
                        ids=rows.ids)

@@ -110,3 +110,29 @@ BEGIN
     RETURN NULL;
 END
 $$;
+
+-- What was derived from a batch of forgotten memories, level by level, each level by the links'
+-- and the rows' indexes. As one recursive query (0010, 0019) the planner expected tens of
+-- thousands of rows from the recursion and hashed every link and every row of the tenants it
+-- read, at each batch: a cost growing with the table, not with the batch (bench/README.md).
+CREATE OR REPLACE FUNCTION mp_derived(source_ids uuid[])
+RETURNS TABLE (tenant_id text, id uuid, kind text, status text, session_id text, user_id text, content text)
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = public AS $$
+DECLARE
+    frontier uuid[] := source_ids;
+    reached uuid[] := '{}';
+    found uuid[];
+BEGIN
+    LOOP
+        SELECT coalesce(array_agg(DISTINCT s.memory_id), '{}') INTO found
+            FROM memory_sources s
+            WHERE s.source_id = ANY (frontier) AND NOT (s.memory_id = ANY (source_ids))
+              AND NOT (s.memory_id = ANY (reached));
+        EXIT WHEN cardinality(found) = 0;
+        reached := reached || found;
+        frontier := found;
+    END LOOP;
+    RETURN QUERY SELECT m.tenant_id, m.id, m.kind, m.status, m.session_id, m.user_id, m.content
+        FROM memories m WHERE m.id = ANY (reached);
+END
+$$;
