@@ -26,14 +26,12 @@ BEGIN
     -- By the ids' indexes (an id is unique across tenants), as the callers' statements were.
     DELETE FROM memory_history h WHERE h.tenant_id = ANY (tenant_ids) AND h.memory_id = ANY (gone);
     DELETE FROM memory_sources s WHERE s.tenant_id = ANY (tenant_ids) AND s.memory_id = ANY (gone);
-    -- The Watch event of each erased row. Not for a tenant being deleted (its rows go by the
-    -- tenants foreign key, after its row): no one is left to read them.
+    -- The Watch event of each erased row, in id order (as the callers listed them).
     INSERT INTO memory_changes (tenant_id, memory_id, history_seq, change, action, scope, domain, agent_id,
                                 kind, session_id, entity)
         SELECT o.tenant_id, o.id, NULL, 'erased', 'erased', o.scope, o.domain, o.agent_id, o.kind, o.session_id,
                o.entity
-        FROM old_rows o JOIN tenants t ON t.id = o.tenant_id
-        ORDER BY o.id;
+        FROM old_rows o ORDER BY o.id;
     -- Earlier entries of the memory keep only what visibility needs.
     UPDATE memory_changes c SET session_id = NULL, entity = NULL, history_seq = NULL
         WHERE c.tenant_id = ANY (tenant_ids) AND c.memory_id = ANY (gone) AND c.change <> 'erased'
