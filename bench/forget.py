@@ -41,7 +41,7 @@ import asyncpg
 from memplane import AdminClient, MemoryClient
 from memplane_server.core.caller import Caller, Role
 from memplane_server.core.model import MemoryFilter
-from memplane_server.services.forget import FORGET_BATCH
+from memplane_server.services.forget import FORGET_BATCH, session_batches
 from memplane_server.settings import Settings
 from memplane_server.stores.postgres.memories import MemoryStore
 from memplane_server.stores.postgres.pool import create_pool
@@ -212,7 +212,7 @@ def explain_forget(dsn: str, hard: bool) -> tuple[float, list[str]]:
             try:
                 async with conn.transaction():
                     f = MemoryFilter(user_id=STAYING)
-                    batch = (await store.forget_targets(caller, f, hard=hard))[:FORGET_BATCH]
+                    batch = session_batches(await store.forget_targets(caller, f, hard=hard), FORGET_BATCH)[0]
                     await store.forget_traced(caller, ids=batch, f=f, hard=hard, dry_run=False, actor="bench",
                                               reason="explain")
                     elapsed = time.perf_counter() - t0

@@ -433,14 +433,14 @@ class MemoryStore:
 
     async def forget_targets(
         self, caller: Caller, f: MemoryFilter, *, hard: bool, everything: bool = False
-    ) -> list[uuid.UUID]:
-        """The ids a forget by filter would reach now, a session's together: forgotten in batches, a
-        session split across two would have the windows of its turns in the later one emptied
-        (every index of those rows written again) only for them to be forgotten next."""
+    ) -> list[tuple[uuid.UUID, tuple[str, str | None]]]:
+        """The ids a forget by filter would reach now with their (tenant, session), a session's
+        together (services/forget.py batches them by session)."""
         cond, p = _forget_condition(caller, None, f, hard=hard, everything=everything)
         async with self.session(caller) as conn:
-            return [r["id"] for r in await conn.fetch(
-                f"SELECT m.id FROM memories m WHERE {cond} ORDER BY m.tenant_id, m.session_id, m.id", *p.values)]
+            return [(r["id"], (r["tenant_id"], r["session_id"])) for r in await conn.fetch(
+                f"SELECT m.id, m.tenant_id, m.session_id FROM memories m WHERE {cond}"
+                f" ORDER BY m.tenant_id, m.session_id, m.id", *p.values)]
 
     async def history(
         self,
