@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     admin.add_argument("--user", help="erase-user: the user_id to erase")
     admin.add_argument("--mode", choices=["sync", "async"], help="erase-user: in the call or as an operation")
     admin.add_argument("--dry-run", action="store_true", help="erase-user, lifecycle run: report, change nothing")
-    admin.add_argument("--reason", help="erase-user: why (kept in the memories' history markers)")
+    admin.add_argument("--reason", help="erase-user: why (kept in the audit entry, the user id in it redacted)")
     admin.add_argument("--wait", action="store_true", help="erase-user: wait for an erasure that runs as an operation")
     admin.add_argument("--wait-timeout", type=float, default=600.0)
     add_lifecycle_arguments(admin)

@@ -159,7 +159,7 @@ async def test_erasing_a_user_removes_every_trace_and_the_receipt_counts_what_th
 
         async with AsyncMemoryClient(served.address, keys["admin"]) as admin:
             dry = await admin.erase_user(user, dry_run=True)
-            erased = await admin.erase_user(user, reason="GDPR art. 17")
+            erased = await admin.erase_user(user, reason=f"GDPR art. 17, asked by {user}")
         receipt = erased.receipt
         assert receipt is not None and erased.operation is None and not receipt.dry_run
         assert dry.receipt.dry_run and dry.receipt.counts == receipt.counts
@@ -191,6 +191,7 @@ async def test_erasing_a_user_removes_every_trace_and_the_receipt_counts_what_th
             "SELECT target, details FROM audit_events WHERE tenant_id = $1 AND action = 'EraseUser'", tenant)
         assert event["target"] == receipt.subject and event["details"]["receipt"]["counts"] == counts
         assert user not in json.dumps(event["details"])
+        assert event["details"]["reason"] == "GDPR art. 17, asked by [erased]"
 
 
 async def test_a_large_erasure_runs_as_an_operation_and_its_receipt_is_polled(deps, runtime):

@@ -127,6 +127,10 @@ async def test_hard_forgetting_a_turn_removes_the_fact_extracted_from_it_and_its
 
             await client.forget(ids=[done.memories[0].id], hard=True)
             assert await deps.memories.pool.fetchval("SELECT count(*) FROM memories WHERE id = $1", uuid.UUID(fact.id)) == 0
+            # The links at both ends went with the rows (the DELETE trigger: no foreign key does it).
+            assert await deps.memories.pool.fetchval(
+                "SELECT count(*) FROM memory_sources WHERE memory_id = ANY($1::uuid[]) OR source_id = ANY($1::uuid[])",
+                [uuid.UUID(fact.id), uuid.UUID(done.memories[0].id)]) == 0
             await build_windows(deps, served.services, tenant, session)  # the neighbours' windows, rebuilt
         after = await scan(deps.memories.pool, runtime.redis_client, [place])
         assert not after, describe(after)
@@ -294,3 +298,31 @@ async def test_a_forget_by_filter_in_batches_counts_logs_and_audits_as_one(deps,
     assert sorted(c["memory_id"] for c in changes) == sorted(done.ids)
     positions = [c["position"] for c in changes]
     assert None not in positions and positions == sorted(positions)
+
+
+async def test_what_was_derived_is_found_through_every_level_and_the_sources_are_left_out(deps, make_tenant):
+    """mp_derived (0024) walks the links level by level: a summary of a lesson drawn from a turn is
+    reached from the turn, and a source that is itself derived is not listed among what it reached."""
+    from memplane_server.core.model import MemoryDraft
+    from memplane_server.services.write import WriteService
+
+    world = await make_tenant()
+    writes = WriteService(deps)
+
+    async def one(kind: Kind, content: str, *sources) -> uuid.UUID:
+        [m] = await writes.write(world.writer, [MemoryDraft(
+            scope=None, domain=None, agent_id=None, layer=None, kind=kind, content=content,
+            derived_from=tuple(sources))])
+        return m.id
+
+    turn = await one(Kind.TURN, marker("turn"))
+    lesson = await one(Kind.LESSON, marker("lesson"), turn)
+    summary = await one(Kind.SUMMARY, marker("summary"), lesson)
+    pool = deps.memories.pool
+
+    async def derived(*ids) -> set[uuid.UUID]:
+        return {r["id"] for r in await pool.fetch("SELECT id FROM mp_derived($1::uuid[])", list(ids))}
+
+    assert await derived(turn) == {lesson, summary}
+    assert await derived(turn, lesson) == {summary}
+    assert await derived(summary) == set()

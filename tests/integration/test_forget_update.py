@@ -36,8 +36,12 @@ async def test_hard_forget_erases_row_and_history(deps, make_tenant):
     world = await make_tenant()
     [m] = await WriteService(deps).write(world.writer, [draft("Patient has condition X")])
     await ForgetService(deps).forget(world.writer, ids=[str(m.id)], f=None, hard=True, dry_run=False, reason="erasure")
-    rows = await deps.memories.pool.fetch("SELECT action, snapshot FROM memory_history WHERE memory_id = $1", m.id)
-    assert [(r["action"], r["snapshot"]) for r in rows] == [("erased", {})]
+    pool = deps.memories.pool
+    assert await pool.fetch("SELECT action FROM memory_history WHERE memory_id = $1", m.id) == []
+    changes = await pool.fetch("SELECT change, session_id, entity, history_seq FROM memory_changes"
+                               " WHERE memory_id = $1 ORDER BY id", m.id)
+    assert [r["change"] for r in changes] == ["created", "erased"]
+    assert changes[0]["history_seq"] is None  # the earlier entry points at no history any more
     with pytest.raises(MemplaneError):
         await MemoriesService(deps).get(world.writer, str(m.id))
 

@@ -55,8 +55,7 @@ async def drop_working(
     else:
         sessions = [s for s in await deps.working.sessions_of(tenant_id, session_ids)
                     if allowed is None or s.agent_id in allowed]
-    for session in sessions:
-        dropped = await deps.working.drop(session, doomed, dry_run=dry_run)
+    for dropped in await deps.working.drop(sessions, doomed, dry_run=dry_run):
         done.working_items += dropped.items
         done.working_state_keys += dropped.state_keys
         done.working_sessions += int(dropped.session_deleted)

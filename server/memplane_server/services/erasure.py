@@ -61,8 +61,7 @@ class ErasureService:
         self._check(caller, user_id, reason, "sync")
         tenant = caller.require_tenant()
         wide = tenant_wide(caller)
-        rows = await self.store.erase(caller, user_id, tenant_wide=wide, dry_run=dry_run, actor=caller.key_id,
-                                      reason=reason, keep_job=job_id)
+        rows = await self.store.erase(caller, user_id, tenant_wide=wide, dry_run=dry_run, keep_job=job_id)
         copies = CopiesDropped()
         # Working memory is per agent: a tenant admin reaches every agent's sessions, another key its own.
         await drop_working(self.deps, tenant, None, lambda item: item.get("user_id") == user_id, copies,
@@ -81,6 +80,8 @@ class ErasureService:
         )
         if not dry_run:
             await self.deps.tenancy.audit(tenant, caller.key_id, "EraseUser", receipt.subject,
-                                          {"receipt": receipt_to_json(receipt), "tenant_wide": wide})
+                                          {"receipt": receipt_to_json(receipt), "tenant_wide": wide,
+                                           # The log keeps no user id, also not one the reason names.
+                                           "reason": reason.replace(user_id, "[erased]")})
         return Erasure(receipt=receipt, count=rows.count + rows.counts.get("postgres.derived_memories", 0),
                        ids=rows.ids)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from itertools import groupby
 
 from ..core.caller import Caller
 from ..core.errors import invalid
@@ -71,11 +72,11 @@ class ForgetService:
         # own transaction (the filter checked again), so that locks, the change log's commit and the
         # cascades' work stay bounded and searches and writes meanwhile wait for none of it.
         targets = await store.forget_targets(caller, f, hard=hard, everything=everything)
-        pending = set(targets)
+        pending = {i for i, _ in targets}
         count, forgotten = 0, []
         try:
-            for start in range(0, len(targets), FORGET_BATCH):
-                batch = [i for i in targets[start:start + FORGET_BATCH] if i in pending]
+            for planned in session_batches(targets, FORGET_BATCH):
+                batch = [i for i in planned if i in pending]
                 if not batch:
                     continue
                 done = await store.forget_traced(
@@ -102,3 +103,27 @@ class ForgetService:
             caller.tenant_id, caller.key_id, "Forget", f"{count} memories",
             {"hard": hard, "reason": reason, "ids": [str(i) for i in ids[:100]]},
         )
+
+
+def session_batches(
+    targets: list[tuple[uuid.UUID, tuple[str, str | None]]], size: int
+) -> list[list[uuid.UUID]]:
+    """The ids (in session order) cut into batches of at most `size` between sessions, never inside
+    one unless it alone is bigger. A session split across two batches would have its summary
+    erased by the first one's cascade and rebuilt by a job, maybe only after the second (a summary
+    of nothing, left behind), and the windows of its turns in the second emptied (every index of
+    those rows written again) only for them to be forgotten next."""
+    batches: list[list[uuid.UUID]] = []
+    current: list[uuid.UUID] = []
+    for _, rows in groupby(targets, key=lambda t: t[1]):
+        group = [i for i, _ in rows]
+        if current and len(current) + len(group) > size:
+            batches.append(current)
+            current = []
+        if len(group) > size:  # memories without a session, or one session bigger than a batch
+            batches += [group[at:at + size] for at in range(0, len(group), size)]
+        else:
+            current += group
+    if current:
+        batches.append(current)
+    return batches

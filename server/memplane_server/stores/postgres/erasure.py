@@ -53,14 +53,14 @@ class ErasureStore:
             f"SELECT count(*) FROM memories m WHERE {self._reach(caller, user_id, tenant_wide, p)}", *p.values)
 
     async def erase(
-        self, caller: Caller, user_id: str, *, tenant_wide: bool, dry_run: bool, actor: str, reason: str,
+        self, caller: Caller, user_id: str, *, tenant_wide: bool, dry_run: bool,
         keep_job: uuid.UUID | None = None,
     ) -> ErasedRows:
         """Removes (dry run: counts) the rows about the user; keep_job is the erasure's own job."""
         out = ErasedRows()
         try:
             async with self.pool.acquire() as conn, conn.transaction():
-                await self._erase(conn, caller, user_id, tenant_wide, actor, reason, keep_job, out)
+                await self._erase(conn, caller, user_id, tenant_wide, keep_job, out)
                 if dry_run:
                     raise _DryRun()
         except _DryRun:
@@ -68,7 +68,7 @@ class ErasureStore:
         return out
 
     async def _erase(
-        self, conn: asyncpg.Connection, caller: Caller, user_id: str, tenant_wide: bool, actor: str, reason: str,
+        self, conn: asyncpg.Connection, caller: Caller, user_id: str, tenant_wide: bool,
         keep_job: uuid.UUID | None, out: ErasedRows,
     ) -> None:
         tenant = caller.tenant_id
@@ -117,15 +117,8 @@ class ErasureStore:
             " OR strpos(target, $2) > 0) RETURNING 1) SELECT count(*) FROM redacted",
             tenant, user_id, escaped)
         if ids:
-            # As a hard forget: the content's history goes, one marker stays; the trigger erases
-            # what was derived and scrubs the ids from the jobs that remain.
-            await conn.execute("DELETE FROM memory_history WHERE tenant_id = $1 AND memory_id = ANY($2::uuid[])",
-                               tenant, ids)
-            await conn.executemany(
-                "INSERT INTO memory_history (tenant_id, memory_id, action, snapshot, actor, reason)"
-                " VALUES ($1, $2, 'erased', '{}', $3, $4)",
-                [(tenant, i, actor, reason) for i in ids],
-            )
+            # As a hard forget: the trigger (0024) deletes the rows' history and links, logs their
+            # Watch events, erases what was derived and scrubs the ids from the jobs that remain.
             await conn.execute("DELETE FROM memories WHERE tenant_id = $1 AND id = ANY($2::uuid[])", tenant, ids)
             await mark_sessions(
                 conn, [(r["tenant_id"], r["session_id"]) for r in rows if r["kind"] in WINDOW_KINDS], clear=True)

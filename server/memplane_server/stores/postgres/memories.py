@@ -402,26 +402,12 @@ class MemoryStore:
                     f"SELECT m.tenant_id, m.id, m.session_id, m.user_id, m.kind, m.content FROM memories m"
                     f" WHERE {cond} ORDER BY m.id FOR UPDATE", *p.values
                 )
-                tenants, ids_ = [r["tenant_id"] for r in rows], [r["id"] for r in rows]
+                ids_ = [r["id"] for r in rows]
                 traces = [Trace(r["tenant_id"], r["id"], r["session_id"], r["user_id"], r["content"]) for r in rows]
                 derived, _ = await _derived_traces(conn, ids_)
                 traces += derived
-                # Hard delete is erasure: the history of the content goes too, one marker stays.
-                # History is changed while its memory still exists, which row-level security checks.
-                # By the ids' index (an id is unique across tenants): joined with a list of thousands,
-                # the planner may hash the whole tenant's rows instead.
-                await conn.execute(
-                    "DELETE FROM memory_history h WHERE h.tenant_id = ANY($1::text[]) AND h.memory_id = ANY($2::uuid[])",
-                    sorted(set(tenants)),
-                    ids_,
-                )
-                await conn.execute(
-                    "INSERT INTO memory_history (tenant_id, memory_id, action, snapshot, actor, reason)"
-                    " SELECT d.tenant_id, d.id, 'erased', '{}', $3, $4"
-                    " FROM unnest($1::text[], $2::uuid[]) WITH ORDINALITY AS d(tenant_id, id, n) ORDER BY d.n",
-                    tenants, ids_, actor, reason,
-                )
-                # Its trigger erases what was derived from these rows and scrubs the jobs naming them.
+                # Hard delete is erasure. Its trigger (0024) deletes the rows' history and links, logs
+                # their Watch events, erases what was derived from them and scrubs the jobs naming them.
                 await conn.execute("DELETE FROM memories m WHERE m.id = ANY($1::uuid[])", ids_)
                 await mark_sessions(
                     conn, [(r["tenant_id"], r["session_id"]) for r in rows if r["kind"] in WINDOW_KINDS], clear=True
@@ -447,14 +433,14 @@ class MemoryStore:
 
     async def forget_targets(
         self, caller: Caller, f: MemoryFilter, *, hard: bool, everything: bool = False
-    ) -> list[uuid.UUID]:
-        """The ids a forget by filter would reach now, a session's together: forgotten in batches, a
-        session split across two would have the windows of its turns in the later one emptied
-        (every index of those rows written again) only for them to be forgotten next."""
+    ) -> list[tuple[uuid.UUID, tuple[str, str | None]]]:
+        """The ids a forget by filter would reach now with their (tenant, session), a session's
+        together (services/forget.py batches them by session)."""
         cond, p = _forget_condition(caller, None, f, hard=hard, everything=everything)
         async with self.session(caller) as conn:
-            return [r["id"] for r in await conn.fetch(
-                f"SELECT m.id FROM memories m WHERE {cond} ORDER BY m.tenant_id, m.session_id, m.id", *p.values)]
+            return [(r["id"], (r["tenant_id"], r["session_id"])) for r in await conn.fetch(
+                f"SELECT m.id, m.tenant_id, m.session_id FROM memories m WHERE {cond}"
+                f" ORDER BY m.tenant_id, m.session_id, m.id", *p.values)]
 
     async def history(
         self,

@@ -34,6 +34,7 @@ _unreadable = OncePerCause(log)
 
 _NO_AGENT = "-"
 _PARTS = ("items", "state", "meta", "vectors")
+_READ_ROUND = 500  # sessions whose items one pipelined round reads
 # Tenants whose expiry index may hold sessions: what the sweep walks.
 TENANTS = "mp:wm:tenants"
 # The one expiry index of releases before the per-tenant ones; the sweep moves what it holds.
@@ -235,9 +236,21 @@ class WorkingStore:
         return await tenant_sessions(self.client, tenant_id, session_ids)
 
     async def drop(
-        self, session: WorkingSession, doomed: Callable[[dict[str, Any]], bool], *, dry_run: bool = False
-    ) -> "Dropped":
-        return await drop_items(self.client, session, doomed, dry_run=dry_run, delete_session=self.delete)
+        self, sessions: list[WorkingSession], doomed: Callable[[dict[str, Any]], bool], *, dry_run: bool = False
+    ) -> list["Dropped"]:
+        """drop_items for each session, their items read in pipelined rounds: a forget names every
+        session of its memories, most of which hold nothing (or no longer exist)."""
+        listed: list[list[bytes]] = []
+        for start in range(0, len(sessions), _READ_ROUND):
+            async with self.client.pipeline(transaction=False) as pipe:
+                for session in sessions[start:start + _READ_ROUND]:
+                    pipe.lrange(session.key("items"), 0, -1)
+                listed += await pipe.execute()
+        return [
+            await drop_items(self.client, session, raw_items, doomed, dry_run=dry_run, delete_session=self.delete)
+            if raw_items else Dropped(0, 0, False)
+            for session, raw_items in zip(sessions, listed)
+        ]
 
     async def claim_expired(self, limit: int) -> list[WorkingSession]:
         """Sessions past their expiry, each handed to exactly one caller (instance) by its removal
@@ -310,14 +323,13 @@ async def tenant_sessions(client: redis.Redis, tenant_id: str, session_ids: set[
 
 
 async def drop_items(
-    client: redis.Redis, session: WorkingSession, doomed: Callable[[dict[str, Any]], bool], *, dry_run: bool = False,
-    delete_session: Callable[[WorkingSession], Any] | None = None,
+    client: redis.Redis, session: WorkingSession, raw_items: list[bytes], doomed: Callable[[dict[str, Any]], bool], *,
+    dry_run: bool = False, delete_session: Callable[[WorkingSession], Any] | None = None,
 ) -> Dropped:
     """Removes the session's items for which doomed(item as stored) holds, their vectors and the state
     keys they set; a session left without items is deleted whole (its state was set by its items)
     by delete_session. Single-key commands, not a MULTI (Redis Cluster: see WorkingStore.delete):
     removing by value cannot undo an append running meanwhile."""
-    raw_items = await client.lrange(session.key("items"), 0, -1)
     gone = []
     kept = 0
     for raw in raw_items:
