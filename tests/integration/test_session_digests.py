@@ -4,6 +4,7 @@ from is forgotten or erased."""
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
@@ -86,6 +87,18 @@ async def test_row_level_security_keeps_digests_to_their_tenant_and_agent(deps, 
         assert await deps.digests.matching(caller, MemoryFilter(), ["orinoco", "vellamo"], limit=50) == []
     assert await deps.digests.matching(alice.agent2, MemoryFilter(), ["vellamo"], limit=50) == []
     assert len(await deps.digests.matching(alice.agent1, MemoryFilter(), ["vellamo"], limit=50)) == 1
+
+
+async def test_a_domain_sessions_digest_is_read_by_the_domains_members_only(deps, make_tenant):
+    domain = f"dig-{uuid.uuid4().hex[:8]}"
+    writer, member, outsider = await make_tenant({domain: True}), await make_tenant({domain: False}), await make_tenant()
+    await WriteService(deps).write(writer.writer, [replace(d, domain=domain) for d in turns(
+        "Pat: the Ravensholm runbook", scope=Scope.DOMAIN)])
+    await build(deps, writer.writer)
+    assert [(r["tenant_id"], r["scope"]) for r in await readable(deps, member.reader)] == [(writer.tenant_id, "domain")]
+    assert await readable(deps, outsider.writer) == []
+    assert len(await deps.digests.matching(member.reader, MemoryFilter(), ["ravensholm"], limit=5)) == 1
+    assert await deps.digests.matching(outsider.writer, MemoryFilter(), ["ravensholm"], limit=5) == []
 
 
 async def test_the_app_role_cannot_write_digests(deps, make_tenant):
