@@ -6,7 +6,8 @@ e.g. {"graph_weight": 0.5}) or a constant of services/graph_channel.py or servic
 moment of a shared machine falls on all of them and their latencies compare within the run;
 recall is as quality.py counts it, per LoCoMo category (5 apart) and for MADial.
 With --sessions each LoCoMo session_N is a session of its own (its conversation the user_id, which
-the questions are filtered to instead of the session), so a stage choosing sessions has some to choose.
+the questions are filtered to instead of the session), so a stage choosing sessions has some to
+choose, and the server builds session digests.
 
 Run:  .venv/bin/python bench/search_variants.py '{"off": {"graph_weight": 0}, "on": {"graph_weight": 1}}' [--madial] [--sessions]
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import statistics
 import sys
 import time
@@ -34,6 +36,8 @@ from memplane_server.settings import Settings  # noqa: E402
 VARIANTS = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {"off": {"graph_weight": 0.0}, "on": {"graph_weight": 1.0}}
 WITH_MADIAL = "--madial" in sys.argv
 SESSIONS = "--sessions" in sys.argv
+if SESSIONS:  # the server builds the digests the session channel reads (off by default)
+    os.environ.setdefault("MEMPLANE_SESSION_DIGESTS", "true")
 
 
 def _module(constant: str):

@@ -110,7 +110,8 @@ class Settings(BaseSettings):
         100, ge=1, description="an entity held by more of the caller's readable memories than this links nothing",
     )
     session_digests: bool = Field(
-        True, description="build a digest of each session's turns with its turn windows (for the session channel)",
+        # Off by default, as the channel that reads them: on the dev slices it lowered recall (bench/README.md).
+        False, description="build a digest of each session's turns with its turn windows (for the session channel)",
     )
     session_digest_llm: bool = Field(False, description="let the chat model write the session digests (needs llm_model)")
     session_weight: float = Field(

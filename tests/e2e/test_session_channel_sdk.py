@@ -20,7 +20,7 @@ def session_server(services_urls):
     server = ServerProcess({
         "MEMPLANE_DATABASE_URL": database_url, "MEMPLANE_REDIS_URL": services_urls[1].rsplit("/", 1)[0] + "/5",
         "MEMPLANE_DATA_DIR": str(data), "MEMPLANE_BOOTSTRAP_TENANT": "acme", "MEMPLANE_SHUTDOWN_GRACE_SECONDS": "2",
-        "MEMPLANE_SESSION_WEIGHT": "1", "MEMPLANE_SESSION_TOP_SESSIONS": "1", "MEMPLANE_CONTEXT_QUIET_SECONDS": "0",
+        "MEMPLANE_SESSION_DIGESTS": "true", "MEMPLANE_SESSION_WEIGHT": "1", "MEMPLANE_SESSION_TOP_SESSIONS": "1", "MEMPLANE_CONTEXT_QUIET_SECONDS": "0",
         "MEMPLANE_CONTEXT_VECTORS": "average",
     }).start()
     yield server

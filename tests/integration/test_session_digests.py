@@ -39,7 +39,8 @@ def turns(*contents: str, session: str = "s1", scope: Scope | None = None, user:
 
 async def build(deps, caller) -> None:
     """Runs the window builder (which builds the digests) until the caller's tenant has nothing waiting."""
-    service = ContextService(deps, digests=DigestService(deps))
+    on = replace(deps, settings=deps.settings.model_copy(update={"session_digests": True}))
+    service = ContextService(on, digests=DigestService(on))
     for _ in range(500):
         if not (await deps.contexts.backlog(caller)).sessions:
             return
