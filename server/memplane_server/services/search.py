@@ -105,7 +105,7 @@ class SearchService:
                            last_turn_vector=vectors[1] if transcript else None)
         plan = plan_channels(self.deps.memories, settings, caller, q.filter, parts, limit=limit, as_of=q.as_of)
         runs = {name: asyncio.ensure_future(run()) for name, run in plan.items()}
-        sessions = asyncio.ensure_future(self.session.search(
+        session_run = asyncio.ensure_future(self.session.search(
             caller, q.filter, vector, parts.terms, limit=limit, as_of=q.as_of)) if plan and self.session.enabled else None
         if q.filter.session_id and q.filter.wants_layer(Layer.WORKING) and q.as_of is None:
             runs["working"] = asyncio.ensure_future(self._working_channel(caller, q, vector, limit))
@@ -116,8 +116,8 @@ class SearchService:
         results.update(results.pop("rewrites", {}))
         weights = routed_weights(intent, settings.channel_weights)
         weights.update({ch: weights.get("rewrite", 1.0) for ch in results if ch.startswith("rewrite")})
+        sessions = await session_run if session_run is not None else None
         if sessions is not None:
-            sessions = await sessions
             results[SESSION], weights[SESSION] = sessions.scored, self.session.weight
         graph = None
         if plan and self.graph.enabled:
