@@ -1,17 +1,21 @@
 """Search variants compared on one ingest: LoCoMo dev (and with --madial MADial zh dev) is written
 through a real server exactly as quality.py writes it (same items, same wait for turn windows),
 then every question is searched in process by each variant, a settings override (lowercase keys,
-e.g. {"graph_weight": 0.5}) or a constant of services/graph_channel.py (UPPERCASE keys, e.g.
-{"SEEDS": 5}). Each question is searched by every variant in turn, in rotating order, so a busy
+e.g. {"graph_weight": 0.5}) or a constant of services/graph_channel.py or services/session_channel.py
+(UPPERCASE keys, e.g. {"SEEDS": 5}). Each question is searched by every variant in turn, in rotating order, so a busy
 moment of a shared machine falls on all of them and their latencies compare within the run;
 recall is as quality.py counts it, per LoCoMo category (5 apart) and for MADial.
+With --sessions each LoCoMo session_N is a session of its own (its conversation the user_id, which
+the questions are filtered to instead of the session), so a stage choosing sessions has some to
+choose, and the server builds session digests.
 
-Run:  .venv/bin/python bench/search_variants.py '{"off": {"graph_weight": 0}, "on": {"graph_weight": 1}}' [--madial]
+Run:  .venv/bin/python bench/search_variants.py '{"off": {"graph_weight": 0}, "on": {"graph_weight": 1}}' [--madial] [--sessions]
 """
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import statistics
 import sys
 import time
@@ -25,17 +29,28 @@ from memplane import MemoryClient  # noqa: E402
 from memplane_server.core.caller import Caller, Role  # noqa: E402
 from memplane_server.core.model import MemoryFilter  # noqa: E402
 from memplane_server.runtime import Runtime  # noqa: E402
-from memplane_server.services import graph_channel  # noqa: E402
+from memplane_server.services import graph_channel, session_channel  # noqa: E402
 from memplane_server.services.search import SearchQuery, SearchService  # noqa: E402
 from memplane_server.settings import Settings  # noqa: E402
 
 VARIANTS = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {"off": {"graph_weight": 0.0}, "on": {"graph_weight": 1.0}}
 WITH_MADIAL = "--madial" in sys.argv
+SESSIONS = "--sessions" in sys.argv
+if SESSIONS:  # the server builds the digests the session channel reads (off by default)
+    os.environ.setdefault("MEMPLANE_SESSION_DIGESTS", "true")
+
+
+def _module(constant: str):
+    return graph_channel if hasattr(graph_channel, constant) else session_channel
 
 
 def locomo_items():
     samples = json.loads((SHARED / "locomo-dev.json").read_text())
     items, _, turns_of = locomo_turn_items(samples)
+    if SESSIONS:
+        for item in items:  # "D3:12" is turn 12 of session_3
+            cid = item["session_id"]
+            item.update(user_id=cid, session_id=f"{cid}/session_{item['metadata']['dia_id'][1:].split(':')[0]}")
     questions = []
     for s in samples:
         for qa in s["qa"]:
@@ -73,14 +88,16 @@ async def evaluate(dsn, redis_url, questions):
         order = names[qi % len(names):] + names[:qi % len(names)]
         for name in order:
             service, consts = services[name]
-            saved = {k: getattr(graph_channel, k) for k in consts}
+            saved = {k: getattr(_module(k), k) for k in consts}
             for k, v in consts.items():
-                setattr(graph_channel, k, v)
+                setattr(_module(k), k, v)
+            by_user = SESSIONS and key == "dia_id"
+            f = MemoryFilter(user_id=session) if by_user else MemoryFilter(session_id=session)
             t0 = time.perf_counter()
-            hits = await service.search(caller, SearchQuery(text, filter=MemoryFilter(session_id=session), top_k=10))
+            hits = await service.search(caller, SearchQuery(text, filter=f, top_k=10))
             times[name].append((time.perf_counter() - t0) * 1000)
             for k, v in saved.items():
-                setattr(graph_channel, k, v)
+                setattr(_module(k), k, v)
             ids = [str(h.memory.metadata.get(key)) for h in hits]
             rows[name].append((cat, {k: len(set(gold) & set(ids[:k])) / len(gold) for k in (1, 5, 10)}))
     await rt.close()

@@ -25,6 +25,7 @@ from .services.availability import Availability
 from .services.conflicts import ConflictsService
 from .services.consolidate import ConsolidateService
 from .services.context import ContextService
+from .services.digests import DigestService
 from .services.deps import Deps
 from .services.erasure import ErasureService
 from .services.extract import ExtractService
@@ -48,6 +49,7 @@ from .stores.postgres.contexts import ContextStore
 from .stores.postgres.decisions import DecisionStore
 from .stores.postgres.erasure import ErasureStore
 from .stores.postgres.entities import EntityStore
+from .stores.postgres.digests import DigestStore
 from .stores.postgres.feedback import FeedbackStore
 from .stores.postgres.keyword_stats import KeywordStatsStore
 from .stores.postgres.lifecycle import LifecycleStore
@@ -193,7 +195,7 @@ class Runtime:
             contexts=ContextStore(self.pool), conflicts=ConflictStore(self.pool),
             decisions=DecisionStore(self.pool),
             keyword_stats=KeywordStatsStore(self.pool), feedback=FeedbackStore(self.pool),
-            entities=EntityStore(self.pool),
+            entities=EntityStore(self.pool), digests=DigestStore(self.pool),
             working=WorkingStore(self.redis_client, s.working_max_items), embedder=embedder, llm=model,
             changes=ChangeStore(self.pool), change_listener=ChangeListener(self.database_url),
             idempotency=IdempotencyStore(self.redis_client, s.idempotency_ttl_seconds),
@@ -233,7 +235,7 @@ def build_services(deps: Deps, runtime: Runtime) -> Services:
         working=WorkingService(deps, writes),
         watches=WatchService(deps),
         operations=OperationsService(deps),
-        contexts=ContextService(deps, quiet_seconds=s.context_quiet_seconds),
+        contexts=ContextService(deps, quiet_seconds=s.context_quiet_seconds, digests=DigestService(deps)),
         admin=AdminService(deps.tenancy),
         lifecycle=LifecycleService(deps, LifecycleStore(runtime.pool), forgets),
         auth=Authenticator(deps.tenancy),

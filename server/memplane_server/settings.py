@@ -109,6 +109,15 @@ class Settings(BaseSettings):
     graph_max_entity_rows: int = Field(
         100, ge=1, description="an entity held by more of the caller's readable memories than this links nothing",
     )
+    session_digests: bool = Field(
+        # Off by default, as the channel that reads them: on the dev slices it lowered recall (bench/README.md).
+        False, description="build a digest of each session's turns with its turn windows (for the session channel)",
+    )
+    session_digest_llm: bool = Field(False, description="let the chat model write the session digests (needs llm_model)")
+    session_weight: float = Field(
+        0.0, ge=0, description="weight of the session channel (turns of the sessions whose digests match best); 0 = off",
+    )
+    session_top_sessions: int = Field(3, ge=1, le=50, description="sessions the session channel looks into")
     search_rewrite: bool = Field(False, description="also search LLM rephrasings of the query (needs llm_model)")
     search_rerank: bool = Field(False, description="let the LLM rerank the top 30 candidates (needs llm_model)")
     search_llm_timeout_seconds: float = Field(5.0, gt=0, description="after this, search goes on without the LLM stage")
@@ -177,6 +186,7 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _llm_stages_need_a_model(self) -> "Settings":
-        if (self.search_rewrite or self.search_rerank) and not self.llm_model:
-            raise ValueError("MEMPLANE_SEARCH_REWRITE and MEMPLANE_SEARCH_RERANK need MEMPLANE_LLM_MODEL")
+        if (self.search_rewrite or self.search_rerank or self.session_digest_llm) and not self.llm_model:
+            raise ValueError("MEMPLANE_SEARCH_REWRITE, MEMPLANE_SEARCH_RERANK and MEMPLANE_SESSION_DIGEST_LLM"
+                             " need MEMPLANE_LLM_MODEL")
         return self

@@ -42,6 +42,7 @@ class SessionTurn:
     content: str
     fingerprint: str | None  # of the window it was last indexed with
     vector: np.ndarray | None = None  # the turn's own, for windows averaged rather than embedded
+    occurred_at: datetime | None = None  # for the session digest's time span (core/digests.py)
 
 
 @dataclass(frozen=True)

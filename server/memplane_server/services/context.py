@@ -12,6 +12,8 @@ MEMPLANE_CONTEXT_VECTORS=embed the session is then queued for an upgrade: each a
 embedded from its text, one at a time, when the embedder has no request (llm/embedders.py). Under a
 load that keeps the embedder busy the upgrades wait (GetStats.sessions_awaiting_upgrade) and search
 uses the averaged windows meanwhile.
+
+The session's digests (services/digests.py) are rebuilt in the same round, from the same turns.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from opentelemetry import metrics
 from ..core.tokens import keyword_tokens
 from ..core.windows import averaged, windows_to_build, windows_to_upgrade
 from .deps import Deps
+from .digests import DigestService
 
 log = logging.getLogger(__name__)
 
@@ -39,10 +42,11 @@ _sessions_built = metrics.get_meter("memplane.server").create_counter(
 
 
 class ContextService:
-    def __init__(self, deps: Deps, *, quiet_seconds: float = 0.0) -> None:
+    def __init__(self, deps: Deps, *, quiet_seconds: float = 0.0, digests: DigestService | None = None) -> None:
         self.deps = deps
         self.store = deps.contexts
         self.quiet_seconds = quiet_seconds
+        self.digests = digests
 
     @property
     def _upgrades(self) -> bool:
@@ -63,6 +67,9 @@ class ContextService:
         vector_of = {w.id: averaged(w) for w in built
                      if not w.alone and all(t.vector is not None for t in w.members)}
         await self.store.save(tenant_id, [(w, k, vector_of.get(w.id)) for w, k in zip(built, keywords)])
+        if self.digests is not None and self.digests.enabled:
+            # Under the same lease and before finish(): a session marked again since is not saved.
+            await self.digests.rebuild(tenant_id, session_id, leased.marked_at, turns)
         await self.store.finish(tenant_id, session_id, leased.marked_at,
                                 upgrade=self._upgrades and any(not w.alone for w in built))
         _sessions_built.add(1)

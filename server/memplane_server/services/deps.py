@@ -11,6 +11,7 @@ from ..stores.postgres.conflicts import ConflictStore
 from ..stores.postgres.changes import ChangeListener, ChangeStore
 from ..stores.postgres.contexts import ContextStore
 from ..stores.postgres.decisions import DecisionStore
+from ..stores.postgres.digests import DigestStore
 from ..stores.postgres.entities import EntityStore
 from ..stores.postgres.jobs import JobStore
 from ..stores.postgres.feedback import FeedbackStore
@@ -33,6 +34,7 @@ class Deps:
     keyword_stats: KeywordStatsStore
     feedback: FeedbackStore
     entities: EntityStore
+    digests: DigestStore
     working: WorkingStore
     embedder: Embedder
     llm: ChatModel | None

@@ -34,6 +34,7 @@ from . import feedback
 from .deps import Deps
 from .graph_channel import CHANNEL as GRAPH, GraphChannel, explain_links
 from .search_channels import PREFERENCES, QueryParts, plan_channels
+from .session_channel import CHANNEL as SESSION, SessionChannel, explain_sessions
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,8 @@ class SearchService:
         self._failures = OncePerCause(log)
         self.graph = GraphChannel(deps.entities, weight=deps.settings.graph_weight,
                                   max_rows=deps.settings.graph_max_entity_rows)
+        self.session = SessionChannel(deps.digests, deps.memories, weight=deps.settings.session_weight,
+                                      top_sessions=deps.settings.session_top_sessions)
 
     def _check(self, q: SearchQuery) -> int:
         s = self.deps.settings
@@ -102,6 +105,8 @@ class SearchService:
                            last_turn_vector=vectors[1] if transcript else None)
         plan = plan_channels(self.deps.memories, settings, caller, q.filter, parts, limit=limit, as_of=q.as_of)
         runs = {name: asyncio.ensure_future(run()) for name, run in plan.items()}
+        session_run = asyncio.ensure_future(self.session.search(
+            caller, q.filter, vector, parts.terms, limit=limit, as_of=q.as_of)) if plan and self.session.enabled else None
         if q.filter.session_id and q.filter.wants_layer(Layer.WORKING) and q.as_of is None:
             runs["working"] = asyncio.ensure_future(self._working_channel(caller, q, vector, limit))
         if plan and settings.search_rewrite:
@@ -111,6 +116,9 @@ class SearchService:
         results.update(results.pop("rewrites", {}))
         weights = routed_weights(intent, settings.channel_weights)
         weights.update({ch: weights.get("rewrite", 1.0) for ch in results if ch.startswith("rewrite")})
+        sessions = await session_run if session_run is not None else None
+        if sessions is not None:
+            results[SESSION], weights[SESSION] = sessions.scored, self.session.weight
         graph = None
         if plan and self.graph.enabled:
             graph = await self.graph.search(caller, q.filter, text, results, weights, limit=limit, as_of=q.as_of)
@@ -132,6 +140,7 @@ class SearchService:
         hits = within_budget(hits, q.token_budget)
         if q.explain:
             explain_links(hits, graph.why if graph else {})
+            explain_sessions(hits, sessions.why if sessions else {})
             await self._explain_conflicts(caller, hits)
         if not hits:
             self._signal_nothing_found(caller, q.text, q.filter.user_id)

@@ -65,7 +65,7 @@ class ContextStore:
 
     async def session_turns(self, tenant_id: str, session_id: str, *, with_vectors: bool) -> list[SessionTurn]:
         rows = await self.pool.fetch(
-            "SELECT id, scope, domain, agent_id, content, context_of,"
+            "SELECT id, scope, domain, agent_id, content, context_of, occurred_at,"
             " CASE WHEN $4 THEN embedding END AS embedding FROM memories"
             " WHERE tenant_id = $1 AND session_id = $2 AND kind = ANY($3::text[]) AND status = 'active'"
             " ORDER BY scope, domain NULLS FIRST, agent_id NULLS FIRST, occurred_at, id",
@@ -73,7 +73,7 @@ class ContextStore:
         )
         return [
             SessionTurn(r["id"], (r["scope"], r["domain"], r["agent_id"]), r["content"], r["context_of"],
-                        r["embedding"].to_numpy() if r["embedding"] is not None else None)
+                        r["embedding"].to_numpy() if r["embedding"] is not None else None, r["occurred_at"])
             for r in rows
         ]
 

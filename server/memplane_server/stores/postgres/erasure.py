@@ -116,6 +116,13 @@ class ErasureStore:
             " WHERE tenant_id = $1 AND (strpos(details::text, $2) > 0 OR strpos(details::text, $3) > 0"
             " OR strpos(target, $2) > 0) RETURNING 1) SELECT count(*) FROM redacted",
             tenant, user_id, escaped)
+        # A session digest holds the words of the session's turns: those of sessions with erased
+        # turns are dropped by mark_sessions below (the worker builds them again from the turns
+        # left). Counted here, not deleted: the drop locks the session's queue row first, as the
+        # worker saving a digest does, so the two never wait on each other in a cycle.
+        sessions = sorted({r["session_id"] for r in rows if r["kind"] in WINDOW_KINDS and r["session_id"]})
+        counts["postgres.session_digests"] = await conn.fetchval(
+            "SELECT count(*) FROM session_digests WHERE tenant_id = $1 AND session_id = ANY($2::text[])", tenant, sessions)
         if ids:
             # As a hard forget: the trigger (0024) deletes the rows' history and links, logs their
             # Watch events, erases what was derived and scrubs the ids from the jobs that remain.
