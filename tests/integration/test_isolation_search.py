@@ -5,6 +5,8 @@
     build them), exact facts, time, the last turn of a dialogue, preferences, the session's
     working memory, both pseudo-relevance feedback channels (off by default, on here), and in a
     second, smaller run the graph channel (MEMPLANE_GRAPH_WEIGHT > 0) over the entity index,
+    and in a third the session channel over the session digests (MEMPLANE_SESSION_WEIGHT > 0:
+    no digest may hold a keyword token that no active turn of its session and visibility says),
 
 besides the shared rules (writes, updates, forgets by id, turn windows, no-result signals).
 Every hit is one the caller may read (a working item its own session's), within the filter, and when the score is
@@ -26,15 +28,22 @@ from hypothesis import strategies as st
 
 from memplane_server.core.caller import Caller
 from memplane_server.core.model import Layer, MemoryFilter, SearchHit
+from memplane_server.services.context import ContextService
+from memplane_server.services.digests import DigestService
 from memplane_server.services.search import SearchQuery, SearchService
 from tests.support import isolation_inputs as inputs
-from tests.support.isolation_machine import SEEN, action, machine, run_machine
+from tests.support.isolation_machine import SEEN, IsolationMachine, action, machine, run_machine
 from tests.support.isolation_oracle import Violation
-from tests.support.isolation_world import QUERIES
+from tests.support.isolation_world import QUERIES, SESSIONS
 
 # Pseudo-relevance feedback is off by default; on here, so its second pass is covered too.
 FEEDBACK_ON = {"search_feedback_docs": 3, "search_feedback_vector": 1.0, "search_feedback_terms": 10}
 GRAPH_ON = {**FEEDBACK_ON, "graph_weight": 1.0}  # off by default
+SESSIONS_ON = {"session_digests": True, "session_weight": 1.0}  # off by default
+# Seeds made turns of a session, outside the working layer: the digests' material.
+TURN_SEEDS = st.lists(inputs.seeds.map(lambda seed: (seed[0], seed[1], {
+    **seed[2], "kind": "turn", "session": seed[2]["session"] or SESSIONS[0],
+    "scope": None if seed[2]["scope"] == "working" else seed[2]["scope"]})), min_size=2, max_size=4)
 SEARCHES = (
     *QUERIES,
     "what did Bob Stone do in Berlin",  # entities: graph channel
@@ -103,8 +112,38 @@ class GraphSearchRules(SearchRules):
     SETTINGS = GRAPH_ON
 
 
+class SessionSearchRules(SearchRules):
+    SETTINGS = SESSIONS_ON
+
+    @action(weight=2, seeds=TURN_SEEDS)
+    async def converse(self, seeds: list) -> None:
+        await self.remember(seeds, twice=False)
+
+    @action()
+    async def build_windows(self) -> None:
+        """The background builder runs with session digests on; besides the windows' check, no
+        digest may then hold a keyword token that no active turn of its session and visibility says."""
+        on = replace(self.deps, settings=self.deps.settings.model_copy(update=self.SETTINGS))
+        windows = ContextService(on, digests=DigestService(on))
+        for _ in range(100):
+            if not await windows.refresh_next():
+                break
+        await IsolationMachine.build_windows(self)  # nothing left to build: its check alone
+        leaks = await self.deps.memories.pool.fetch(
+            "SELECT d.session_id, tok FROM session_digests d, unnest(tsvector_to_array(d.keywords)) AS tok"
+            " WHERE NOT EXISTS (SELECT 1 FROM memories n"
+            "  WHERE n.tenant_id = d.tenant_id AND n.session_id = d.session_id AND n.scope = d.scope"
+            "  AND coalesce(n.domain, '') = d.domain AND coalesce(n.agent_id, '') = d.agent_id"
+            "  AND n.status = 'active' AND n.kind = 'turn' AND tok = ANY(tsvector_to_array(n.keywords)))"
+        )
+        SEEN["session digests checked"] += await self.deps.memories.pool.fetchval("SELECT count(*) FROM session_digests")
+        if leaks:
+            raise Violation(f"session digests hold words from outside their session and visibility: {leaks[:5]}")
+
+
 SearchMachine = machine("SearchMachine", SearchRules)
 GraphSearchMachine = machine("GraphSearchMachine", GraphSearchRules)
+SessionSearchMachine = machine("SessionSearchMachine", SessionSearchRules)
 
 
 def test_no_search_channel_crosses_tenant_agent_or_domain(deps, session_loop):
@@ -113,3 +152,7 @@ def test_no_search_channel_crosses_tenant_agent_or_domain(deps, session_loop):
 
 def test_the_graph_channel_and_entity_index_cross_no_tenant_agent_or_domain(deps, session_loop):
     run_machine(GraphSearchMachine, deps, session_loop, examples=3, steps=50, min_calls=140)
+
+
+def test_the_session_channel_and_digests_cross_no_tenant_agent_or_domain(deps, session_loop):
+    run_machine(SessionSearchMachine, deps, session_loop, examples=3, steps=50, min_calls=140)
