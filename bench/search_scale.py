@@ -14,6 +14,10 @@ Then, for information, every channel Search plans for the query (`plan_channels`
 another and timed, and EXPLAIN (ANALYZE, BUFFERS) of every channel is printed for one query of each
 type, as the caller's session runs it (row-level security, SECURITY DEFINER function inside).
 
+With --tenants T the memories are spread over T tenants of skewed sizes, each with its own key, and
+each query goes to a random tenant (search_tenants.py); in every mode the floor's top 10 is checked
+against an exact top 10 and short results are counted.
+
 Targets (issue 11): p50 search <= 2.0x p50 floor, p95 <= 3.0x p95 floor, p99 <= 3x p50 search.
 
 Memories: ~70% kind turn in sessions of ~20 turns (LoCoMo turns, cycled and marked as foundation.py
@@ -22,7 +26,7 @@ and of "user", some superseding older values, the rest plain made-up statements)
 (LoCoMo turns, dates spread over 2022-2024). Queries: LoCoMo questions, ~20% fact questions and ~10%
 questions naming a time, so that every channel runs.
 
-Run:  .venv/bin/python bench/search_scale.py [--memories 100000] [--queries 200] [--bulk] [--json out.json]
+Run:  .venv/bin/python bench/search_scale.py [--memories 100000] [--tenants 1] [--queries 200] [--bulk] [--json out.json]
 """
 from __future__ import annotations
 
