@@ -50,8 +50,8 @@ from foundation import (  # also sets the OMP environment as the server does
 from bulk import SEED, bulk_load
 from memplane import MemoryClient
 from search_tenants import (
-    ExactTop, Target, active_counts, completeness, create_tenants, owner_stats, print_completeness, print_tenancy,
-    query_targets, recall_at_10, tenant_name, tenant_sizes,
+    ExactTop, Target, active_counts, by_size, completeness, create_tenants, owner_stats, print_by_size,
+    print_completeness, print_tenancy, query_targets, recall_at_10, tenant_name, tenant_sizes,
 )
 from memplane_server.core.caller import Caller, Role
 from memplane_server.settings import Settings
@@ -328,6 +328,7 @@ def bench_search(picks: list[Target], e5: E5, dsn: str, queries: list[tuple[str,
     return {"queries": len(rows), "warmup_queries": WARMUP_QUERIES, "ms": ms, "channels_ms": channels,
             "channel_mean_rows": channel_rows, "search_ms_by_type": by_type,
             "mean_hits": statistics.mean(r["hits"] for r in rows), "completeness": completeness(rows),
+            "by_tenant_size": by_size(rows),
             "ratio_p50": ms["search"]["p50"] / ms["floor"]["p50"],
             "ratio_p95": ms["search"]["p95"] / ms["floor"]["p95"],
             "p99_over_p50": ms["search"]["p99"] / ms["search"]["p50"],
@@ -375,6 +376,8 @@ def report(env: dict, n: int, stats: dict, ld: dict, s: dict, rss: dict, total_s
         line(f"  SQL {c}", v, s["channel_mean_rows"][c])
     line("  SQL sum (channels one by one)", ms["sql_sum"])
     line("  SQL max (slowest channel)", ms["sql_max"])
+    if tenancy is not None:
+        print_by_size(s["by_tenant_size"])
     r, r95, r99 = s["ratio_p50"], s["ratio_p95"], s["p99_over_p50"]
     print(f"  search p99 {ms['search']['p99']:.1f} ms")
     print(f"  ratio p50 search/floor: {r:.2f}   (target <= {TARGET}: {'OK' if r <= TARGET else 'MISS'})")

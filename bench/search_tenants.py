@@ -128,11 +128,34 @@ def completeness(rows: list[dict]) -> dict:
     }
 
 
+SIZE_BANDS = ((0, 1_000), (1_000, 10_000), (10_000, None))
+
+
+def by_size(rows: list[dict]) -> list[dict]:
+    """Search, floor and vector SQL p50 by the queried tenant's active memories: a uniform pick of
+    tenants is mostly small ones, whose vector channel is an exact scan; the big ones differ."""
+    out = []
+    for lo, hi in SIZE_BANDS:
+        band = [r for r in rows if r["active"] >= lo and (hi is None or r["active"] < hi)]
+        if band:
+            out.append({"from": lo, "below": hi, "n": len(band),
+                        **{k: float(np.median([r[k] for r in band])) for k in ("search", "floor", "vector_sql")}})
+    return out
+
+
 def print_tenancy(t: dict) -> None:
     sizes = t["sizes"]
     print(f"tenants: {len(sizes)}, each with its own admin key (created through AdminService in "
           f"{t['create_s']:.1f} s); memories per tenant: biggest {sizes[0]}, median {sizes[len(sizes) // 2]}, "
           f"smallest {sizes[-1]}; queries went to {t['queried_tenants']} distinct tenants, picked uniformly")
+
+
+def print_by_size(bands: list[dict]) -> None:
+    print("  p50 ms by the queried tenant's active memories:")
+    for b in bands:
+        label = f"{b['from']:,}+" if b["below"] is None else f"{b['from']:,}-{b['below'] - 1:,}"
+        print(f"    {label:>14s}: {b['n']:4d} queries, search {b['search']:7.1f}, floor {b['floor']:7.1f},"
+              f" vector SQL {b['vector_sql']:7.1f}")
 
 
 def print_completeness(c: dict, n: int) -> None:
