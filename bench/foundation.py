@@ -76,10 +76,11 @@ def load_locomo() -> tuple[list[tuple[str, str]], list[str]]:
     return turns, questions
 
 
-def memory_texts(turns: list[tuple[str, str]], n: int) -> list[str]:
-    """n texts cycling through the turns; later cycles are marked so that no two texts repeat."""
+def memory_texts(turns: list[tuple[str, str]], n: int, start: int = 0) -> list[str]:
+    """n texts cycling through the turns (from text number `start` on); later cycles are marked so
+    that no two texts repeat."""
     out = []
-    for i in range(n):
+    for i in range(start, start + n):
         speaker, text = turns[i % len(turns)]
         cycle = i // len(turns)
         out.append(f"{speaker}: {text}" if cycle == 0 else f"{speaker} (conversation {cycle + 1}): {text}")
@@ -211,7 +212,8 @@ def vector_floor(loop: asyncio.AbstractEventLoop, store: MemoryStore, caller: Ca
     rows = loop.run_until_complete(store.vector_search(caller, f, vector, limit=limit, as_of=None))
     t2 = time.perf_counter()
     embed, sql = (t1 - t0) * 1000, (t2 - t1) * 1000
-    return {"embed": embed, "vector_sql": sql, "floor": embed + sql, "floor_rows": len(rows), "vector": vector}
+    return {"embed": embed, "vector_sql": sql, "floor": embed + sql, "floor_rows": len(rows), "vector": vector,
+            "floor_ids": [s.record.id for s in rows]}
 
 
 def query_parts(q: str, vector) -> QueryParts:

@@ -14,6 +14,10 @@ Then, for information, every channel Search plans for the query (`plan_channels`
 another and timed, and EXPLAIN (ANALYZE, BUFFERS) of every channel is printed for one query of each
 type, as the caller's session runs it (row-level security, SECURITY DEFINER function inside).
 
+With --tenants T the memories are spread over T tenants of skewed sizes, each with its own key, and
+each query goes to a random tenant (search_tenants.py); in every mode the floor's top 10 is checked
+against an exact top 10 and short results are counted.
+
 Targets (issue 11): p50 search <= 2.0x p50 floor, p95 <= 3.0x p95 floor, p99 <= 3x p50 search.
 
 Memories: ~70% kind turn in sessions of ~20 turns (LoCoMo turns, cycled and marked as foundation.py
@@ -22,7 +26,7 @@ and of "user", some superseding older values, the rest plain made-up statements)
 (LoCoMo turns, dates spread over 2022-2024). Queries: LoCoMo questions, ~20% fact questions and ~10%
 questions naming a time, so that every channel runs.
 
-Run:  .venv/bin/python bench/search_scale.py [--memories 100000] [--queries 200] [--bulk] [--json out.json]
+Run:  .venv/bin/python bench/search_scale.py [--memories 100000] [--tenants 1] [--queries 200] [--bulk] [--json out.json]
 """
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ import signal
 import statistics
 import sys
 import time
+from contextlib import ExitStack
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -44,6 +49,10 @@ from foundation import (  # also sets the OMP environment as the server does
 )
 from bulk import SEED, bulk_load
 from memplane import MemoryClient
+from search_tenants import (
+    ExactTop, Target, active_counts, by_size, completeness, create_tenants, owner_stats, print_by_size,
+    print_completeness, print_tenancy, query_targets, recall_at_10, tenant_name, tenant_sizes,
+)
 from memplane_server.core.caller import Caller, Role
 from memplane_server.settings import Settings
 from memplane_server.stores.postgres.memories import MemoryStore
@@ -136,11 +145,12 @@ def fact_value(rng: random.Random, person: str, attribute: str, version: int) ->
     return rng.choice(choices[attribute])
 
 
-def build_memories(turns: list[tuple[str, str]], n: int) -> list[dict]:
-    """n memory dicts in write order: ~70% turns in sessions, ~20% facts, ~10% events."""
-    rng = random.Random(SEED)
+def build_memories(turns: list[tuple[str, str]], n: int, *, seed: int = SEED, text_start: int = 0) -> list[dict]:
+    """n memory dicts in write order: ~70% turns in sessions, ~20% facts, ~10% events; turns and
+    events take the texts numbered from text_start on."""
+    rng = random.Random(seed)
     kinds = rng.choices(["turn", "fact", "event"], weights=[70, 20, 10], k=n)
-    texts = iter(memory_texts(turns, sum(k != "fact" for k in kinds)))
+    texts = iter(memory_texts(turns, sum(k != "fact" for k in kinds), text_start))
     names = people()
     pairs = [(person, attribute) for person in names for attribute in ATTRIBUTES]
     rng.shuffle(pairs)
@@ -184,6 +194,18 @@ def build_memories(turns: list[tuple[str, str]], n: int) -> list[dict]:
             said.add(content)
             items.append({"kind": "fact", "occurred_at": at, "content": content})
     return items
+
+
+def build_spread(turns: list[tuple[str, str]], n: int, tenants: int) -> tuple[list[dict], list[int]]:
+    """n memories over the tenants (sizes: search_tenants.tenant_sizes), each tenant's built as one
+    tenant's are (its own sessions, facts and times over the whole span), with texts no other
+    tenant has; each item names its tenant."""
+    sizes, items, text_start = tenant_sizes(n, tenants), [], 0
+    for k, size in enumerate(sizes):
+        mine = build_memories(turns, size, seed=SEED + k, text_start=text_start)
+        text_start += sum(it["kind"] != "fact" for it in mine)
+        items += [dict(it, tenant=tenant_name(k)) for it in mine]
+    return items, sizes
 
 
 def build_queries(questions: list[str], n: int) -> list[tuple[str, str]]:
@@ -248,37 +270,48 @@ def load(client: MemoryClient, items: list[dict]) -> dict:
     return {"load_s": written - t0, "windows_s": done - written, "write_per_s": len(items) / (written - t0)}
 
 
-def bench_search(client: MemoryClient, e5: E5, dsn: str, queries: list[tuple[str, str]]) -> dict:
+def bench_search(picks: list[Target], e5: E5, dsn: str, queries: list[tuple[str, str]],
+                 explained: list[Target]) -> dict:
+    """Query i goes to tenant picks[i], through that tenant's client and in its caller's session;
+    EXPLAIN of every channel is made in each of the `explained` tenants."""
     settings = Settings()  # the server's env (no MEMPLANE_* beyond its addresses): defaults
     loop = asyncio.new_event_loop()
     pool = loop.run_until_complete(create_pool(dsn, size=4, ef_search=settings.hnsw_ef_search))
     store = MemoryStore(pool, default_max_memories=0)
-    caller = Caller(key_id="bench", role=Role.WRITER, tenant_id=TENANT, agent_id=None, domains={})
+    exact = ExactTop(loop, dsn)
+
+    def caller(target: Target) -> Caller:
+        return Caller(key_id="bench", role=Role.WRITER, tenant_id=target.tenant, agent_id=None, domains={})
 
     def one(i: int, kind: str, q: str) -> dict:
-        row: dict = {"type": kind, "query": q}
+        target = picks[i]
+        row: dict = {"type": kind, "query": q, "tenant": target.tenant, "active": target.active}
         for what in (("search", "floor") if i % 2 else ("floor", "search")):  # alternate: no side always first
             if what == "search":
                 t0 = time.perf_counter()
-                result = client.search(q, top_k=TOP_K, timeout=60)
+                result = target.client.search(q, top_k=TOP_K, timeout=60)
                 row["search"] = (time.perf_counter() - t0) * 1000
                 row["hits"] = len(result.hits)
             else:
-                row.update(vector_floor(loop, store, caller, e5, q))
-        row.update(channel_times(loop, store, settings, caller, q, row.pop("vector")))  # for information
+                row.update(vector_floor(loop, store, caller(target), e5, q))
+        row["floor_recall"] = recall_at_10(row.pop("floor_ids"), exact.ids(target.tenant, row["vector"]))  # untimed
+        row.update(channel_times(loop, store, settings, caller(target), q, row.pop("vector")))  # for information
         return row
 
     try:
         for i, (kind, q) in enumerate(queries[:WARMUP_QUERIES]):
             one(i, kind, q)
         rows = [one(i, kind, q) for i, (kind, q) in enumerate(queries[WARMUP_QUERIES:], start=WARMUP_QUERIES)]
-        plans = {}
+        plans = []
         # The first query of each kind, warm-up included: a short run may time fewer queries than kinds.
-        for kind in ("locomo", "fact", "time"):
-            q = next((q for k, q in queries if k == kind), None)
-            if q is not None:
-                plans[q] = explain_channels(loop, store, settings, caller, q, e5.query(q))
+        for target in explained:
+            for kind in ("locomo", "fact", "time"):
+                q = next((q for k, q in queries if k == kind), None)
+                if q is not None:
+                    plans.append({"query": q, "tenant": target.tenant, "stored": target.stored,
+                                  "plans": explain_channels(loop, store, settings, caller(target), q, e5.query(q))})
     finally:
+        exact.close()
         loop.run_until_complete(pool.close())
         loop.close()
 
@@ -294,7 +327,8 @@ def bench_search(client: MemoryClient, e5: E5, dsn: str, queries: list[tuple[str
     by_type = {t: p([r["search"] for r in rows if r["type"] == t]) for t in ("locomo", "fact", "time")}
     return {"queries": len(rows), "warmup_queries": WARMUP_QUERIES, "ms": ms, "channels_ms": channels,
             "channel_mean_rows": channel_rows, "search_ms_by_type": by_type,
-            "mean_hits": statistics.mean(r["hits"] for r in rows),
+            "mean_hits": statistics.mean(r["hits"] for r in rows), "completeness": completeness(rows),
+            "by_tenant_size": by_size(rows),
             "ratio_p50": ms["search"]["p50"] / ms["floor"]["p50"],
             "ratio_p95": ms["search"]["p95"] / ms["floor"]["p95"],
             "p99_over_p50": ms["search"]["p99"] / ms["search"]["p50"],
@@ -304,20 +338,25 @@ def bench_search(client: MemoryClient, e5: E5, dsn: str, queries: list[tuple[str
             "plans": plans, "rows": rows}
 
 
-def report(env: dict, n: int, stats: dict, ld: dict, s: dict, rss: dict, total_s: float) -> None:
+def report(env: dict, n: int, stats: dict, ld: dict, s: dict, rss: dict, total_s: float, tenancy: dict | None) -> None:
     print(f"environment: {env['cpu_count']} cores ({env['affinity']} usable), load at start "
           f"{', '.join(f'{x:.2f}' for x in env['loadavg_at_start'])}; OMP_NUM_THREADS={env['OMP_NUM_THREADS']} "
           f"OMP_WAIT_POLICY={env['OMP_WAIT_POLICY']}; Python {env['python']} {env['machine']}")
     kinds = ", ".join(f"{k.removeprefix('KIND_').lower()} {v}" for k, v in sorted(stats["by_kind"].items()))
     statuses = ", ".join(
         f"{k.removeprefix('MEMORY_STATUS_').lower()} {v}" for k, v in sorted(stats["by_status"].items()))
-    print(f"memories: {n} written in one tenant ({kinds}; {statuses})")
-    how = (f"bulk SQL ({ld['embedded_texts']} texts embedded in {ld['embed_s']:.0f} s, HNSW built in"
-           f" {ld['hnsw_s']:.0f} s with the GIN keyword keys, windows averaged)" if "hnsw_s" in ld else f"via SDK (batches of {BATCH})")
+    where = "one tenant" if tenancy is None else f"{len(tenancy['sizes'])} tenants"
+    print(f"memories: {n} written in {where} ({kinds}; {statuses})")
+    if tenancy is not None:
+        print_tenancy(tenancy)
+    how = (f"bulk SQL ({ld['embedded_texts']} texts embedded in {ld['embed_s']:.0f} s, rows inserted in"
+           f" {ld['insert_s']:.0f} s, HNSW built in {ld['hnsw_s']:.0f} s with the GIN keyword keys, keyword statistics"
+           f" counted in {ld['stats_s']:.0f} s, windows averaged)" if "hnsw_s" in ld else f"via SDK (batches of {BATCH})")
     print(f"  load {how}: {ld['load_s']:8.1f} s ({ld['write_per_s']:.1f} memories/s)")
     print(f"  turn windows built after load:   {ld['windows_s']:8.1f} s")
     print(f"\nsearch latency, {s['queries']} queries (after {s['warmup_queries']} warm-up), top_k={TOP_K}, "
           f"mean hits {s['mean_hits']:.1f}")
+    print_completeness(s["completeness"], s["queries"])
     print(f"  {'ms':34s} {'p50':>8s} {'p95':>8s} {'p99':>8s} {'queries':>8s} {'rows':>6s}")
 
     def line(label: str, v: dict | None, rows: float | None = None) -> None:
@@ -337,13 +376,17 @@ def report(env: dict, n: int, stats: dict, ld: dict, s: dict, rss: dict, total_s
         line(f"  SQL {c}", v, s["channel_mean_rows"][c])
     line("  SQL sum (channels one by one)", ms["sql_sum"])
     line("  SQL max (slowest channel)", ms["sql_max"])
+    if tenancy is not None:
+        print_by_size(s["by_tenant_size"])
     r, r95, r99 = s["ratio_p50"], s["ratio_p95"], s["p99_over_p50"]
     print(f"  search p99 {ms['search']['p99']:.1f} ms")
     print(f"  ratio p50 search/floor: {r:.2f}   (target <= {TARGET}: {'OK' if r <= TARGET else 'MISS'})")
     print(f"  ratio p95 search/floor: {r95:.2f}   (target <= {TARGET_P95}: {'OK' if r95 <= TARGET_P95 else 'MISS'})")
     print(f"  search p99/p50:         {r99:.2f}   (target <= {TARGET_P99}: {'OK' if r99 <= TARGET_P99 else 'MISS'})")
-    for q, plans in s["plans"].items():
-        print_plans(q, plans)
+    for p in s["plans"]:
+        if tenancy:
+            print(f"\n=== tenant {p['tenant']} ({p['stored']} memories)")
+        print_plans(p["query"], p["plans"])
     print("\nresources")
     print(f"  server RSS after loading:  {rss['after_load']:8.1f} MB")
     print(f"  server RSS after searches: {rss['after_search']:8.1f} MB")
@@ -358,34 +401,64 @@ def main() -> int:
     ap.add_argument("--bulk", action="store_true",
                     help="load with SQL as the owner, windows averaged, instead of through the SDK (see bulk.bulk_load)")
     ap.add_argument("--embed-cap", type=int, default=2000, help="with --bulk: facts embedded; later ones reuse vectors")
+    ap.add_argument("--tenants", type=int, default=1,
+                    help="spread the memories over this many tenants (sizes skewed, each with its own key; implies"
+                         " --bulk) and send each query to a random one")
     ap.add_argument("--hold", type=float, default=0, metavar="SECONDS",
                     help="after the report, keep the server and database up this long (to EXPLAIN by hand)")
     args = ap.parse_args()
-    if args.memories < BATCH or args.queries < 1:
-        ap.error(f"--memories must be at least one batch ({BATCH}) and --queries at least 1")
+    if args.memories < BATCH or args.queries < 1 or args.tenants < 1:
+        ap.error(f"--memories must be at least one batch ({BATCH}), --queries and --tenants at least 1")
     started = time.perf_counter()
     env = environment()
     turns, questions = load_locomo()
-    items = build_memories(turns, args.memories)
     queries = build_queries(questions, WARMUP_QUERIES + args.queries)
+    if args.tenants == 1:
+        items, sizes = build_memories(turns, args.memories), [args.memories]
+    else:
+        try:
+            items, sizes = build_spread(turns, args.memories, args.tenants)
+        except ValueError as exc:
+            ap.error(str(exc))
 
-    with running_server("memplane-scale-") as server:
+    with running_server("memplane-scale-") as server, ExitStack() as clients:
         e5 = E5()
-        with MemoryClient(server.address, server.key) as client:
+        tenancy = None
+        if args.tenants == 1:
+            targets = [Target(TENANT, clients.enter_context(MemoryClient(server.address, server.key)), len(items))]
             print(f"loading {len(items)} memories into tenant {TENANT!r}", flush=True)
             ld = (bulk_load(server.dsn, e5, items, args.embed_cap, Settings().context_window, [TENANT]) if args.bulk
-                  else load(client, items))
-            st = client.get_stats(timeout=60)
-            stats = {"total": st.total, "by_kind": dict(st.by_kind), "by_status": dict(st.by_status)}
-            rss = {"after_load": rss_mb(server.proc.pid)}
-            print(f"  windows done {ld['windows_s']:.1f} s after the last write; searching", flush=True)
-            s = bench_search(client, e5, server.dsn, queries)
-            rss["after_search"] = rss_mb(server.proc.pid)
+                  else load(targets[0].client, items))
+        else:
+            names = [tenant_name(k) for k in range(args.tenants)]
+            keys, create_s = create_tenants(server.address, server.platform_key, names)
+            print(f"loading {len(items)} memories into {args.tenants} tenants (created in {create_s:.1f} s)", flush=True)
+            ld = bulk_load(server.dsn, e5, items, args.embed_cap, Settings().context_window, names, spread=True)
+            targets = [Target(name, None, size) for name, size in zip(names, sizes)]
+        active = active_counts(server.dsn, [t.tenant for t in targets])
+        for target in targets:
+            target.active = active.get(target.tenant, 0)
+        picks = query_targets(targets, len(queries), SEED + 2) if args.tenants > 1 else targets * len(queries)
+        explained = targets if args.tenants == 1 else [targets[-1], targets[0]]  # the smallest and the biggest
+        for target in {t.tenant: t for t in picks + explained}.values():
+            if target.client is None:
+                target.client = clients.enter_context(MemoryClient(server.address, keys[target.tenant]))
+            # Every queried tenant's key is used once before its searches are timed (the server
+            # caches verified keys, as it would for any tenant in use).
+            target.client.get_stats(timeout=120)
+        stats = owner_stats(server.dsn)
+        rss = {"after_load": rss_mb(server.proc.pid)}
+        print(f"  windows done {ld['windows_s']:.1f} s after the last write; searching", flush=True)
+        s = bench_search(picks, e5, server.dsn, queries, explained)
+        rss["after_search"] = rss_mb(server.proc.pid)
+        if args.tenants > 1:
+            tenancy = {"sizes": sizes, "create_s": create_s, "queried_tenants": len({t.tenant for t in picks})}
         total_s = time.perf_counter() - started
         print()
-        report(env, args.memories, stats, ld, s, rss, total_s)
+        report(env, args.memories, stats, ld, s, rss, total_s, tenancy)
         if args.json:
             args.json.write_text(json.dumps({"environment": env, "memories": args.memories, "stats": stats, "load": ld,
+                                             "tenancy": tenancy,
                                              "search": s, "server_rss_mb": rss, "total_s": total_s,
                                              "targets": [TARGET, TARGET_P95, TARGET_P99]}, indent=2, ensure_ascii=False, default=str))
         if args.hold:

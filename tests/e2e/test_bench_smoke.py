@@ -31,6 +31,16 @@ def test_search_scale_benchmark_runs_end_to_end():
 
 
 @pytest.mark.skipif(not LOCOMO.exists(), reason="needs ../shared/bench beside the checkout, as CI has")
+def test_search_scale_benchmark_runs_over_many_tenants():
+    out = subprocess.run([sys.executable, str(BENCH / "search_scale.py"), "--memories", "600", "--tenants", "20",
+                          "--queries", "5", "--bulk", "--embed-cap", "10"], capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "memories: 600 written in 20 tenants" in out.stdout and "ratio p50 search/floor" in out.stdout
+    assert "floor recall@10 against exact" in out.stdout
+    assert "=== tenant t0019 (" in out.stdout and "=== tenant t0000 (" in out.stdout  # the smallest and the biggest
+
+
+@pytest.mark.skipif(not LOCOMO.exists(), reason="needs ../shared/bench beside the checkout, as CI has")
 def test_forget_benchmark_runs_end_to_end():
     out = subprocess.run([sys.executable, str(BENCH / "forget.py"), "--memories", "150", "--keep", "30", "--queries",
                           "3", "--embed-cap", "10", "--soft"], capture_output=True, text=True, timeout=900)

@@ -153,3 +153,10 @@ def test_lookup_names_segment_chinese_and_drop_question_words():
 
 def test_lookup_names_are_capped():
     assert len(lookup_names(" ".join(f"word{i}" for i in range(500)))) == MAX_LOOKUP_NAMES
+
+
+def test_tokens_of_a_text_are_its_words_tokens_joined():
+    # bench/bulk.py tokenises word by word (each word stemmed once) and a turn window as its turns'
+    # tokens joined; both rely on no token spanning whitespace.
+    text = "Gina's store opened\nlast week, didn't it? 我们去北京旅游 camping-trip 2023年 I'm Painting"
+    assert keyword_tokens(text) == [t for word in text.split() for t in keyword_tokens(word)]
