@@ -5,6 +5,7 @@ matching inside mp_keyword_matches included; and a term common in the tenant doe
 match."""
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timezone
 
 import uuid
@@ -86,3 +87,16 @@ async def test_a_term_common_in_the_tenant_makes_no_match(deps, big):
     assert mixed and all(14 in (g * 7 % 997, g * 13 % 991) for g in mixed)
     # With no cut-off every row holding the word matches.
     assert len(await search(["bob"])) == ROWS // 2
+
+
+async def test_vector_channels_started_together_are_one_statement_on_their_indexes(deps, big):
+    plan = plan_channels(deps.memories, deps.settings, big, MemoryFilter(), parts_of(QUERIES[2]), limit=50,
+                         as_of=None)
+    family = [name for name in plan if name.startswith("vector") or name in ("time", "preferences")]
+    assert {"vector", "time", "preferences"} <= set(family)
+    alone = {name: [(s.record.id, s.score) for s in await plan[name]()] for name in family}
+    with explaining() as plans:
+        found = await asyncio.gather(*(plan[name]() for name in family))
+    assert len(plans) == 1
+    assert "Seq Scan on memories" not in plans[0]
+    assert {name: [(s.record.id, s.score) for s in scored] for name, scored in zip(family, found)} == alone

@@ -25,6 +25,7 @@ from ...core.time_expressions import TimeRange
 from ...core.tokens import tsquery_from_tokens
 from .contexts import WINDOW_KINDS, mark_sessions
 from ...core.requests import RequestKey
+from .nearest import VectorQuery, nearest_statement, scored_by_query
 from .memory_writes import Stored, StoredDraft, WriteTransaction, append_history
 from .session import caller_session
 from .sql import (
@@ -217,17 +218,14 @@ class MemoryStore:
         windows: bool = False,
     ) -> list[Scored]:
         """Nearest memories by their own vector, or (windows) by their turn window's."""
-        column = "m.context_embedding" if windows else "m.embedding"
-        p = Params(query)
-        where = [visibility(caller, p), *filter_clauses(f, p, as_of=as_of), f"{column} IS NOT NULL"]
+        return (await self.vector_searches(caller, [VectorQuery(f, query, limit, as_of, windows)]))[0]
+
+    async def vector_searches(self, caller: Caller, queries: Sequence[VectorQuery]) -> list[list[Scored]]:
+        """Several nearest-neighbour searches in one statement and one session (stores/postgres/nearest.py)."""
+        sql, p = nearest_statement(caller, queries)
         async with self.session(caller) as conn:
-            rows = await _search_rows(
-                conn,
-                f"SELECT {MEMORY_COLUMNS}, 1 - ({column} <=> $1) AS similarity FROM memories m"
-                f" WHERE {' AND '.join(where)} ORDER BY {column} <=> $1 LIMIT {p.add(limit)}",
-                *p.values,
-            )
-        return [Scored(record_from_row(r), float(r["similarity"])) for r in rows]
+            rows = await _search_rows(conn, sql, *p.values)
+        return scored_by_query(rows, len(queries))
 
     async def keyword_search(
         self, caller: Caller, f: MemoryFilter, terms: Sequence[str], *, pool: int, as_of: datetime | None,
