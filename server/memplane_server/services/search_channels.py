@@ -68,13 +68,14 @@ class VectorBatch:
 
         def answer(done: asyncio.Task) -> None:
             self._running.discard(done)
+            error = None if done.cancelled() else done.exception()  # retrieved even if no channel waits
             for i, (_, future) in enumerate(batch):
                 if future.done():  # its channel was cancelled
                     continue
                 if done.cancelled():
                     future.cancel()
-                elif done.exception() is not None:
-                    future.set_exception(done.exception())
+                elif error is not None:
+                    future.set_exception(error)
                 else:
                     future.set_result(done.result()[i])
 
