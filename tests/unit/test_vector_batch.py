@@ -64,5 +64,3 @@ def test_a_cancelled_channel_leaves_the_others_their_answers():
 
     answer, first = asyncio.run(run())
     assert answer == [2] and first.cancelled()
-
-
