@@ -14,6 +14,8 @@ from memplane_server.core.errors import Code, MemplaneError
 from memplane_server.services.admin import AdminService
 from memplane_server.services.auth import Authenticator
 from memplane_server.stores.postgres.migrations import migrate
+from memplane_server.stores.postgres.pool import create_pool
+from memplane_server.stores.postgres.session import caller_session
 from memplane_server.stores.redis.idempotency import (
     LEASE_SECONDS, RENEW_EVERY_SECONDS, Claim, IdempotencyConflict, IdempotencyStore,
 )
@@ -178,8 +180,30 @@ async def test_concurrent_migrations_wait_for_the_lock(settings):
 
 async def test_search_settings_survive_connection_reuse(deps):
     pool = deps.memories.pool
-    for _ in range(3):  # the pool resets a connection's session state each time it is released
+    for _ in range(3):  # released connections keep their startup settings
         async with pool.acquire() as conn:
             assert await conn.fetchval("SHOW hnsw.ef_search") == str(deps.settings.hnsw_ef_search)
             assert await conn.fetchval("SHOW hnsw.iterative_scan") == "relaxed_order"
             assert await conn.fetchval("SHOW plan_cache_mode") == "force_custom_plan"
+
+
+async def test_a_released_connection_carries_no_caller(settings):
+    """The pool does not reset sessions on release (stores/postgres/pool.py): the caller's role and
+    settings must end with the caller's transaction, also when it fails."""
+    pool = await create_pool(settings.database_url, size=1, ef_search=settings.hnsw_ef_search)  # one connection
+    caller = Caller(key_id="k", role=Role.WRITER, tenant_id="t-released", agent_id="a1", domains={"d1": True})
+    try:
+        async with pool.acquire() as first:
+            owner = await first.fetchval("SELECT current_user")
+        with pytest.raises(asyncpg.DivisionByZeroError):
+            async with caller_session(pool, caller) as conn:
+                assert await conn.fetchval("SELECT current_setting('memplane.tenant_id')") == "t-released"
+                await conn.fetchval("SELECT 1 / 0")
+        async with caller_session(pool, caller):
+            pass
+        async with pool.acquire() as conn:
+            assert await conn.fetchval("SELECT current_user") == owner
+            assert await conn.fetchval("SELECT current_setting('memplane.tenant_id', true)") in (None, "")
+            assert await conn.fetchval("SELECT current_setting('memplane.read_domains', true)") in (None, "")
+    finally:
+        await pool.close()

@@ -5,6 +5,7 @@ matching inside mp_keyword_matches included; and a term common in the tenant doe
 match."""
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timezone
 
 import uuid
@@ -21,7 +22,7 @@ from memplane_server.core.time_expressions import parse_time_range
 from memplane_server.core.tokens import keyword_tokens, lookup_names
 from memplane_server.services.admin import AdminService
 from memplane_server.services.search_channels import QueryParts, plan_channels
-from memplane_server.stores.postgres.memories import explaining
+from memplane_server.stores.postgres.memories import explaining, parse_tsvector
 from tests.integration.conftest import PLATFORM
 from tests.support.bulk_rows import insert_rows
 
@@ -86,3 +87,37 @@ async def test_a_term_common_in_the_tenant_makes_no_match(deps, big):
     assert mixed and all(14 in (g * 7 % 997, g * 13 % 991) for g in mixed)
     # With no cut-off every row holding the word matches.
     assert len(await search(["bob"])) == ROWS // 2
+
+
+async def test_vector_channels_started_together_are_one_statement_on_their_indexes(deps, big):
+    plan = plan_channels(deps.memories, deps.settings, big, MemoryFilter(), parts_of(QUERIES[2]), limit=50,
+                         as_of=None)
+    family = [name for name in plan if name.startswith("vector") or name in ("time", "preferences")]
+    assert {"vector", "time", "preferences"} <= set(family)
+    alone = {name: [(s.record.id, s.score) for s in await plan[name]()] for name in family}
+    with explaining() as plans:
+        found = await asyncio.gather(*(plan[name]() for name in family))
+    assert len(plans) == 1
+    assert "Seq Scan on memories" not in plans[0]
+    assert {name: [(s.record.id, s.score) for s in scored] for name, scored in zip(family, found)} == alone
+
+
+async def test_keyword_matches_carry_the_counts_bm25_reads(deps, big):
+    """Counted in SQL: each match's query terms with their counts, and the count of all its tokens,
+    as parsing its whole token list gives them."""
+    terms = ["bob", "w14", "x3"]
+    seen = []
+
+    def choose(matches):
+        seen.extend(matches)
+        return matches[:5]
+
+    await deps.memories.keyword_search(big, MemoryFilter(), terms, pool=200, as_of=None, choose=choose)
+    assert seen
+    async with deps.memories.pool.acquire() as conn:
+        texts = dict(await conn.fetch("SELECT id, keywords::text FROM memories WHERE id = ANY($1::uuid[])",
+                                      [m.id for m in seen]))
+    for match in seen:
+        full = parse_tsvector(texts[match.id])
+        assert match.terms == {t: c for t, c in full.items() if t in terms}
+        assert match.length == sum(full.values())

@@ -46,3 +46,10 @@ def test_best_matches_orders_by_bm25_cuts_to_the_limit_and_drops_non_matches():
     assert [m.id for m in best] == [ids[3], ids[1]]
     assert all(m.score > 0 for m in best)
     assert ids[2] not in {m.id for m in best_matches(["caroline", "research"], matches, 10)}
+
+
+def test_maps_of_the_query_terms_with_lengths_score_as_whole_maps():
+    whole = [{"tea": 2, "x": 1, "y": 4}, {"tea": 1}, {"cup": 3, "tea": 1}]
+    lengths = [sum(d.values()) for d in whole]
+    only_query = [{t: c for t, c in d.items() if t in ("tea", "cup")} for d in whole]
+    assert bm25_scores(["tea", "cup"], only_query, lengths=lengths) == pytest.approx(bm25_scores(["tea", "cup"], whole))

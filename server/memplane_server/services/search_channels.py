@@ -3,6 +3,7 @@ concurrently and fuses the rankings; benchmarks run the same plan to time the SQ
 search cannot avoid."""
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -18,6 +19,7 @@ from ..core.time_expressions import TimeRange
 from ..settings import Settings
 from ..core.model import Scored
 from ..stores.postgres.memories import MemoryStore
+from ..stores.postgres.nearest import VectorQuery
 
 # The keyword channels read this many times their share of candidates (their tokens only), so
 # that BM25's term statistics see the common words for what they are before the list is cut.
@@ -40,6 +42,52 @@ class QueryParts:
 Plan = dict[str, Callable[[], Awaitable[list[Scored]]]]
 
 
+class VectorBatch:
+    """The vector-family channels started together (in one turn of the event loop, as Search starts
+    its plan) run as one statement in one session: each channel alone paid BEGIN, the caller's
+    settings, COMMIT and a pooled connection, and built its own records of the memories the others
+    found too. A channel started alone (benchmarks time them one by one) runs alone."""
+
+    def __init__(self, store: MemoryStore, caller: Caller) -> None:
+        self.store, self.caller = store, caller
+        self._waiting: list[tuple[VectorQuery, asyncio.Future[list[Scored]]]] = []
+        self._running: set[asyncio.Task] = set()
+
+    async def search(self, query: VectorQuery) -> list[Scored]:
+        loop = asyncio.get_running_loop()
+        if not self._waiting:
+            loop.call_soon(self._start)
+        answer: asyncio.Future[list[Scored]] = loop.create_future()
+        self._waiting.append((query, answer))
+        return await answer
+
+    def _start(self) -> None:
+        batch, self._waiting = self._waiting, []
+        task = asyncio.ensure_future(self.store.vector_searches(self.caller, [q for q, _ in batch]))
+        self._running.add(task)
+
+        def answer(done: asyncio.Task) -> None:
+            self._running.discard(done)
+            error = None if done.cancelled() else done.exception()  # retrieved even if no channel waits
+            for i, (_, future) in enumerate(batch):
+                if future.done():  # its channel was cancelled
+                    continue
+                if done.cancelled():
+                    future.cancel()
+                elif error is not None:
+                    future.set_exception(error)
+                else:
+                    future.set_result(done.result()[i])
+
+        def abandoned(_future: asyncio.Future) -> None:
+            if all(future.cancelled() for _, future in batch):
+                task.cancel()
+
+        task.add_done_callback(answer)
+        for _, future in batch:
+            future.add_done_callback(abandoned)
+
+
 def within(f: MemoryFilter, span: TimeRange) -> MemoryFilter | None:
     """The filter narrowed to the span; None when they do not overlap."""
     after = max(filter(None, (f.occurred_after, span.start)))
@@ -55,20 +103,20 @@ def plan_channels(
     if f.layers and all(layer is Layer.WORKING for layer in f.layers):
         return {}
     plan: Plan = {}
+    batch = VectorBatch(store, caller)
     # Only turns have windows (services/context.py): a filter without them finds none there.
     turns = (not f.kinds or Kind.TURN in f.kinds) and (not f.layers or Layer.EPISODIC in f.layers)
     for suffix, windows in (("", False), ("_context", True)):
         if windows and not (settings.context_window and turns):
             continue
-        plan[f"vector{suffix}"] = lambda w=windows: store.vector_search(
-            caller, f, parts.vector, limit=limit, as_of=as_of, windows=w)
+        plan[f"vector{suffix}"] = lambda w=windows: batch.search(VectorQuery(f, parts.vector, limit, as_of, w))
         if parts.terms:
             plan[f"keyword{suffix}"] = lambda w=windows: store.keyword_search(
                 caller, f, parts.terms, pool=limit * KEYWORD_POOL, as_of=as_of, windows=w,
                 choose=lambda matches: best_matches(parts.terms, matches, limit),
                 common_share=settings.keyword_common_share)
     if parts.last_turn_vector is not None:
-        plan["last_turn"] = lambda: store.vector_search(caller, f, parts.last_turn_vector, limit=limit, as_of=as_of)
+        plan["last_turn"] = lambda: batch.search(VectorQuery(f, parts.last_turn_vector, limit, as_of))
     if parts.names:
         facts, valid = f, None
         if (parts.intent is Intent.HISTORY or parts.time_range is not None) and not f.statuses:
@@ -78,9 +126,9 @@ def plan_channels(
             valid = parts.time_range
         plan["exact"] = lambda: store.fact_lookup(caller, facts, parts.names, limit=limit, as_of=as_of, valid=valid)
     if parts.time_range is not None and (spanned := within(f, parts.time_range)) is not None:
-        plan["time"] = lambda: store.vector_search(caller, spanned, parts.vector, limit=limit, as_of=as_of)
+        plan["time"] = lambda: batch.search(VectorQuery(spanned, parts.vector, limit, as_of))
     if not f.kinds or Kind.PREFERENCE in f.kinds:
         # Not a ranking: the closest preferences are always in the answer (core/ranking.py).
-        plan[PREFERENCES] = lambda: store.vector_search(
-            caller, replace(f, kinds=(Kind.PREFERENCE,)), parts.vector, limit=ALWAYS_PREFERENCES, as_of=as_of)
+        plan[PREFERENCES] = lambda: batch.search(
+            VectorQuery(replace(f, kinds=(Kind.PREFERENCE,)), parts.vector, ALWAYS_PREFERENCES, as_of))
     return plan

@@ -25,6 +25,7 @@ from ...core.time_expressions import TimeRange
 from ...core.tokens import tsquery_from_tokens
 from .contexts import WINDOW_KINDS, mark_sessions
 from ...core.requests import RequestKey
+from .nearest import VectorQuery, nearest_statement, scored_by_query
 from .memory_writes import Stored, StoredDraft, WriteTransaction, append_history
 from .session import caller_session
 from .sql import (
@@ -217,17 +218,14 @@ class MemoryStore:
         windows: bool = False,
     ) -> list[Scored]:
         """Nearest memories by their own vector, or (windows) by their turn window's."""
-        column = "m.context_embedding" if windows else "m.embedding"
-        p = Params(query)
-        where = [visibility(caller, p), *filter_clauses(f, p, as_of=as_of), f"{column} IS NOT NULL"]
+        return (await self.vector_searches(caller, [VectorQuery(f, query, limit, as_of, windows)]))[0]
+
+    async def vector_searches(self, caller: Caller, queries: Sequence[VectorQuery]) -> list[list[Scored]]:
+        """Several nearest-neighbour searches in one statement and one session (stores/postgres/nearest.py)."""
+        sql, p = nearest_statement(caller, queries)
         async with self.session(caller) as conn:
-            rows = await _search_rows(
-                conn,
-                f"SELECT {MEMORY_COLUMNS}, 1 - ({column} <=> $1) AS similarity FROM memories m"
-                f" WHERE {' AND '.join(where)} ORDER BY {column} <=> $1 LIMIT {p.add(limit)}",
-                *p.values,
-            )
-        return [Scored(record_from_row(r), float(r["similarity"])) for r in rows]
+            rows = await _search_rows(conn, sql, *p.values)
+        return scored_by_query(rows, len(queries))
 
     async def keyword_search(
         self, caller: Caller, f: MemoryFilter, terms: Sequence[str], *, pool: int, as_of: datetime | None,
@@ -248,16 +246,24 @@ class MemoryStore:
             rows = await _search_rows(
                 conn,
                 # Sorted by the rank the function gives, its rows are read back one by one only until
-                # `pool` of them pass the caller's filters.
-                f"SELECT m.id, k.rank, {column}::text AS terms"
+                # `pool` of them pass the caller's filters. BM25 needs of a row only the counts of the
+                # query's terms and of all its tokens: counted here, the whole token list is neither
+                # sent nor parsed (parsing 200 windows' lists was the most CPU of a search in Python).
+                f"SELECT m.id, k.rank, t.length, t.lexemes, t.counts"
                 f" FROM (SELECT * FROM mp_keyword_matches($2::text[], to_tsquery('simple', $1), $3, $4::real)"
                 f" ORDER BY rank DESC, created_at DESC) AS k"
-                f" JOIN memories m ON m.tenant_id = k.tenant_id AND m.id = k.id WHERE {' AND '.join(where)}"
+                f" JOIN memories m ON m.tenant_id = k.tenant_id AND m.id = k.id"
+                f" CROSS JOIN LATERAL (SELECT sum(greatest(cardinality(u.positions), 1))::int AS length,"
+                f" array_agg(u.lexeme) FILTER (WHERE u.lexeme = ANY($2::text[])) AS lexemes,"
+                f" array_agg(greatest(cardinality(u.positions), 1)) FILTER (WHERE u.lexeme = ANY($2::text[])) AS counts"
+                f" FROM unnest({column}) AS u) AS t"
+                f" WHERE {' AND '.join(where)}"
                 f" ORDER BY k.rank DESC, k.created_at DESC LIMIT {p.add(pool)}",
                 *p.values,
             )
-            chosen = await asyncio.to_thread(  # parsing and ranking: CPU work, off the event loop
-                lambda: choose([KeywordMatch(r["id"], float(r["rank"]), parse_tsvector(r["terms"])) for r in rows]))
+            chosen = await asyncio.to_thread(  # ranking: CPU work, off the event loop
+                lambda: choose([KeywordMatch(r["id"], float(r["rank"]), dict(zip(r["lexemes"] or (), r["counts"] or ())),
+                                             r["length"] or 0) for r in rows]))
             if not chosen:
                 return []
             p = Params([m.id for m in chosen])

@@ -29,11 +29,19 @@ async def create_pool(dsn: str, *, size: int, ef_search: int) -> asyncpg.Pool:
         await conn.set_type_codec("jsonb", encoder=_json_dumps, decoder=json.loads, schema="pg_catalog")
         conn.add_query_logger(_trace_statement)
 
-    # Startup parameters, not SET: the pool runs RESET ALL whenever a connection is released,
-    # which returns to these but would drop values set by a query.
+    # Startup parameters, not SET: they hold for the connection's life, whatever a release resets.
     return await asyncpg.create_pool(
-        dsn, min_size=1, max_size=size, init=init, command_timeout=60, server_settings=search_settings(ef_search)
+        dsn, min_size=1, max_size=size, init=init, command_timeout=60, server_settings=search_settings(ef_search),
+        reset=_nothing_to_reset,
     )
+
+
+async def _nothing_to_reset(conn: asyncpg.Connection) -> None:
+    """A released connection carries no session state to undo: the caller's role and settings are
+    transaction-local (stores/postgres/session.py), advisory locks are transaction-level, and
+    LISTEN and session locks use their own connections. asyncpg still rolls back an open
+    transaction and drops listeners before calling this; its default reset (advisory unlock,
+    CLOSE ALL, UNLISTEN, RESET ALL) was one more round trip on every use, seven per search."""
 
 
 def _trace_statement(record: asyncpg.connection.LoggedQuery) -> None:
