@@ -21,8 +21,9 @@ MODULES = [importlib.import_module(f"{redis_stores.__name__}.{m.name}")
            for m in pkgutil.iter_modules(redis_stores.__path__)]
 
 tenant_ids = st.from_regex(r"[a-z0-9][a-z0-9_-]{0,62}", fullmatch=True)
-# Caller-chosen ids are any text without NUL, braces and colons included.
-free_ids = st.text(st.characters(blacklist_characters="\x00"), max_size=40)
+# Caller-chosen ids are any text without NUL, braces and colons included; protobuf strings are
+# UTF-8, so no lone surrogate (category Cs) can arrive.
+free_ids = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=40)
 sessions = st.builds(WorkingSession, tenant_ids, st.none() | tenant_ids, free_ids)
 request_keys = st.builds(RequestKey, st.text("0123456789abcdef", min_size=64, max_size=64), st.text(max_size=8))
 
