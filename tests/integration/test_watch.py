@@ -139,12 +139,12 @@ async def test_filters(deps, make_tenant):
             draft("fact s1", kind=Kind.FACT, session_id="s1"),
             draft("flight at 9", kind=Kind.FACT, entity="flight", attribute="time", value="9"),
         ])
-        [f1] = await writes.write(world.writer, [draft("fact s1 again", kind=Kind.FACT, session_id="s1")])
+        [f1] = await writes.write(world.writer, [draft("fact s1 revised", kind=Kind.FACT, session_id="s1")])
         await ForgetService(deps).forget(world.writer, ids=[str(f1.id)], f=None, hard=False, dry_run=False, reason="")
         await w.until(2)
         await by_entity.until(1)
         await asyncio.sleep(0.5)
-    assert [e.memory.content for e in w.events] == ["fact s1", "fact s1 again"]
+    assert [e.memory.content for e in w.events] == ["fact s1", "fact s1 revised"]
     assert [e.memory.content for e in by_entity.events] == ["flight at 9"]
 
 
