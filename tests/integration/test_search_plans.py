@@ -22,7 +22,7 @@ from memplane_server.core.time_expressions import parse_time_range
 from memplane_server.core.tokens import keyword_tokens, lookup_names
 from memplane_server.services.admin import AdminService
 from memplane_server.services.search_channels import QueryParts, plan_channels
-from memplane_server.stores.postgres.memories import explaining, parse_tsvector
+from memplane_server.stores.postgres.plans import explaining, parse_tsvector
 from tests.integration.conftest import PLATFORM
 from tests.support.bulk_rows import insert_rows
 

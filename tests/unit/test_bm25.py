@@ -33,7 +33,7 @@ def test_count_maps_score_like_token_lists():
 
 
 def test_tsvector_text_parses_to_counts():
-    from memplane_server.stores.postgres.memories import parse_tsvector
+    from memplane_server.stores.postgres.plans import parse_tsvector
 
     assert parse_tsvector("'camp':3 'carolin':1,5 '上海':2") == {"camp": 1, "carolin": 2, "上海": 1}
 

@@ -10,7 +10,7 @@ import asyncpg
 import numpy as np
 
 from ...core.caller import Caller
-from .memories import parse_tsvector
+from .plans import parse_tsvector
 from .session import caller_session
 from .sql import Params, visibility
 

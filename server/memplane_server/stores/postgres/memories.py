@@ -2,11 +2,8 @@
 from __future__ import annotations
 
 import asyncio
-import re
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -27,6 +24,7 @@ from .contexts import WINDOW_KINDS, mark_sessions
 from ...core.requests import RequestKey
 from .nearest import VectorQuery, nearest_statement, scored_by_query
 from .memory_writes import Stored, StoredDraft, WriteTransaction, append_history
+from .plans import search_rows
 from .session import caller_session
 from .sql import (
     MEMORY_COLUMNS, Params, aware, filter_clauses, record_from_json, record_from_row, visibility, writable,
@@ -34,74 +32,6 @@ from .sql import (
 
 _MAX_LISTED_IDS = 1000
 
-
-_TSVECTOR_ENTRY = re.compile(r"'((?:[^']|'')*)'(?::([\d,]+))?")
-
-
-# Plans of the search statements run inside explaining(), for benchmarks and tests.
-_explained: ContextVar[list[str] | None] = ContextVar("explained", default=None)
-
-
-@contextmanager
-def explaining() -> Iterator[list[str]]:
-    """Collects EXPLAIN (ANALYZE, BUFFERS) of every search channel statement run inside it (a
-    keyword channel runs two: its matches, then the chosen rows) in the caller's session (role,
-    settings and row-level security as the server runs them), followed by the plans of the
-    statements run inside functions when the session user may load auto_explain (a superuser:
-    benchmarks and tests); each statement then runs once more for its rows."""
-    plans: list[str] = []
-    token = _explained.set(plans)
-    try:
-        yield plans
-    finally:
-        _explained.reset(token)
-
-
-async def _search_rows(conn: asyncpg.Connection, sql: str, *params: Any) -> list[asyncpg.Record]:
-    plans = _explained.get()
-    if plans is not None:
-        notices: list[str] = []
-
-        def listen(_conn: asyncpg.Connection, message: asyncpg.PostgresLogMessage) -> None:
-            notices.append(message.message)
-
-        nested = await _log_nested_plans(conn)
-        conn.add_log_listener(listen)
-        try:
-            rows = await conn.fetch(f"EXPLAIN (ANALYZE, BUFFERS) {sql}", *params)
-            await asyncio.sleep(0)  # log listeners are called soon after the statement, not during it
-        finally:
-            conn.remove_log_listener(listen)
-        inner = [n for n in notices if nested and sql not in n]
-        plans.append("\n".join([*(r[0] for r in rows), *(f"-- inside a function: {n}" for n in inner)]))
-    return await conn.fetch(sql, *params)
-
-
-async def _log_nested_plans(conn: asyncpg.Connection) -> bool:
-    """auto_explain for statements inside functions (a SECURITY DEFINER function's plan is not in
-    EXPLAIN's), sent to this client as notices, for this transaction; its settings and LOAD need a
-    superuser, so the role is reset for them and set again."""
-    role = await conn.fetchval("SELECT current_user")
-    try:
-        async with conn.transaction():
-            await conn.execute("RESET ROLE")
-            await conn.execute("LOAD 'auto_explain'")
-            await conn.execute(
-                "SELECT set_config('auto_explain.log_min_duration', '0', true),"
-                " set_config('auto_explain.log_nested_statements', 'on', true),"
-                " set_config('auto_explain.log_analyze', 'on', true),"
-                " set_config('auto_explain.log_buffers', 'on', true),"
-                " set_config('auto_explain.log_level', 'notice', true), set_config('role', $1, true)",
-                role,
-            )
-    except asyncpg.PostgresError:  # not a superuser: the top-level plan alone
-        return False
-    return True
-
-
-def parse_tsvector(text: str) -> dict[str, int]:
-    """`'camp':3 'carolin':1,5` -> {"camp": 1, "carolin": 2}."""
-    return {m.group(1): len(m.group(2).split(",")) if m.group(2) else 1 for m in _TSVECTOR_ENTRY.finditer(text)}
 
 
 async def _unwindow(conn: asyncpg.Connection, changed: Sequence[MemoryRecord]) -> None:
@@ -224,7 +154,7 @@ class MemoryStore:
         """Several nearest-neighbour searches in one statement and one session (stores/postgres/nearest.py)."""
         sql, p = nearest_statement(caller, queries)
         async with self.session(caller) as conn:
-            rows = await _search_rows(conn, sql, *p.values)
+            rows = await search_rows(conn, sql, *p.values)
         return scored_by_query(rows, len(queries))
 
     async def keyword_search(
@@ -243,7 +173,7 @@ class MemoryStore:
         p = Params(tsquery_from_tokens(list(terms)), list(dict.fromkeys(terms)), windows, common_share)
         where = [visibility(caller, p), *filter_clauses(f, p, as_of=as_of)]
         async with self.session(caller) as conn:
-            rows = await _search_rows(
+            rows = await search_rows(
                 conn,
                 # Sorted by the rank the function gives, its rows are read back one by one only until
                 # `pool` of them pass the caller's filters. BM25 needs of a row only the counts of the
@@ -267,7 +197,7 @@ class MemoryStore:
             if not chosen:
                 return []
             p = Params([m.id for m in chosen])
-            records = await _search_rows(
+            records = await search_rows(
                 conn, f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id = ANY($1::uuid[]) AND {visibility(caller, p)}",
                 *p.values,
             )
@@ -289,7 +219,7 @@ class MemoryStore:
             where.append(f"coalesce(m.valid_from, m.occurred_at) < {p.add(valid.end)}")
             where.append(f"(m.valid_to IS NULL OR m.valid_to > {p.add(valid.start)})")
         async with self.session(caller) as conn:
-            rows = await _search_rows(
+            rows = await search_rows(
                 conn,
                 f"SELECT {MEMORY_COLUMNS}, (m.entity_key = ANY($1::text[]))::int"
                 f" + (coalesce(m.attribute_key = ANY($1::text[]), false))::int AS matched"
