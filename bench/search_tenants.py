@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import asyncpg
 import numpy as np
-from memplane import AdminClient, MemoryClient
+from memplane import AdminClient, MemoryClient, ResourceExhaustedError
 
 ZIPF = 0.8  # tenant k holds a share ~ 1/(k+1)^ZIPF: at 1,000,000 over 1,000, from ~250 to ~60,000
 MIN_TENANT = 10
@@ -51,8 +51,18 @@ def create_tenants(address: str, platform_key: str, names: Sequence[str]) -> tup
     """Each tenant with its own admin key, as a platform operator makes them; (keys, seconds)."""
     t0 = time.perf_counter()
     with AdminClient(address, platform_key) as admin:
-        keys = {name: admin.create_tenant(name, create_admin_key=True, timeout=60).admin_key.secret for name in names}
+        keys = {name: _created(admin, name) for name in names}
     return keys, time.perf_counter() - t0
+
+
+def _created(admin: AdminClient, name: str) -> str:
+    """The platform key is rate limited like any other (MEMPLANE_RATE_LIMIT_PER_SECOND): an operator
+    creating a thousand tenants waits as the server asks."""
+    while True:
+        try:
+            return admin.create_tenant(name, create_admin_key=True, timeout=60).admin_key.secret
+        except ResourceExhaustedError as e:
+            time.sleep(e.retry_after or 1.0)
 
 
 def _owner_fetch(dsn: str, sql: str, *args) -> list:
