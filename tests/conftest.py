@@ -33,9 +33,14 @@ def make_shared_tmpdir(prefix: str) -> Path:
 @pytest.fixture(scope="session")
 def services_urls():
     from memplane_server.embedded import EmbeddedPostgres, EmbeddedRedis
+    from memplane_server.embedded.guardian import Guardian
 
     data = make_shared_tmpdir("memplane-test-")
     postgres, redis = EmbeddedPostgres(data), EmbeddedRedis(data)
+    # As the server guards its own: a test run killed (a CI timeout's SIGTERM skips this
+    # fixture's finally) must not leave its PostgreSQL and Redis running on the machine.
+    guardian = Guardian(data, [postgres, redis])
+    guardian.start()
     try:
         database_url = postgres.start()
         redis_url = redis.start()
@@ -43,6 +48,7 @@ def services_urls():
     finally:
         redis.stop()
         postgres.stop()
+        guardian.stop()
         shutil.rmtree(data, ignore_errors=True)
 
 
