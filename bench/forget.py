@@ -378,7 +378,7 @@ def report(r: dict) -> None:
     print(f"\nenvironment: {env['cpu_count']} cores ({env['affinity']} usable), load at start "
           f"{', '.join(f'{x:.2f}' for x in env['loadavg_at_start'])}")
     ld = r["load"]
-    print(f"memories: {r['memories']} forgotten + {r['keep']} kept in each of 2 tenants, plus {r['summaries']} session"
+    print(f"memories: {r['memories']} forgotten + {r['keep']} kept in each of 3 tenants, plus {r['summaries']} session"
           f" summaries in all; bulk load {ld['load_s']:.0f} s ({ld['embedded_texts']} texts embedded in"
           f" {ld['embed_s']:.0f} s, indexes built in {ld['hnsw_s']:.0f} s)")
     print("\nforget by filter (user_id) vs the raw SQL floor of the same rows")
