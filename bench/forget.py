@@ -31,6 +31,7 @@ import json
 import statistics
 import sys
 import threading
+import pickle
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -40,6 +41,7 @@ from foundation import TENANT, environment, load_locomo, pct, running_server  # 
 from bulk import created_history, bulk_load
 from search_scale import build_memories, build_queries
 import asyncpg
+import numpy as np
 from memplane import AdminClient, MemoryClient
 from memplane_server.core.caller import Caller, Role
 from memplane_server.core.model import MemoryFilter
@@ -279,6 +281,23 @@ def checks(dsn: str, staying: dict[str, int], modes: int) -> dict:
     return asyncio.run(run())
 
 
+class CachedE5:
+    """E5's passage vectors kept in a file across runs (the model is deterministic): embedding the
+    load's ~1,000 texts took 4-11 minutes of a run on the shared machine, the same in every run."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.e5 = path, None
+        self.known: dict[str, np.ndarray] = pickle.loads(path.read_bytes()) if path.exists() else {}
+
+    def passage(self, texts: list[str]) -> list[np.ndarray]:
+        missing = [t for t in texts if t not in self.known]
+        if missing:
+            self.e5 = self.e5 or E5()
+            self.known.update(zip(missing, self.e5.passage(missing)))
+            self.path.write_bytes(pickle.dumps(self.known))
+        return [self.known[t] for t in texts]
+
+
 def stats(values: list[float | None]) -> dict | None:
     ok = [v for v in values if v is not None]
     if not ok:
@@ -295,6 +314,7 @@ def main() -> int:
     ap.add_argument("--soft", action="store_true", help="also a soft Forget first (the hard one then erases soft-forgotten rows)")
     ap.add_argument("--embed-cap", type=int, default=2000, help="facts embedded; later ones reuse vectors (bulk.py)")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--embed-cache", type=Path, help="a file keeping the passage vectors across runs")
     args = ap.parse_args()
     keep = args.keep if args.keep is not None else max(args.memories // 10, 100)
     started = time.perf_counter()
@@ -315,7 +335,7 @@ def main() -> int:
         with AdminClient(server.address, server.platform_key) as admin:
             floor_key = admin.create_tenant(FLOOR_TENANT, create_admin_key=True, timeout=60).admin_key.secret
             admin.create_tenant(SCHEMA_TENANT, timeout=60)
-        e5 = E5()
+        e5 = CachedE5(args.embed_cache) if args.embed_cache else E5()
         tenants = [TENANT, FLOOR_TENANT, SCHEMA_TENANT]
         print(f"loading {len(items)} memories into each of {tenants}", flush=True)
         result["load"] = bulk_load(server.dsn, e5, items, args.embed_cap, Settings().context_window,
