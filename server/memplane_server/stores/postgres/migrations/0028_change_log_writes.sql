@@ -124,3 +124,28 @@ $$;
 UPDATE memory_changes SET session_id = NULL, entity = NULL
     WHERE change <> 'erased' AND (session_id IS NOT NULL OR entity IS NOT NULL);
 DROP INDEX memory_changes_memory;
+
+-- Turn windows (0022's mp_mark_context): a hard forget's batch empties the windows of its
+-- sessions' other turns. Its UPDATE joined the (tenant, session) pairs, which the planner did as a
+-- hash join over a sequential scan of all of memories (every tenant) at every batch: a cost
+-- growing with the table, most often to find nothing (a forget by filter keeps a session's turns
+-- in one batch). The same rows, found by the sessions' index (tenant_id, session_id).
+CREATE OR REPLACE FUNCTION mp_mark_context(tenant_ids text[], session_ids text[], clear boolean)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = public AS $$
+BEGIN
+    INSERT INTO context_queue AS q (tenant_id, session_id)
+        SELECT DISTINCT s.tenant_id, s.session_id FROM unnest(tenant_ids, session_ids) AS s(tenant_id, session_id)
+        WHERE s.session_id IS NOT NULL
+        ORDER BY 1, 2  -- one lock order for all writers
+        ON CONFLICT (tenant_id, session_id) DO UPDATE SET marked_at = clock_timestamp();
+    IF clear THEN
+        UPDATE memories m SET context_embedding = NULL, context_keywords = ''::tsvector, context_of = ''
+            WHERE m.tenant_id = ANY (tenant_ids) AND m.session_id = ANY (session_ids)
+              AND (m.tenant_id, m.session_id) IN (SELECT * FROM unnest(tenant_ids, session_ids))
+              AND m.kind = 'turn' AND m.context_of IS DISTINCT FROM '';
+        DELETE FROM session_digests d
+            USING unnest(tenant_ids, session_ids) AS s(tenant_id, session_id)
+            WHERE d.tenant_id = s.tenant_id AND d.session_id = s.session_id;
+    END IF;
+END
+$$;
