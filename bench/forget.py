@@ -8,13 +8,14 @@ session a summary derived from its turns (memory_sources), as writes through the
 
 Then, in this order:
 1. Search with nothing else running: a client alternating Search in tenant A and in tenant B;
-2. (with --soft) soft Forget of user "leaving" in A through the SDK while that client searches, then
+2. (with --soft) soft Forget of user "leaving" in A through the SDK, then
    the soft floor in B: the rows' UPDATE to status 'deleted' alone;
 3. the hard floor in B: DELETE of the rows, of their history rows and of their source links (what
    an erasure must remove besides the rows), with triggers and foreign-key actions off, as the owner;
    then the schema's own DELETE of the same rows in a third tenant C (one statement as the owner,
    triggers on: what an operator's raw DELETE does here, the Watch log included);
-4. hard Forget of user "leaving" in A through the SDK while that client searches.
+4. hard Forget of user "leaving" in A through the SDK.
+Every side of 2-4 runs while that client searches, so all share the machine with the same Search.
 The ratio Forget/floor is printed for each mode (target, hard: <= 2.0), for hard also Forget/schema
 DELETE, and Search p50/p95/p99 during each Forget, in the tenant being forgotten and in the other, next to step 1's. Afterwards the rows,
 the audit entry and the change log are checked, and EXPLAIN (ANALYZE) of the forget's statements is
