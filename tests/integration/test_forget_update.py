@@ -34,14 +34,16 @@ async def test_soft_forget_is_restorable(deps, make_tenant):
 
 async def test_hard_forget_erases_row_and_history(deps, make_tenant):
     world = await make_tenant()
-    [m] = await WriteService(deps).write(world.writer, [draft("Patient has condition X")])
+    [m] = await WriteService(deps).write(world.writer, [draft("Patient has condition X", session_id="s-clinic", entity="patient")])
     await ForgetService(deps).forget(world.writer, ids=[str(m.id)], f=None, hard=True, dry_run=False, reason="erasure")
     pool = deps.memories.pool
     assert await pool.fetch("SELECT action FROM memory_history WHERE memory_id = $1", m.id) == []
     changes = await pool.fetch("SELECT change, session_id, entity, history_seq FROM memory_changes"
                                " WHERE memory_id = $1 ORDER BY id", m.id)
     assert [r["change"] for r in changes] == ["created", "erased"]
-    assert changes[0]["history_seq"] is None  # the earlier entry points at no history any more
+    # The earlier entry names no subject, and the history row it names (with the memory's) is gone.
+    assert changes[0]["session_id"] is None and changes[0]["entity"] is None
+    assert await pool.fetchval("SELECT count(*) FROM memory_history WHERE seq = $1", changes[0]["history_seq"]) == 0
     with pytest.raises(MemplaneError):
         await MemoriesService(deps).get(world.writer, str(m.id))
 

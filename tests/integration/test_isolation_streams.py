@@ -75,8 +75,11 @@ class StreamRules:
     async def watch(self, caller: Caller, f: ChangeFilter, linger: bool) -> None:
         """From the world's first change to now; with linger, waits a moment for anything more."""
         rows = await self.deps.changes.pool.fetch(
-            "SELECT position, memory_id, tenant_id, scope, domain, agent_id, kind, session_id FROM memory_changes"
-            " WHERE position > $1 ORDER BY position", self.first_position)
+            # An entry's session is its history snapshot's, an 'erased' entry's its own (migration 0028).
+            "SELECT c.position, c.memory_id, c.tenant_id, c.scope, c.domain, c.agent_id, c.kind,"
+            " coalesce(c.session_id, h.snapshot->>'session_id') AS session_id FROM memory_changes c"
+            " LEFT JOIN memory_history h ON h.tenant_id = c.tenant_id AND h.seq = c.history_seq"
+            " WHERE c.position > $1 ORDER BY c.position", self.first_position)
         expected = [r["position"] for r in rows
                     if readable_change(caller, r["tenant_id"], r["scope"], r["domain"], r["agent_id"])
                     and (not f.scopes or Scope(r["scope"]) in f.scopes) and (not f.kinds or Kind(r["kind"]) in f.kinds)

@@ -161,3 +161,18 @@ async def test_the_change_logs_commit_markers_are_no_callers_to_read_or_write(de
         await conn.execute("SET LOCAL ROLE memplane_app")
         with pytest.raises(asyncpg.InsufficientPrivilegeError):
             await conn.execute("INSERT INTO memory_change_commits VALUES (pg_current_xact_id())")
+
+
+async def test_the_change_logs_pending_entries_are_no_callers_to_read_or_write(deps, seeded):
+    # Migration 0028's memory_change_pending holds every tenant's entries until their commit: a caller
+    # reading it would see other tenants' changes, writing it would forge them.
+    async with deps.memories.pool.acquire() as conn, conn.transaction():
+        await conn.execute("SET LOCAL ROLE memplane_app")
+        with pytest.raises(asyncpg.InsufficientPrivilegeError):
+            await conn.fetch("SELECT * FROM memory_change_pending")
+    async with deps.memories.pool.acquire() as conn, conn.transaction():
+        await conn.execute("SET LOCAL ROLE memplane_app")
+        with pytest.raises(asyncpg.InsufficientPrivilegeError):
+            await conn.execute("INSERT INTO memory_change_pending (tenant_id, memory_id, change, action, scope, kind)"
+                               " VALUES ($1, gen_random_uuid(), 'created', 'created', 'global', 'fact')",
+                               seeded[0].tenant_id)

@@ -42,6 +42,10 @@ class ChangeStore:
         """The caller's visible changes in (after, through] matching f, oldest first: at most
         `limit`, and no more after their snapshots reach max_bytes (the first always comes).
         The flag says whether the range may hold more."""
+        # An entry's session and entity are its history row's snapshot's (gone with an erasure, which
+        # leaves them nowhere), an 'erased' entry's its own (migration 0028).
+        session = "coalesce(m.session_id, h.snapshot->>'session_id')"
+        entity = "coalesce(m.entity, h.snapshot->>'entity')"
         p = Params()
         where = [f"m.position > {p.add(after)}", f"m.position <= {p.add(through)}", visibility(caller, p)]
         if f.scopes:
@@ -51,13 +55,14 @@ class ChangeStore:
         if f.change_kinds:
             where.append(f"m.change = ANY({p.add([c.value for c in f.change_kinds])}::text[])")
         if f.session_id:
-            where.append(f"m.session_id = {p.add(f.session_id)}")
+            where.append(f"{session} = {p.add(f.session_id)}")
         if f.entity:
-            where.append(f"m.entity = {p.add(f.entity)}")
+            where.append(f"{entity} = {p.add(f.entity)}")
         # Cut by size inside PostgreSQL, so no more than about max_bytes reaches this process.
         sql = (
             "SELECT * FROM (SELECT q.*, sum(q.size) OVER (ORDER BY q.position) AS running, count(*) OVER () AS fetched"
-            " FROM (SELECT m.position, m.change, m.action, m.memory_id, m.scope, m.kind, m.session_id, m.entity,"
+            f" FROM (SELECT m.position, m.change, m.action, m.memory_id, m.scope, m.kind, {session} AS session_id,"
+            f" {entity} AS entity,"
             " m.changed_at, h.snapshot, coalesce(octet_length(h.snapshot::text), 0) AS size"
             " FROM memory_changes m LEFT JOIN memory_history h ON h.tenant_id = m.tenant_id AND h.seq = m.history_seq"
             f" WHERE {' AND '.join(where)} ORDER BY m.position LIMIT {p.add(limit)}) q) r"
