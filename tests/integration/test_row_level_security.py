@@ -130,7 +130,7 @@ async def test_the_keyword_function_alone_does_not_cross_tenants_agents_or_domai
 
     async def matches(caller, terms: list[str]) -> set[uuid.UUID]:
         async with deps.memories.session(caller) as conn:
-            found = await conn.fetch("SELECT id FROM mp_keyword_matches($1::text[], '', false, 1)", terms)
+            found = await conn.fetch("SELECT id FROM mp_keyword_matches($1::text[], '', false, 1, 1000)", terms)
         return {r["id"] for r in found}
 
     assert await matches(c.writer, ["secret"]) == set()
@@ -145,7 +145,7 @@ async def test_the_keyword_function_alone_does_not_cross_tenants_agents_or_domai
     # No caller in the transaction: nothing at all.
     async with deps.memories.pool.acquire() as conn, conn.transaction():
         await conn.execute("SET LOCAL ROLE memplane_app")
-        assert await conn.fetch("SELECT id FROM mp_keyword_matches($1::text[], '', false, 1)", ["secret"]) == []
+        assert await conn.fetch("SELECT id FROM mp_keyword_matches($1::text[], '', false, 1, 1000)", ["secret"]) == []
         # The statistics it reads are not the caller's to read.
         with pytest.raises(asyncpg.InsufficientPrivilegeError):
             await conn.fetch("SELECT * FROM keyword_stats")
