@@ -8,7 +8,8 @@
 -- total stays within max_matches; the rarest term always joins, and terms below the statistics'
 -- floor (1%, not listed) count as matching none, so they always join too. Where the query's listed
 -- terms do not add up to max_matches (always, in a tenant of up to max_matches rows) nothing changes.
-DROP FUNCTION mp_keyword_matches(text[], tsquery, boolean, real);
+-- The four-argument function of 0013 stays: servers of the previous release accept this schema
+-- (docs/scaling.md, rolling upgrades) and call it until they are replaced.
 CREATE FUNCTION mp_keyword_matches(terms text[], query tsquery, windows boolean, max_share real, max_matches integer)
 RETURNS TABLE (tenant_id text, id uuid, rank real, created_at timestamptz)
 -- As in 0013: its statements may settle on generic plans, the same GIN lookup for any caller.
