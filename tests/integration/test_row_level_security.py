@@ -125,12 +125,15 @@ async def test_keyword_search_needs_no_app_predicate_either(deps, seeded, withou
         assert found == allowed
 
 
-async def test_the_keyword_function_alone_does_not_cross_tenants_agents_or_domains(deps, seeded):
+# The four-argument form is 0013's, kept for servers of the previous release (migration 0027).
+@pytest.mark.parametrize("call", ["mp_keyword_matches($1::text[], '', false, 1, 1000)",
+                                  "mp_keyword_matches($1::text[], '', false, 1)"])
+async def test_the_keyword_function_alone_does_not_cross_tenants_agents_or_domains(deps, seeded, call):
     a, b, c, rows, domain = seeded
 
     async def matches(caller, terms: list[str]) -> set[uuid.UUID]:
         async with deps.memories.session(caller) as conn:
-            found = await conn.fetch("SELECT id FROM mp_keyword_matches($1::text[], '', false, 1)", terms)
+            found = await conn.fetch(f"SELECT id FROM {call}", terms)
         return {r["id"] for r in found}
 
     assert await matches(c.writer, ["secret"]) == set()
@@ -145,7 +148,7 @@ async def test_the_keyword_function_alone_does_not_cross_tenants_agents_or_domai
     # No caller in the transaction: nothing at all.
     async with deps.memories.pool.acquire() as conn, conn.transaction():
         await conn.execute("SET LOCAL ROLE memplane_app")
-        assert await conn.fetch("SELECT id FROM mp_keyword_matches($1::text[], '', false, 1)", ["secret"]) == []
+        assert await conn.fetch(f"SELECT id FROM {call}", ["secret"]) == []
         # The statistics it reads are not the caller's to read.
         with pytest.raises(asyncpg.InsufficientPrivilegeError):
             await conn.fetch("SELECT * FROM keyword_stats")

@@ -89,6 +89,27 @@ async def test_a_term_common_in_the_tenant_makes_no_match(deps, big):
     assert len(await search(["bob"])) == ROWS // 2
 
 
+async def test_the_rarest_terms_join_the_match_while_their_expected_matches_fit_the_bound(deps, big):
+    """x3 and x4 are each in 2% of the tenant's rows (80; listed in its statistics), w14 in a few
+    (not listed: rare). Bounded to 100 expected matches, w14 and x3 join (0 + 80) and x4 (160) does
+    not; unbounded, all three do (tests/support/bulk_rows.py)."""
+    async def matched(bound: int, terms=("x4", "w14", "x3")) -> list[str]:
+        async with deps.memories.session(big) as conn:
+            rows = await conn.fetch(
+                "SELECT m.keywords::text FROM mp_keyword_matches($1::text[], '', false, $2::real, $3::int) k"
+                " JOIN memories m ON m.id = k.id", list(terms), deps.settings.keyword_common_share, bound)
+        return [r[0] for r in rows]
+
+    bounded = await matched(100)
+    assert bounded and all("'w14'" in k or "'x3'" in k for k in bounded)
+    everything = await matched(100_000)
+    assert any("'x4'" in k and "'x3'" not in k and "'w14'" not in k for k in everything)
+    assert len(everything) > len(bounded) >= 80
+    # The rarest term joins whatever the bound.
+    alone = await matched(0, ("x4", "x3"))
+    assert alone and all("'x3'" in k for k in alone)
+
+
 async def test_vector_channels_started_together_are_one_statement_on_their_indexes(deps, big):
     plan = plan_channels(deps.memories, deps.settings, big, MemoryFilter(), parts_of(QUERIES[2]), limit=50,
                          as_of=None)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import numpy as np
@@ -33,7 +33,7 @@ from ..stores.redis.working import WorkingSession
 from . import feedback
 from .deps import Deps
 from .graph_channel import CHANNEL as GRAPH, GraphChannel, explain_links
-from .search_channels import PREFERENCES, QueryParts, plan_channels
+from .search_channels import PREFERENCES, QueryParts, in_order, lexical_channels, vector_channels
 from .session_channel import CHANNEL as SESSION, SessionChannel, explain_sessions
 
 log = logging.getLogger(__name__)
@@ -99,17 +99,32 @@ class SearchService:
         embeddings = [self.deps.embedder.embed_query((feel if settings.search_dialogue_emotion == 'both' else '') + text)]
         if transcript:
             embeddings.append(self.deps.embedder.embed_query(feel + transcript.focus(settings.search_dialogue_user_turns)))
-        (tokens, names, intent, span), *vectors = await asyncio.gather(asyncio.to_thread(read_text), *embeddings)
-        vector = vectors[0]
-        parts = QueryParts(vector, list(dict.fromkeys(tokens)), names, intent, span,
-                           last_turn_vector=vectors[1] if transcript else None)
-        plan = plan_channels(self.deps.memories, settings, caller, q.filter, parts, limit=limit, as_of=q.as_of)
-        runs = {name: asyncio.ensure_future(run()) for name, run in plan.items()}
+        embedded = asyncio.gather(*embeddings)
+        try:
+            tokens, names, intent, span = await asyncio.to_thread(read_text)
+        except BaseException:
+            embedded.cancel()
+            raise
+        parts = QueryParts(None, list(dict.fromkeys(tokens)), names, intent, span)
+        # The lexical channels need only the text: their SQL runs while the query is embedded (in
+        # its thread), instead of after it.
+        lexical = {name: asyncio.ensure_future(run()) for name, run in lexical_channels(
+            self.deps.memories, settings, caller, q.filter, parts, limit=limit, as_of=q.as_of).items()}
+        try:
+            vector, *last_turn = await embedded
+        except BaseException:
+            for run in lexical.values():
+                run.cancel()
+            raise
+        parts = replace(parts, vector=vector, last_turn_vector=last_turn[0] if last_turn else None)
+        family = vector_channels(self.deps.memories, settings, caller, q.filter, parts, limit=limit, as_of=q.as_of)
+        planned = bool(family or lexical)  # persistent memory is searched
+        runs = in_order({**lexical, **{name: asyncio.ensure_future(run()) for name, run in family.items()}})
         session_run = asyncio.ensure_future(self.session.search(
-            caller, q.filter, vector, parts.terms, limit=limit, as_of=q.as_of)) if plan and self.session.enabled else None
+            caller, q.filter, vector, parts.terms, limit=limit, as_of=q.as_of)) if planned and self.session.enabled else None
         if q.filter.session_id and q.filter.wants_layer(Layer.WORKING) and q.as_of is None:
             runs["working"] = asyncio.ensure_future(self._working_channel(caller, q, vector, limit))
-        if plan and settings.search_rewrite:
+        if planned and settings.search_rewrite:
             runs["rewrites"] = asyncio.ensure_future(self._rewrite_channels(caller, q, limit))
         results: dict[str, list[Scored]] = dict(zip(runs, await asyncio.gather(*runs.values())))
         always = [s.record for s in results.pop(PREFERENCES, [])]
@@ -120,7 +135,7 @@ class SearchService:
         if sessions is not None:
             results[SESSION], weights[SESSION] = sessions.scored, self.session.weight
         graph = None
-        if plan and self.graph.enabled:
+        if planned and self.graph.enabled:
             graph = await self.graph.search(caller, q.filter, text, results, weights, limit=limit, as_of=q.as_of)
             results[GRAPH], weights[GRAPH] = graph.scored, self.graph.weight
         adjustments = Adjustments(
@@ -130,7 +145,7 @@ class SearchService:
         # Fusion is CPU work over a few hundred candidates: off the event loop, which serves other
         # calls meanwhile.
         hits = await asyncio.to_thread(lambda: collapse_duplicates(fuse_and_adjust(results, weights, adjustments)))
-        if plan and feedback.wanted(settings) and (second := await feedback.feedback_channels(
+        if planned and feedback.wanted(settings) and (second := await feedback.feedback_channels(
                 self.deps.memories, self.deps.feedback, settings, caller, q.filter, parts, hits, limit=limit, as_of=q.as_of)):
             results.update(second)
             hits = await asyncio.to_thread(lambda: collapse_duplicates(fuse_and_adjust(results, weights, adjustments)))

@@ -1,12 +1,14 @@
 """The retrieval channels of Search, each one query of the store. Search runs the plan
-concurrently and fuses the rankings; benchmarks run the same plan to time the SQL that a
-search cannot avoid."""
+concurrently (the lexical channels from when the query's text is read, the vector-family ones
+from when it is embedded) and fuses the rankings; benchmarks run the same plan to time the SQL
+that a search cannot avoid."""
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import TypeVar
 
 import numpy as np
 
@@ -25,13 +27,15 @@ from ..stores.postgres.nearest import VectorQuery
 # that BM25's term statistics see the common words for what they are before the list is cut.
 KEYWORD_POOL = 4
 PREFERENCES = "preferences"
+CHANNEL_ORDER = ("vector", "keyword", "vector_context", "keyword_context", "last_turn", "exact", "time", PREFERENCES)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class QueryParts:
     """What the query text gives, worked out once per search."""
 
-    vector: np.ndarray
+    vector: np.ndarray | None  # None while the query is being embedded (the lexical channels need none)
     terms: list[str]  # distinct keyword tokens, for the keyword channels
     names: list[str]  # for the exact channel
     intent: Intent
@@ -100,23 +104,44 @@ def plan_channels(
     limit: int, as_of: datetime | None,
 ) -> Plan:
     """The persistent-memory channels this query runs (working memory is searched apart)."""
+    return in_order({**vector_channels(store, settings, caller, f, parts, limit=limit, as_of=as_of),
+                     **lexical_channels(store, settings, caller, f, parts, limit=limit, as_of=as_of)})
+
+
+def in_order(channels: dict[str, T]) -> dict[str, T]:
+    """The channels in the order Search has always fused them: fusion sums each memory's shares in
+    that order, so its scores (and its ties) are the same to the last bit however the channels were
+    started."""
+    return {**{name: channels[name] for name in CHANNEL_ORDER if name in channels}, **channels}
+
+
+def _searched(settings: Settings, f: MemoryFilter) -> tuple[bool, bool]:
+    """Whether the filter reaches persistent memory at all, and turn windows."""
     if f.layers and all(layer is Layer.WORKING for layer in f.layers):
-        return {}
-    plan: Plan = {}
-    batch = VectorBatch(store, caller)
+        return False, False
     # Only turns have windows (services/context.py): a filter without them finds none there.
     turns = (not f.kinds or Kind.TURN in f.kinds) and (not f.layers or Layer.EPISODIC in f.layers)
-    for suffix, windows in (("", False), ("_context", True)):
-        if windows and not (settings.context_window and turns):
-            continue
-        plan[f"vector{suffix}"] = lambda w=windows: batch.search(VectorQuery(f, parts.vector, limit, as_of, w))
-        if parts.terms:
-            plan[f"keyword{suffix}"] = lambda w=windows: store.keyword_search(
+    return True, bool(settings.context_window and turns)
+
+
+def lexical_channels(
+    store: MemoryStore, settings: Settings, caller: Caller, f: MemoryFilter, parts: QueryParts, *,
+    limit: int, as_of: datetime | None,
+) -> Plan:
+    """The channels that need only the query's text (its tokens and names), not its vectors: Search
+    starts them while the query is embedded."""
+    persistent, windows = _searched(settings, f)
+    plan: Plan = {}
+    if not persistent:
+        return plan
+    if parts.terms:
+        for suffix, w in (("", False), ("_context", True)):
+            if w and not windows:
+                continue
+            plan[f"keyword{suffix}"] = lambda w=w: store.keyword_search(
                 caller, f, parts.terms, pool=limit * KEYWORD_POOL, as_of=as_of, windows=w,
                 choose=lambda matches: best_matches(parts.terms, matches, limit),
                 common_share=settings.keyword_common_share)
-    if parts.last_turn_vector is not None:
-        plan["last_turn"] = lambda: batch.search(VectorQuery(f, parts.last_turn_vector, limit, as_of))
     if parts.names:
         facts, valid = f, None
         if (parts.intent is Intent.HISTORY or parts.time_range is not None) and not f.statuses:
@@ -125,6 +150,24 @@ def plan_channels(
             facts = replace(f, statuses=(Status.ACTIVE, Status.PENDING, Status.SUPERSEDED))
             valid = parts.time_range
         plan["exact"] = lambda: store.fact_lookup(caller, facts, parts.names, limit=limit, as_of=as_of, valid=valid)
+    return plan
+
+
+def vector_channels(
+    store: MemoryStore, settings: Settings, caller: Caller, f: MemoryFilter, parts: QueryParts, *,
+    limit: int, as_of: datetime | None,
+) -> Plan:
+    """The channels that read the query's vectors; started together, they run as one statement."""
+    persistent, windows = _searched(settings, f)
+    plan: Plan = {}
+    if not persistent:
+        return plan
+    batch = VectorBatch(store, caller)
+    plan["vector"] = lambda: batch.search(VectorQuery(f, parts.vector, limit, as_of))
+    if windows:
+        plan["vector_context"] = lambda: batch.search(VectorQuery(f, parts.vector, limit, as_of, True))
+    if parts.last_turn_vector is not None:
+        plan["last_turn"] = lambda: batch.search(VectorQuery(f, parts.last_turn_vector, limit, as_of))
     if parts.time_range is not None and (spanned := within(f, parts.time_range)) is not None:
         plan["time"] = lambda: batch.search(VectorQuery(spanned, parts.vector, limit, as_of))
     if not f.kinds or Kind.PREFERENCE in f.kinds:

@@ -31,6 +31,9 @@ from .sql import (
 )
 
 _MAX_LISTED_IDS = 1000
+# The keyword match ranks at most about this many rows per candidate read back: at 100,000 memories
+# a term under the common share matched up to 5,000 rows, all ranked to keep 200 (migration 0027).
+MATCHES_PER_CANDIDATE = 5
 
 
 
@@ -166,11 +169,13 @@ class MemoryStore:
         are read with their tokens only, `choose` orders and cuts them, and only the chosen are
         read whole (records are the costly part of a channel on the event loop). Terms in more
         than common_share of the tenant's rows do not make a row match (none does when all terms
-        are that common), but still count in the rank."""
+        are that common), but still count in the rank; of the others, the rarest join the match
+        while their expected matches stay within MATCHES_PER_CANDIDATE * pool (migration 0027)."""
         column = "m.context_keywords" if windows else "m.keywords"
         # The matching rows come from mp_keyword_matches (migration 0013), which can use its index
         # where `@@` under row-level security cannot; they are read back here under the policy.
-        p = Params(tsquery_from_tokens(list(terms)), list(dict.fromkeys(terms)), windows, common_share)
+        p = Params(tsquery_from_tokens(list(terms)), list(dict.fromkeys(terms)), windows, common_share,
+                   MATCHES_PER_CANDIDATE * pool)
         where = [visibility(caller, p), *filter_clauses(f, p, as_of=as_of)]
         async with self.session(caller) as conn:
             rows = await search_rows(
@@ -180,7 +185,7 @@ class MemoryStore:
                 # query's terms and of all its tokens: counted here, the whole token list is neither
                 # sent nor parsed (parsing 200 windows' lists was the most CPU of a search in Python).
                 f"SELECT m.id, k.rank, t.length, t.lexemes, t.counts"
-                f" FROM (SELECT * FROM mp_keyword_matches($2::text[], to_tsquery('simple', $1), $3, $4::real)"
+                f" FROM (SELECT * FROM mp_keyword_matches($2::text[], to_tsquery('simple', $1), $3, $4::real, $5::int)"
                 f" ORDER BY rank DESC, created_at DESC) AS k"
                 f" JOIN memories m ON m.tenant_id = k.tenant_id AND m.id = k.id"
                 f" CROSS JOIN LATERAL (SELECT sum(greatest(cardinality(u.positions), 1))::int AS length,"

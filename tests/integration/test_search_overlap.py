@@ -1,0 +1,109 @@
+"""Search starts its lexical channels (keyword, keyword_context, exact) while the query is being
+embedded, and the vector-family ones once it is: the answers it fuses are each channel's own."""
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from memplane_server.core.intent import detect_intent
+from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter
+from memplane_server.core.time_expressions import parse_time_range
+from memplane_server.core.tokens import keyword_tokens, lookup_names
+from memplane_server.services.search import SearchQuery, SearchService
+from memplane_server.services.search_channels import PREFERENCES, QueryParts, plan_channels
+from memplane_server.services.write import WriteService
+from memplane_server.stores.postgres import memories
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+QUERY = "What is Ana's email address?"
+LEXICAL = {"keyword", "exact"}
+
+
+def draft(content: str, **kw) -> MemoryDraft:
+    return MemoryDraft(scope=None, domain=None, agent_id=None, layer=None, content=content, **kw)
+
+
+async def world_with_ana(deps, make_tenant):
+    world = await make_tenant()
+    start = datetime(2024, 3, 1, tzinfo=timezone.utc)
+    await WriteService(deps).write(world.writer, [
+        draft("Ana can be reached at ana@example.org", kind=Kind.FACT, entity="ana", attribute="email",
+              value="ana@example.org"),
+        draft("Ana moved her email to the new address last spring", kind=Kind.FACT, entity="ana",
+              attribute="address", value="Lisbon"),
+        draft("Prefers short answers by email", kind=Kind.PREFERENCE),
+        *(draft(f"turn {i}: {text}", kind=Kind.TURN, session_id="s1", occurred_at=start + timedelta(minutes=i))
+          for i, text in enumerate(["Ana asked about the invoice", "The address on the form was wrong",
+                                    "We emailed the accountant", "Lunch on Friday at noon",
+                                    "Ana's new phone arrives next week", "The email bounced twice"])),
+    ])
+    return world
+
+
+class HeldEmbedder:
+    """The real embedder, whose answers are handed back only once the lexical channels' statements
+    were sent to PostgreSQL (or after 10 s), so the order seen does not depend on which side is
+    faster on the machine: a search that waits for the vector before starting them shows the
+    embedding first."""
+
+    def __init__(self, real, sent: asyncio.Event, events: list[str]) -> None:
+        self.real, self.sent, self.events = real, sent, events
+
+    async def embed_query(self, text: str):
+        vector = await self.real.embed_query(text)
+        try:
+            await asyncio.wait_for(self.sent.wait(), 10)
+        except TimeoutError:
+            pass
+        self.events.append("embedded")
+        return vector
+
+    def __getattr__(self, name: str):
+        return getattr(self.real, name)
+
+
+async def test_the_lexical_channels_statements_are_sent_before_the_embedding_is_done(deps, make_tenant, monkeypatch):
+    world = await world_with_ana(deps, make_tenant)
+    events: list[str] = []
+    sent = asyncio.Event()
+    real_rows = memories.search_rows
+
+    async def observed_rows(conn, sql, *params):
+        # The statement leaves for PostgreSQL here (stores/postgres/plans.py).
+        name = "keyword" if "mp_keyword_matches" in sql else "exact" if "entity_key = ANY" in sql else "other"
+        events.append(name)
+        if LEXICAL <= set(events):
+            sent.set()
+        return await real_rows(conn, sql, *params)
+
+    monkeypatch.setattr(memories, "search_rows", observed_rows)
+    held = replace(deps, embedder=HeldEmbedder(deps.embedder, sent, events))
+    hits = await SearchService(held).search(world.writer, SearchQuery(QUERY, filter=MemoryFilter(kinds=(Kind.FACT,))))
+    assert hits
+    assert "embedded" in events and LEXICAL <= set(events[:events.index("embedded")]), events
+
+
+async def test_search_fuses_each_channels_own_answer(deps, make_tenant):
+    world = await world_with_ana(deps, make_tenant)
+    hits = await SearchService(deps).search(world.writer, SearchQuery(QUERY, top_k=100, explain=True))
+    parts = QueryParts(await deps.embedder.embed_query(QUERY), list(dict.fromkeys(keyword_tokens(QUERY))),
+                       lookup_names(QUERY), detect_intent(QUERY), parse_time_range(QUERY, deps.clock(), None))
+    plan = plan_channels(deps.memories, deps.settings, world.writer, MemoryFilter(), parts,
+                         limit=max(deps.settings.search_candidates, 100), as_of=None)
+    assert LEXICAL | {"vector"} <= set(plan)
+    alone = {name: {s.record.id: s.score for s in await run()} for name, run in plan.items() if name != PREFERENCES}
+    fused: dict[str, dict[int, object]] = {name: {} for name in alone}
+    for hit in hits:
+        for c in hit.explanation:
+            if c.name in fused:
+                fused[c.name][c.rank] = hit.memory.id  # (its value is a score or a share of fusion)
+    assert all(alone[name] for name in LEXICAL | {"vector"})
+    for name, scores in alone.items():
+        order = [fused[name][rank] for rank in sorted(fused[name])]
+        assert sorted(fused[name]) == list(range(1, len(scores) + 1)) and set(order) == set(scores), name
+        # In the channel's own order; rows it scores alike (written in one batch) fall either way.
+        assert [scores[i] for i in order] == sorted(scores.values(), reverse=True), name
