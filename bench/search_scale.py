@@ -278,7 +278,7 @@ def bench_search(picks: list[Target], e5: E5, dsn: str, queries: list[tuple[str,
     settings = Settings()  # the server's env (no MEMPLANE_* beyond its addresses): defaults
     loop = asyncio.new_event_loop()
     pool = loop.run_until_complete(create_pool(dsn, size=4, ef_search=settings.hnsw_ef_search))
-    store = MemoryStore(pool, default_max_memories=0)
+    store = MemoryStore(pool, default_max_memories=0, walk_min_memories=settings.search_walk_min_memories)
     exact = ExactTop(loop, dsn)
 
     def caller(target: Target) -> Caller:
