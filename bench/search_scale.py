@@ -335,7 +335,8 @@ def bench_search(picks: list[Target], e5: E5, dsn: str, queries: list[tuple[str,
             "p99_over_p50": ms["search"]["p99"] / ms["search"]["p50"],
             "settings": {"search_candidates": settings.search_candidates, "context_window": settings.context_window,
                          "hnsw_ef_search": settings.hnsw_ef_search,
-                         "keyword_common_share": settings.keyword_common_share},
+                         "keyword_common_share": settings.keyword_common_share,
+                         "search_walk_min_memories": settings.search_walk_min_memories},
             "plans": plans, "rows": rows}
 
 
