@@ -266,7 +266,7 @@ def bench_search(client: MemoryClient, e5: E5, dsn: str, questions: list[str], n
     settings = Settings()
     loop = asyncio.new_event_loop()
     pool = loop.run_until_complete(create_pool(dsn, size=4, ef_search=settings.hnsw_ef_search))
-    store = MemoryStore(pool, default_max_memories=0)
+    store = MemoryStore(pool, default_max_memories=0, walk_min_memories=settings.search_walk_min_memories)
     caller = Caller(key_id="bench", role=Role.WRITER, tenant_id=TENANT, agent_id=None, domains={})
 
     def one(i: int, q: str) -> dict:

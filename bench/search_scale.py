@@ -15,7 +15,8 @@ another and timed, and EXPLAIN (ANALYZE, BUFFERS) of every channel is printed fo
 type, as the caller's session runs it (row-level security, SECURITY DEFINER function inside).
 
 With --tenants T the memories are spread over T tenants of skewed sizes, each with its own key, and
-each query goes to a random tenant (search_tenants.py); in every mode the floor's top 10 is checked
+each query goes to a random tenant (search_tenants.py; --pick size weights the pick by the tenant's
+memories, as a platform's traffic follows its data, and p50/p95 are reported by tenant size); in every mode the floor's top 10 is checked
 against an exact top 10 and short results are counted.
 
 Targets (issue 11): p50 search <= 2.0x p50 floor, p95 <= 3.0x p95 floor, p99 <= 3x p50 search.
@@ -26,7 +27,7 @@ and of "user", some superseding older values, the rest plain made-up statements)
 (LoCoMo turns, dates spread over 2022-2024). Queries: LoCoMo questions, ~20% fact questions and ~10%
 questions naming a time, so that every channel runs.
 
-Run:  .venv/bin/python bench/search_scale.py [--memories 100000] [--tenants 1] [--queries 200] [--bulk] [--json out.json]
+Run:  .venv/bin/python bench/search_scale.py [--memories 100000] [--tenants 1 [--pick uniform|size]] [--queries 200] [--bulk] [--json out.json]
 """
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ from bulk import SEED, bulk_load
 from memplane import MemoryClient
 from search_tenants import (
     ExactTop, Target, active_counts, by_size, completeness, create_tenants, owner_stats, print_by_size,
-    print_completeness, print_tenancy, query_targets, recall_at_10, tenant_name, tenant_sizes,
+    PICKS, print_completeness, print_tenancy, query_targets, recall_at_10, tenant_name, tenant_sizes,
 )
 from memplane_server.core.caller import Caller, Role
 from memplane_server.settings import Settings
@@ -277,7 +278,7 @@ def bench_search(picks: list[Target], e5: E5, dsn: str, queries: list[tuple[str,
     settings = Settings()  # the server's env (no MEMPLANE_* beyond its addresses): defaults
     loop = asyncio.new_event_loop()
     pool = loop.run_until_complete(create_pool(dsn, size=4, ef_search=settings.hnsw_ef_search))
-    store = MemoryStore(pool, default_max_memories=0)
+    store = MemoryStore(pool, default_max_memories=0, walk_min_memories=settings.search_walk_min_memories)
     exact = ExactTop(loop, dsn)
 
     def caller(target: Target) -> Caller:
@@ -334,7 +335,8 @@ def bench_search(picks: list[Target], e5: E5, dsn: str, queries: list[tuple[str,
             "p99_over_p50": ms["search"]["p99"] / ms["search"]["p50"],
             "settings": {"search_candidates": settings.search_candidates, "context_window": settings.context_window,
                          "hnsw_ef_search": settings.hnsw_ef_search,
-                         "keyword_common_share": settings.keyword_common_share},
+                         "keyword_common_share": settings.keyword_common_share,
+                         "search_walk_min_memories": settings.search_walk_min_memories},
             "plans": plans, "rows": rows}
 
 
@@ -404,6 +406,9 @@ def main() -> int:
     ap.add_argument("--tenants", type=int, default=1,
                     help="spread the memories over this many tenants (sizes skewed, each with its own key; implies"
                          " --bulk) and send each query to a random one")
+    ap.add_argument("--pick", choices=PICKS, default="uniform",
+                    help="with --tenants: send each query to a tenant picked uniformly, or in proportion to its"
+                         " memories (a platform's traffic follows its data)")
     ap.add_argument("--hold", type=float, default=0, metavar="SECONDS",
                     help="after the report, keep the server and database up this long (to EXPLAIN by hand)")
     args = ap.parse_args()
@@ -438,7 +443,7 @@ def main() -> int:
         active = active_counts(server.dsn, [t.tenant for t in targets])
         for target in targets:
             target.active = active.get(target.tenant, 0)
-        picks = query_targets(targets, len(queries), SEED + 2) if args.tenants > 1 else targets * len(queries)
+        picks = query_targets(targets, len(queries), SEED + 2, args.pick) if args.tenants > 1 else targets * len(queries)
         explained = targets if args.tenants == 1 else [targets[-1], targets[0]]  # the smallest and the biggest
         for target in {t.tenant: t for t in picks + explained}.values():
             if target.client is None:
@@ -452,7 +457,8 @@ def main() -> int:
         s = bench_search(picks, e5, server.dsn, queries, explained)
         rss["after_search"] = rss_mb(server.proc.pid)
         if args.tenants > 1:
-            tenancy = {"sizes": sizes, "create_s": create_s, "queried_tenants": len({t.tenant for t in picks})}
+            tenancy = {"sizes": sizes, "create_s": create_s, "queried_tenants": len({t.tenant for t in picks}),
+                       "pick": args.pick}
         total_s = time.perf_counter() - started
         print()
         report(env, args.memories, stats, ld, s, rss, total_s, tenancy)

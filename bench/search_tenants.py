@@ -92,9 +92,16 @@ def owner_stats(dsn: str) -> dict:
     return {"total": sum(by_kind.values()), "by_kind": by_kind, "by_status": by_status}
 
 
-def query_targets(targets: list[Target], n: int, seed: int) -> list[Target]:
-    """The tenant each query goes to: uniformly random, so mostly the many small tenants."""
+PICKS = ("uniform", "size")
+
+
+def query_targets(targets: list[Target], n: int, seed: int, pick: str = "uniform") -> list[Target]:
+    """The tenant each query goes to: uniformly random (mostly the many small tenants), or with
+    pick "size" in proportion to the tenant's memories, as a platform's traffic follows its data
+    (the biggest tenants then take most queries)."""
     rng = random.Random(seed)
+    if pick == "size":
+        return rng.choices(targets, weights=[t.stored for t in targets], k=n)
     return [rng.choice(targets) for _ in range(n)]
 
 
@@ -149,14 +156,16 @@ SIZE_BANDS = ((0, 1_000), (1_000, 10_000), (10_000, None))
 
 
 def by_size(rows: list[dict]) -> list[dict]:
-    """Search, floor and vector SQL p50 by the queried tenant's active memories: a uniform pick of
-    tenants is mostly small ones, whose vector channel is an exact scan; the big ones differ."""
+    """Search, floor and vector SQL p50 and p95 by the queried tenant's active memories: a uniform
+    pick of tenants is mostly small ones, whose vector channel is an exact scan; the big ones differ."""
     out = []
     for lo, hi in SIZE_BANDS:
         band = [r for r in rows if r["active"] >= lo and (hi is None or r["active"] < hi)]
         if band:
             out.append({"from": lo, "below": hi, "n": len(band),
-                        **{k: float(np.median([r[k] for r in band])) for k in ("search", "floor", "vector_sql")}})
+                        **{k: float(np.percentile([r[k] for r in band], 50)) for k in ("search", "floor", "vector_sql")},
+                        **{f"{k}_p95": float(np.percentile([r[k] for r in band], 95))
+                           for k in ("search", "floor", "vector_sql")}})
     return out
 
 
@@ -164,15 +173,17 @@ def print_tenancy(t: dict) -> None:
     sizes = t["sizes"]
     print(f"tenants: {len(sizes)}, each with its own admin key (created through AdminService in "
           f"{t['create_s']:.1f} s); memories per tenant: biggest {sizes[0]}, median {sizes[len(sizes) // 2]}, "
-          f"smallest {sizes[-1]}; queries went to {t['queried_tenants']} distinct tenants, picked uniformly")
+          f"smallest {sizes[-1]}; queries went to {t['queried_tenants']} distinct tenants, picked "
+          + ("in proportion to their size" if t.get("pick") == "size" else "uniformly"))
 
 
 def print_by_size(bands: list[dict]) -> None:
-    print("  p50 ms by the queried tenant's active memories:")
+    print("  p50 / p95 ms by the queried tenant's active memories:")
     for b in bands:
         label = f"{b['from']:,}+" if b["below"] is None else f"{b['from']:,}-{b['below'] - 1:,}"
-        print(f"    {label:>14s}: {b['n']:4d} queries, search {b['search']:7.1f}, floor {b['floor']:7.1f},"
-              f" vector SQL {b['vector_sql']:7.1f}")
+        print(f"    {label:>14s}: {b['n']:4d} queries, search {b['search']:7.1f} / {b['search_p95']:7.1f},"
+              f" floor {b['floor']:7.1f} / {b['floor_p95']:7.1f},"
+              f" vector SQL {b['vector_sql']:7.1f} / {b['vector_sql_p95']:7.1f}")
 
 
 def print_completeness(c: dict, n: int) -> None:

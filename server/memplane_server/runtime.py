@@ -190,7 +190,8 @@ class Runtime:
             if s.llm_model else None
         )
         self.deps = Deps(
-            settings=s, memories=MemoryStore(self.pool, default_max_memories=s.max_memories_per_tenant),
+            settings=s, memories=MemoryStore(
+                self.pool, default_max_memories=s.max_memories_per_tenant, walk_min_memories=s.search_walk_min_memories),
             tenancy=TenancyStore(self.pool), jobs=JobStore(self.pool),
             contexts=ContextStore(self.pool), conflicts=ConflictStore(self.pool),
             decisions=DecisionStore(self.pool),

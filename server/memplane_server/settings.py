@@ -63,6 +63,10 @@ class Settings(BaseSettings):
         2.0, ge=0, description="a session's windows are built once it has had no write for this long"
     )
     hnsw_ef_search: int = Field(100, ge=1)
+    search_walk_min_memories: int = Field(
+        2000, ge=0,
+        description="a tenant with at least this many memories (and 1% of the table) has its vector channels walk the HNSW graph; smaller ones sort their rows exactly",
+    )
     keyword_common_share: float = Field(
         0.05, ge=0.01, le=1,  # 0.01: the rarest share the statistics keep (stores/postgres/keyword_stats.py)
         description="a query term in more than this share of the tenant's rows does not make a row match the keyword channels",

@@ -33,8 +33,10 @@ def test_search_scale_benchmark_runs_end_to_end():
 @pytest.mark.skipif(not LOCOMO.exists(), reason="needs ../shared/bench beside the checkout, as CI has")
 def test_search_scale_benchmark_runs_over_many_tenants():
     out = subprocess.run([sys.executable, str(BENCH / "search_scale.py"), "--memories", "600", "--tenants", "20",
-                          "--queries", "5", "--bulk", "--embed-cap", "10"], capture_output=True, text=True, timeout=900)
+                          "--queries", "5", "--bulk", "--embed-cap", "10", "--pick", "size"],
+                         capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
+    assert "picked in proportion to their size" in out.stdout and "p50 / p95 ms by the queried tenant's" in out.stdout
     assert "memories: 600 written in 20 tenants" in out.stdout and "ratio p50 search/floor" in out.stdout
     assert "floor recall@10 against exact" in out.stdout
     assert "=== tenant t0019 (" in out.stdout and "=== tenant t0000 (" in out.stdout  # the smallest and the biggest

@@ -22,6 +22,7 @@ from memplane_server.core.time_expressions import parse_time_range
 from memplane_server.core.tokens import keyword_tokens, lookup_names
 from memplane_server.services.admin import AdminService
 from memplane_server.services.search_channels import QueryParts, plan_channels
+from memplane_server.stores.postgres.memories import MemoryStore
 from memplane_server.stores.postgres.plans import explaining, parse_tsvector
 from tests.integration.conftest import PLATFORM
 from tests.support.bulk_rows import insert_rows
@@ -111,7 +112,9 @@ async def test_the_rarest_terms_join_the_match_while_their_expected_matches_fit_
 
 
 async def test_vector_channels_started_together_are_one_statement_on_their_indexes(deps, big):
-    plan = plan_channels(deps.memories, deps.settings, big, MemoryFilter(), parts_of(QUERIES[2]), limit=50,
+    # A tenant too small to walk the graph (tests/integration/test_vector_walk.py has the big one's two statements).
+    exact = MemoryStore(deps.memories.pool, default_max_memories=0, walk_min_memories=10 * ROWS)
+    plan = plan_channels(exact, deps.settings, big, MemoryFilter(), parts_of(QUERIES[2]), limit=50,
                          as_of=None)
     family = [name for name in plan if name.startswith("vector") or name in ("time", "preferences")]
     assert {"vector", "time", "preferences"} <= set(family)

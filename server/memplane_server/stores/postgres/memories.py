@@ -22,7 +22,7 @@ from ...core.time_expressions import TimeRange
 from ...core.tokens import tsquery_from_tokens
 from .contexts import WINDOW_KINDS, mark_sessions
 from ...core.requests import RequestKey
-from .nearest import VectorQuery, nearest_statement, scored_by_query
+from .nearest import VectorQuery, Walks, nearest
 from .memory_writes import Stored, StoredDraft, WriteTransaction, append_history
 from .plans import search_rows
 from .session import caller_session
@@ -70,9 +70,10 @@ async def _derived_traces(conn: asyncpg.Connection, ids: Sequence[uuid.UUID]) ->
 
 
 class MemoryStore:
-    def __init__(self, pool: asyncpg.Pool, *, default_max_memories: int) -> None:
+    def __init__(self, pool: asyncpg.Pool, *, default_max_memories: int, walk_min_memories: int = 2000) -> None:
         self.pool = pool
         self.default_max_memories = default_max_memories
+        self.walks = Walks(walk_min_memories)
 
     def session(self, caller: Caller):
         return caller_session(self.pool, caller)
@@ -155,10 +156,8 @@ class MemoryStore:
 
     async def vector_searches(self, caller: Caller, queries: Sequence[VectorQuery]) -> list[list[Scored]]:
         """Several nearest-neighbour searches in one statement and one session (stores/postgres/nearest.py)."""
-        sql, p = nearest_statement(caller, queries)
         async with self.session(caller) as conn:
-            rows = await search_rows(conn, sql, *p.values)
-        return scored_by_query(rows, len(queries))
+            return await nearest(conn, caller, queries, await self.walks.big(conn, caller.tenant_id))
 
     async def keyword_search(
         self, caller: Caller, f: MemoryFilter, terms: Sequence[str], *, pool: int, as_of: datetime | None,

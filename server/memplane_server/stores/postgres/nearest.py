@@ -1,7 +1,9 @@
-"""The nearest-neighbour statement of the vector-family search channels (vector, turn windows,
-time, preferences): one query alone, or several at once in one statement."""
+"""The nearest-neighbour statements of the vector-family search channels (vector, turn windows,
+time, preferences): one query alone, or several at once in one statement; and which of them walk
+the HNSW graph rather than sort the tenant's rows."""
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -11,7 +13,15 @@ import numpy as np
 
 from ...core.caller import Caller
 from ...core.model import MemoryFilter, MemoryRecord, Scored
+from .plans import search_rows
 from .sql import MEMORY_COLUMNS, Params, filter_clauses, record_from_row, visibility
+
+# pgvector's iterative scan stops after hnsw.max_scan_tuples index tuples (20,000 by default): a
+# tenant below this share of the table would need about that many to fill a channel of 50 when a
+# quarter of its rows pass the rest of the filter (windows exist for turns only), so it stays exact.
+WALK_MIN_SHARE = 0.01
+# A tenant's size is read again after this long; it only chooses between two correct plans.
+SIZE_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
@@ -61,4 +71,64 @@ def scored_by_query(rows: Sequence[asyncpg.Record], count: int) -> list[list[Sco
         if record is None:
             record = records[r["id"]] = record_from_row(r)
         found[r["query"] if count > 1 else 0].append(Scored(record, float(r["similarity"])))
+    return found
+
+
+def broad(f: MemoryFilter) -> bool:
+    """Whether the filter keeps most of the tenant's rows (statuses, scopes and confidence aside),
+    so that a walk of the graph filtered by it soon finds enough: the vector channels' usual
+    filter, never the time or preferences channels'."""
+    return not (f.layers or f.kinds or f.domains or f.agent_id or f.user_id or f.session_id or f.tags
+                or f.occurred_after or f.occurred_before or f.entity or f.attribute or f.flagged_for_review)
+
+
+class Walks:
+    """Whether a caller's tenant is big enough for its vector channels to walk the HNSW graph.
+
+    Row-level security repeats the tenant predicate (the policy's `tenant_id = mp_tenant()` and the
+    statement's own), and the planner multiplies the two: among many tenants it expects a tenth
+    of a big tenant's rows, so it sorts the whole tenant by distance (about 1 s at 65,000 rows)
+    instead of walking the graph (a few ms). A tenant of at least `min_memories` stored memories
+    (tenant_usage, kept by triggers) and WALK_MIN_SHARE of the table (pg_class.reltuples) has its
+    broad queries planned with sorting off, which leaves HNSW as the only way to their order;
+    smaller tenants keep the exact plan, which a graph filtered to a few hundred rows of a big
+    table could not fill."""
+
+    def __init__(self, min_memories: int) -> None:
+        self.min_memories = min_memories
+        self._sizes: dict[str, tuple[bool, float]] = {}
+
+    async def big(self, conn: asyncpg.Connection, tenant_id: str | None) -> bool:
+        if tenant_id is None:
+            return False
+        known = self._sizes.get(tenant_id)
+        if known is not None and time.monotonic() - known[1] < SIZE_SECONDS:
+            return known[0]
+        row = await conn.fetchrow(
+            "SELECT (SELECT memory_count FROM tenant_usage WHERE tenant_id = $1) AS memories,"
+            " (SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass) AS rows", tenant_id)
+        memories = row["memories"] or 0
+        big = memories >= self.min_memories and memories >= WALK_MIN_SHARE * max(row["rows"], 0)
+        self._sizes[tenant_id] = (big, time.monotonic())
+        return big
+
+
+async def nearest(conn: asyncpg.Connection, caller: Caller, queries: Sequence[VectorQuery], walk: bool
+                  ) -> list[list[Scored]]:
+    """Each query's nearest memories. With walk (a big tenant), the broad queries run as one
+    statement planned with sorting off, after the others' (the time and preferences channels,
+    which their btree indexes serve best, planned as usual); otherwise all run as one."""
+    groups = [list(range(len(queries)))]
+    if walk:
+        walking = [i for i, q in enumerate(queries) if broad(q.filter)]
+        groups = [[i for i in range(len(queries)) if i not in walking], walking]
+    found: list[list[Scored]] = [[] for _ in queries]
+    for n, group in enumerate(groups):
+        if not group:
+            continue
+        if n == 1:  # transaction-local: gone at the session's commit
+            await conn.execute("SET LOCAL enable_sort = off")
+        sql, p = nearest_statement(caller, [queries[i] for i in group])
+        for i, scored in zip(group, scored_by_query(await search_rows(conn, sql, *p.values), len(group))):
+            found[i] = scored
     return found
