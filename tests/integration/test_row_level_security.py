@@ -154,28 +154,23 @@ async def test_the_keyword_function_alone_does_not_cross_tenants_agents_or_domai
             await conn.fetch("SELECT * FROM keyword_stats")
 
 
+async def _refused_to_the_app_role(deps, sql: str, *args) -> None:
+    async with deps.memories.pool.acquire() as conn, conn.transaction():
+        await conn.execute("SET LOCAL ROLE memplane_app")
+        with pytest.raises(asyncpg.InsufficientPrivilegeError):
+            await conn.execute(sql, *args)
+
+
 async def test_the_change_logs_commit_markers_are_no_callers_to_read_or_write(deps, seeded):
     # Migration 0019's memory_change_commits holds transaction ids only, written by the triggers as the owner.
-    async with deps.memories.pool.acquire() as conn, conn.transaction():
-        await conn.execute("SET LOCAL ROLE memplane_app")
-        with pytest.raises(asyncpg.InsufficientPrivilegeError):
-            await conn.fetch("SELECT * FROM memory_change_commits")
-    async with deps.memories.pool.acquire() as conn, conn.transaction():
-        await conn.execute("SET LOCAL ROLE memplane_app")
-        with pytest.raises(asyncpg.InsufficientPrivilegeError):
-            await conn.execute("INSERT INTO memory_change_commits VALUES (pg_current_xact_id())")
+    await _refused_to_the_app_role(deps, "SELECT * FROM memory_change_commits")
+    await _refused_to_the_app_role(deps, "INSERT INTO memory_change_commits VALUES (pg_current_xact_id())")
 
 
 async def test_the_change_logs_pending_entries_are_no_callers_to_read_or_write(deps, seeded):
     # Migration 0028's memory_change_pending holds every tenant's entries until their commit: a caller
     # reading it would see other tenants' changes, writing it would forge them.
-    async with deps.memories.pool.acquire() as conn, conn.transaction():
-        await conn.execute("SET LOCAL ROLE memplane_app")
-        with pytest.raises(asyncpg.InsufficientPrivilegeError):
-            await conn.fetch("SELECT * FROM memory_change_pending")
-    async with deps.memories.pool.acquire() as conn, conn.transaction():
-        await conn.execute("SET LOCAL ROLE memplane_app")
-        with pytest.raises(asyncpg.InsufficientPrivilegeError):
-            await conn.execute("INSERT INTO memory_change_pending (tenant_id, memory_id, change, action, scope, kind)"
-                               " VALUES ($1, gen_random_uuid(), 'created', 'created', 'global', 'fact')",
-                               seeded[0].tenant_id)
+    await _refused_to_the_app_role(deps, "SELECT * FROM memory_change_pending")
+    await _refused_to_the_app_role(
+        deps, "INSERT INTO memory_change_pending (tenant_id, memory_id, change, action, scope, kind)"
+              " VALUES ($1, gen_random_uuid(), 'created', 'created', 'global', 'fact')", seeded[0].tenant_id)
