@@ -4,6 +4,7 @@ the HNSW graph rather than sort the tenant's rows."""
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,6 +23,9 @@ from .sql import MEMORY_COLUMNS, Params, filter_clauses, record_from_row, visibi
 WALK_MIN_SHARE = 0.01
 # A tenant's size is read again after this long; it only chooses between two correct plans.
 SIZE_SECONDS = 60.0
+# Tenants whose size is remembered (the least recently searched forget it): a platform of a
+# million tenants must not grow every server by an entry each.
+SIZES_KEPT = 10_000
 
 
 @dataclass(frozen=True)
@@ -96,13 +100,14 @@ class Walks:
 
     def __init__(self, min_memories: int) -> None:
         self.min_memories = min_memories
-        self._sizes: dict[str, tuple[bool, float]] = {}
+        self._sizes: OrderedDict[str, tuple[bool, float]] = OrderedDict()
 
     async def big(self, conn: asyncpg.Connection, tenant_id: str | None) -> bool:
         if tenant_id is None:
             return False
         known = self._sizes.get(tenant_id)
         if known is not None and time.monotonic() - known[1] < SIZE_SECONDS:
+            self._sizes.move_to_end(tenant_id)
             return known[0]
         row = await conn.fetchrow(
             "SELECT (SELECT memory_count FROM tenant_usage WHERE tenant_id = $1) AS memories,"
@@ -110,6 +115,9 @@ class Walks:
         memories = row["memories"] or 0
         big = memories >= self.min_memories and memories >= WALK_MIN_SHARE * max(row["rows"], 0)
         self._sizes[tenant_id] = (big, time.monotonic())
+        self._sizes.move_to_end(tenant_id)
+        while len(self._sizes) > SIZES_KEPT:
+            self._sizes.popitem(last=False)
         return big
 
 
