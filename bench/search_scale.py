@@ -340,6 +340,18 @@ def bench_search(picks: list[Target], e5: E5, dsn: str, queries: list[tuple[str,
             "plans": plans, "rows": rows}
 
 
+def wait_for_quiet(load: float, wait_s: float) -> dict:
+    """Waits until the 1-minute load average is at most `load` or `wait_s` has passed."""
+    t0 = time.monotonic()
+    print(f"  waiting for a 1-minute load average <= {load} (at most {wait_s:.0f} s)", flush=True)
+    while os.getloadavg()[0] > load and time.monotonic() - t0 < wait_s:
+        time.sleep(10.0)
+    quiet = os.getloadavg()[0] <= load
+    print(f"  {'quiet' if quiet else 'NOT quiet'} after {time.monotonic() - t0:.0f} s: load {os.getloadavg()[0]:.2f}",
+          flush=True)
+    return {"below": load, "waited_s": time.monotonic() - t0, "quiet": quiet}
+
+
 def report(env: dict, n: int, stats: dict, ld: dict, s: dict, rss: dict, total_s: float, tenancy: dict | None) -> None:
     print(f"environment: {env['cpu_count']} cores ({env['affinity']} usable), load at start "
           f"{', '.join(f'{x:.2f}' for x in env['loadavg_at_start'])}; OMP_NUM_THREADS={env['OMP_NUM_THREADS']} "
@@ -357,7 +369,8 @@ def report(env: dict, n: int, stats: dict, ld: dict, s: dict, rss: dict, total_s
     print(f"  load {how}: {ld['load_s']:8.1f} s ({ld['write_per_s']:.1f} memories/s)")
     print(f"  turn windows built after load:   {ld['windows_s']:8.1f} s")
     print(f"\nsearch latency, {s['queries']} queries (after {s['warmup_queries']} warm-up), top_k={TOP_K}, "
-          f"mean hits {s['mean_hits']:.1f}")
+          f"mean hits {s['mean_hits']:.1f}; load average before / after "
+          f"{s['loadavg']['before'][0]:.2f} / {s['loadavg']['after'][0]:.2f}")
     print_completeness(s["completeness"], s["queries"])
     print(f"  {'ms':34s} {'p50':>8s} {'p95':>8s} {'p99':>8s} {'queries':>8s} {'rows':>6s}")
 
@@ -409,6 +422,11 @@ def main() -> int:
     ap.add_argument("--pick", choices=PICKS, default="uniform",
                     help="with --tenants: send each query to a tenant picked uniformly, or in proportion to its"
                          " memories (a platform's traffic follows its data)")
+    ap.add_argument("--quiet-below", type=float, default=0, metavar="LOAD",
+                    help="after loading, wait until the 1-minute load average is at most LOAD before searching"
+                         " (a long load can share the machine; the timed part should not)")
+    ap.add_argument("--quiet-wait", type=float, default=3600, metavar="SECONDS",
+                    help="with --quiet-below: search anyway after waiting this long (the report says so)")
     ap.add_argument("--hold", type=float, default=0, metavar="SECONDS",
                     help="after the report, keep the server and database up this long (to EXPLAIN by hand)")
     args = ap.parse_args()
@@ -454,7 +472,10 @@ def main() -> int:
         stats = owner_stats(server.dsn)
         rss = {"after_load": rss_mb(server.proc.pid)}
         print(f"  windows done {ld['windows_s']:.1f} s after the last write; searching", flush=True)
+        waited = wait_for_quiet(args.quiet_below, args.quiet_wait) if args.quiet_below else None
+        load_before = os.getloadavg()
         s = bench_search(picks, e5, server.dsn, queries, explained)
+        s["loadavg"] = {"before": load_before, "after": os.getloadavg(), "quiet_wait": waited}
         rss["after_search"] = rss_mb(server.proc.pid)
         if args.tenants > 1:
             tenancy = {"sizes": sizes, "create_s": create_s, "queried_tenants": len({t.tenant for t in picks}),
