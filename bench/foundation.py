@@ -142,6 +142,9 @@ class Running:
 @contextmanager
 def running_server(prefix: str = "memplane-bench-") -> Iterator[Running]:
     """Embedded PostgreSQL + Redis + `memplane serve` in a fresh /tmp folder, all stopped and removed after."""
+    # SIGTERM's default action ends the process without the cleanup below, leaving PostgreSQL and
+    # Redis running with their folder; as an exception it unwinds through it.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     data_dir = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
     data_dir.chmod(0o755)  # the unprivileged postgres user must traverse it
     postgres, redis, proc = EmbeddedPostgres(data_dir), EmbeddedRedis(data_dir), None
