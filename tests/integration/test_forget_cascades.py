@@ -4,6 +4,7 @@ forgotten text in no table and no Redis key. Calls go through the SDK and the in
 the idempotency cache holds the responses of the writes, as it does in production."""
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import uuid
@@ -300,6 +301,39 @@ async def test_a_forget_by_filter_in_batches_counts_logs_and_audits_as_one(deps,
     assert sorted(c["memory_id"] for c in changes) == sorted(done.ids)
     positions = [c["position"] for c in changes]
     assert None not in positions and positions == sorted(positions)
+
+
+async def test_a_forget_by_filter_in_batches_drops_the_working_copies_of_every_batch(deps, runtime, monkeypatch):
+    """Batches of one session each: the working items holding the text of the first batch's memory
+    and of the last one's are gone when the call returns (each batch's copies are dropped while the
+    next batch runs, the last batch's before the call returns)."""
+    from memplane_server.services import forget as forget_module
+
+    monkeypatch.setattr(forget_module, "FORGET_BATCH", 1)
+    drop_copies = forget_module.drop_copies
+
+    async def slow_drop_copies(*args):
+        # Slower than the calls below: a drop still running when the Forget returns would be seen.
+        await asyncio.sleep(0.5)
+        return await drop_copies(*args)
+    monkeypatch.setattr(forget_module, "drop_copies", slow_drop_copies)
+    user = marker("leaving")
+    texts = {f"s-{uuid.uuid4().hex[:8]}": marker("The user said") for _ in range(3)}
+    async with serving(deps, runtime) as served:
+        _, keys = await served.tenant()
+        async with AsyncMemoryClient(served.address, keys["writer"]) as client:
+            for session, text in texts.items():
+                await client.write([
+                    {"content": text, "kind": "turn", "session_id": session, "user_id": user},
+                    {"content": text, "kind": "turn", "layer": "working", "session_id": session},
+                ])
+                assert len((await client.get_working_memory(session)).items) == 1
+            done = await client.forget(user_id=user, hard=True)
+            assert done.forgotten_count == 3
+            for session in texts:
+                assert (await client.get_working_memory(session)).items == ()
+    hits = await scan(deps.memories.pool, runtime.redis_client, list(texts.values()))
+    assert not hits, describe(hits)
 
 
 async def test_what_was_derived_is_found_through_every_level_and_the_sources_are_left_out(deps, make_tenant):

@@ -133,6 +133,40 @@ async def test_a_builder_that_read_before_a_forget_cannot_save_the_old_window(de
     assert by_words(await search(deps, world.writer, "thistle")) == []
 
 
+async def queued(deps, tenant_id: str) -> set[str]:
+    return {r["session_id"] for r in await deps.contexts.pool.fetch(
+        "SELECT session_id FROM context_queue WHERE tenant_id = $1", tenant_id)}
+
+
+async def test_a_session_left_without_turns_by_a_hard_forget_is_not_queued_for_windows(deps, make_tenant):
+    """Migration 0029: nothing to build there; a session keeping a turn is queued as before."""
+    world = await make_tenant()
+    written = await WriteService(deps).write(world.writer, turns("Jo: hi", "Kim: hello", session="emptied")
+                                             + turns("Lu: one", "Mo: two", session="kept"))
+    await build_windows(deps, world.writer)
+    gone = [str(m.id) for m in written[:3]]  # both turns of "emptied", one of "kept"
+    await ForgetService(deps).forget(world.writer, ids=gone, f=None, hard=True, dry_run=False, reason="")
+    assert await queued(deps, world.tenant_id) == {"kept"}
+
+
+async def test_a_build_leased_before_a_forget_emptied_its_session_saves_no_digest(deps, make_tenant):
+    """The forget still marks the session before taking it out of the queue: a digest read before
+    the forget (holding the forgotten text) is refused at its save."""
+    from memplane_server.core.digests import Digest
+
+    world = await make_tenant()
+    await drain_windows(deps)
+    [gone] = await WriteService(deps).write(world.writer, turns("Ned: the vault code is 4711", session="v"))
+    leased = await deps.contexts.lease_next(60)
+    assert (leased.tenant_id, leased.session_id) == (world.tenant_id, "v")
+    await ForgetService(deps).forget(world.writer, ids=[str(gone.id)], f=None, hard=True, dry_run=False, reason="")
+    assert await queued(deps, world.tenant_id) == set()
+    stale = Digest("v", ("global", None, None), ("vault",), (), "Ned: the vault code is 4711", None, 1, None, None)
+    assert not await deps.digests.save(world.tenant_id, "v", leased.marked_at, [stale])
+    assert not await deps.contexts.pool.fetchval(
+        "SELECT count(*) FROM session_digests WHERE tenant_id = $1", world.tenant_id)
+
+
 async def test_a_session_still_being_written_waits_for_a_quiet_moment(deps, make_tenant):
     world = await make_tenant()
     await drain_windows(deps)
