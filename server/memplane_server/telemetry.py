@@ -6,13 +6,15 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
 
 from . import __version__
 
 
 def setup_telemetry(exporter: str, *, otlp_endpoint: str = "", metrics_listen: str | None = None) -> None:
-    """Installs SDK providers once; with exporter 'none' spans and metrics are recorded but not sent.
+    """Installs SDK providers once; with exporter 'none' metrics are recorded but not sent, and spans
+    are not recorded (see tracer_provider).
 
     'otlp' sends both over OTLP/gRPC (plaintext, to a collector beside the process); metrics_listen
     (host:port) also serves them for Prometheus to scrape at /metrics.
@@ -20,7 +22,7 @@ def setup_telemetry(exporter: str, *, otlp_endpoint: str = "", metrics_listen: s
     if isinstance(trace.get_tracer_provider(), TracerProvider):
         return
     resource = Resource.create({"service.name": "memplane", "service.version": __version__})
-    tracer_provider = TracerProvider(resource=resource)
+    tracer_provider = make_tracer_provider(exporter, resource)
     readers = []
     if exporter == "console":
         tracer_provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter()))
@@ -42,6 +44,13 @@ def setup_telemetry(exporter: str, *, otlp_endpoint: str = "", metrics_listen: s
         readers.append(PrometheusMetricReader())
     trace.set_tracer_provider(tracer_provider)
     metrics.set_meter_provider(MeterProvider(resource=resource, metric_readers=readers))
+
+
+def make_tracer_provider(exporter: str, resource: Resource) -> TracerProvider:
+    """Spans that no exporter sends are not recorded: a search's dozen statements each made a full
+    span (ids, attributes, timestamps) for nothing, a tenth of the event loop's time in a search
+    (bench/README.md, quality.py). Their context still passes on, as non-recording spans."""
+    return TracerProvider(resource=resource, sampler=ALWAYS_OFF if exporter == "none" else None)
 
 
 def shutdown_telemetry() -> None:

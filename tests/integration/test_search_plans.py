@@ -6,6 +6,7 @@ match."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from datetime import datetime, timezone
 
 import uuid
@@ -123,6 +124,20 @@ async def test_vector_channels_started_together_are_one_statement_on_their_index
         found = await asyncio.gather(*(plan[name]() for name in family))
     assert len(plans) == 1
     assert "Seq Scan on memories" not in plans[0]
+    assert {name: [(s.record.id, s.score) for s in scored] for name, scored in zip(family, found)} == alone
+
+
+async def test_vector_channels_sharing_a_narrow_filter_share_one_scan_and_answer_as_alone(deps, big):
+    exact = MemoryStore(deps.memories.pool, default_max_memories=0, walk_min_memories=10 * ROWS)
+    parts = replace(parts_of(QUERIES[0]), last_turn_vector=parts_of(QUERIES[1]).vector)
+    plan = plan_channels(exact, deps.settings, big, MemoryFilter(session_id="session-3"), parts, limit=5, as_of=None)
+    family = ["vector", "vector_context", "last_turn"]
+    assert set(family) <= set(plan)
+    alone = {name: [(s.record.id, s.score) for s in await plan[name]()] for name in family}
+    with explaining() as plans:
+        found = await asyncio.gather(*(plan[name]() for name in family))
+    assert len(plans) == 1 and plans[0].count("CTE Scan on shared0") == 3, plans[0]
+    assert all(alone.values())
     assert {name: [(s.record.id, s.score) for s in scored] for name, scored in zip(family, found)} == alone
 
 

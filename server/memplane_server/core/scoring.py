@@ -31,6 +31,7 @@ class Adjustments:
 # private memories: the raw score would let an agent work out how many memories it cannot read
 # use a word. Their explanation shows the rank's share of fusion instead.
 STATISTICS_CHANNEL_PREFIX = "keyword"
+FACTORS = ("scope_weight", "kind_intent", "recency", "confidence", "valid_time", "consolidated", "lifecycle")
 
 
 def channel_component(channel: str, score: float, rank: int, weight: float) -> ScoreComponent:
@@ -50,28 +51,31 @@ def fuse_and_adjust(results: dict[str, list[Scored]], weights: dict[str, float],
             signals.setdefault(key, {})[channel] = s.score
     fused = reciprocal_rank_fusion({ch: [str(s.record.id) for s in sc] for ch, sc in results.items()}, weights)
     lambdas, span = a.recency_lambdas, a.time_range
-    asked = f"query asks about {span.matched!r}" if span else "query names no time"
     hits = []
     for key, (rrf, ranks) in fused.items():
         record = records[key]
-        factors = [
-            ("scope_weight", a.scope_weights.get(record.scope, 1.0), f"scope {record.scope.value}"),
-            ("kind_intent", kind_bonus(a.intent, record.kind), f"query intent {a.intent.value}, kind {record.kind.value}"),
-            ("recency", recency(record, a.now, lambdas), f"exp(-{lambdas.get(record.kind.value, 0.0)} * age_days)"),
-            ("confidence", confidence_weight(record), f"0.5 + 0.5 * confidence {record.confidence:.2f}"),
-            ("valid_time", valid_time_weight(record, span), asked),
-            ("consolidated", consolidated_weight(record),
-             f"consolidated into {record.consolidated_into}" if record.consolidated_into else "not consolidated"),
-            ("lifecycle", lifecycle_weight(record), "kept at a lower weight: rarely used (lifecycle policy)"
-             if record.lifecycle_weight < 1 else "full weight"),
-        ]
-        score = rrf * math.prod(value for _, value, _ in factors)
+        values = (
+            a.scope_weights.get(record.scope, 1.0), kind_bonus(a.intent, record.kind), recency(record, a.now, lambdas),
+            confidence_weight(record), valid_time_weight(record, span), consolidated_weight(record),
+            lifecycle_weight(record),
+        )
+        score = rrf * math.prod(values)
         explanation = []
         if a.explain:
+            # Worded only when asked for: a search fuses a few hundred candidates to serve ten.
+            details = (
+                f"scope {record.scope.value}", f"query intent {a.intent.value}, kind {record.kind.value}",
+                f"exp(-{lambdas.get(record.kind.value, 0.0)} * age_days)",
+                f"0.5 + 0.5 * confidence {record.confidence:.2f}",
+                f"query asks about {span.matched!r}" if span else "query names no time",
+                f"consolidated into {record.consolidated_into}" if record.consolidated_into else "not consolidated",
+                "kept at a lower weight: rarely used (lifecycle policy)" if record.lifecycle_weight < 1 else "full weight",
+            )
             explanation = [channel_component(ch, signals[key][ch], ranks[ch], weights.get(ch, 1.0))
                            for ch in results if ch in ranks]
             explanation.append(ScoreComponent("rrf", rrf, 0, f"weighted reciprocal rank fusion, k={RRF_K}"))
-            explanation.extend(ScoreComponent(name, value, 0, detail) for name, value, detail in factors)
+            explanation.extend(ScoreComponent(name, value, 0, detail)
+                               for name, value, detail in zip(FACTORS, values, details))
         hits.append(SearchHit(record, score, explanation))
     rank_of_scope = {scope: i for i, scope in enumerate(a.scope_order)}
     hits.sort(key=lambda h: (-h.score, rank_of_scope.get(h.memory.scope, len(a.scope_order))))

@@ -3,6 +3,7 @@ time, preferences): one query alone, or several at once in one statement; and wh
 the HNSW graph rather than sort the tenant's rows."""
 from __future__ import annotations
 
+import re
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -26,6 +27,7 @@ SIZE_SECONDS = 60.0
 # Tenants whose size is remembered (the least recently searched forget it): a platform of a
 # million tenants must not grow every server by an entry each.
 SIZES_KEPT = 10_000
+_BARE = re.compile(r"\bm\.")  # the memory columns as a shared scan's rows name them
 
 
 @dataclass(frozen=True)
@@ -46,11 +48,26 @@ def _select(caller: Caller, q: VectorQuery, p: Params, vector: str, extra: str =
             f" WHERE {' AND '.join(where)} ORDER BY {column} <=> {vector} LIMIT {p.add(q.limit)}")
 
 
+def _shared_scan(caller: Caller, group: Sequence[tuple[int, VectorQuery]], p: Params, vector, name: str) -> list[str]:
+    """Queries with the same narrow filter (the vector and turn-window channels of a search in one
+    session, say) read its rows once: each row's distances to the query, by its own vector and by its
+    window's, are worked out in one pass, then each query takes its nearest. A narrow filter is sorted
+    exactly anyway; twice, the same rows were fetched and their vectors read twice."""
+    base = group[0][1]
+    where = [visibility(caller, p), *filter_clauses(base.filter, p, as_of=base.as_of)]
+    distances = ", ".join(
+        f"{'m.context_embedding' if q.windows else 'm.embedding'} <=> {vector(q.vector)} AS d{i}" for i, q in group)
+    scan = f"{name} AS MATERIALIZED (SELECT {MEMORY_COLUMNS}, {distances} FROM memories m WHERE {' AND '.join(where)})"
+    columns = _BARE.sub("", MEMORY_COLUMNS)
+    return [scan, *(f"(SELECT {columns}, 1 - d{i} AS similarity, {i} AS query FROM {name} WHERE d{i} IS NOT NULL"
+                    f" ORDER BY d{i} LIMIT {p.add(q.limit)})" for i, q in group)]
+
+
 def nearest_statement(caller: Caller, queries: Sequence[VectorQuery]) -> tuple[str, Params]:
     """One query is the plain statement (the floor the benchmarks measure Search against is this
     statement). Several are a UNION ALL of the same statements, each keeping its ORDER BY and LIMIT,
     so each still walks its HNSW index (tests/integration/test_search_plans.py); a vector shared by
-    several is sent once."""
+    several is sent once, and queries sharing a narrow filter share one scan of its rows."""
     p = Params()
     placeholders: dict[int, str] = {}
 
@@ -61,8 +78,24 @@ def nearest_statement(caller: Caller, queries: Sequence[VectorQuery]) -> tuple[s
 
     if len(queries) == 1:
         return _select(caller, queries[0], p, vector(queries[0].vector)), p
-    parts = [f"({_select(caller, q, p, vector(q.vector), f', {i} AS query')})" for i, q in enumerate(queries)]
-    return " UNION ALL ".join(parts), p
+    groups: list[list[tuple[int, VectorQuery]]] = []
+    for i, q in enumerate(queries):
+        same = next((g for g in groups if not broad(q.filter) and (g[0][1].filter, g[0][1].as_of) == (q.filter, q.as_of)),
+                    None)
+        if same is None:
+            groups.append([(i, q)])
+        else:
+            same.append((i, q))
+    scans, parts = [], []
+    for group in groups:
+        if len(group) == 1:
+            i, q = group[0]
+            parts.append(f"({_select(caller, q, p, vector(q.vector), f', {i} AS query')})")
+        else:
+            scan, *selects = _shared_scan(caller, group, p, vector, f"shared{len(scans)}")
+            scans.append(scan)
+            parts.extend(selects)
+    return ("WITH " + ", ".join(scans) + " " if scans else "") + " UNION ALL ".join(parts), p
 
 
 def scored_by_query(rows: Sequence[asyncpg.Record], count: int) -> list[list[Scored]]:
