@@ -49,10 +49,12 @@ def _select(caller: Caller, q: VectorQuery, p: Params, vector: str, extra: str =
 
 
 def _shared_scan(caller: Caller, group: Sequence[tuple[int, VectorQuery]], p: Params, vector, name: str) -> list[str]:
-    """Queries with the same narrow filter (the vector and turn-window channels of a search in one
-    session, say) read its rows once: each row's distances to the query, by its own vector and by its
-    window's, are worked out in one pass, then each query takes its nearest. A narrow filter is sorted
-    exactly anyway; twice, the same rows were fetched and their vectors read twice."""
+    """Queries with the same filter naming a session (the vector and turn-window channels of a search
+    in one session) read its rows once: each row's distances to the query, by its own vector and by
+    its window's, in one pass, then each query takes its nearest. Twice, the same rows were fetched
+    and their vectors read twice. Only a session's rows: they are few and sorted exactly anyway;
+    another narrow filter (a user's, a kind's) may keep most of a big tenant, which a materialised
+    scan would hold whole where each query's own plan keeps only its nearest."""
     base = group[0][1]
     where = [visibility(caller, p), *filter_clauses(base.filter, p, as_of=base.as_of)]
     distances = ", ".join(
@@ -67,7 +69,7 @@ def nearest_statement(caller: Caller, queries: Sequence[VectorQuery]) -> tuple[s
     """One query is the plain statement (the floor the benchmarks measure Search against is this
     statement). Several are a UNION ALL of the same statements, each keeping its ORDER BY and LIMIT,
     so each still walks its HNSW index (tests/integration/test_search_plans.py); a vector shared by
-    several is sent once, and queries sharing a narrow filter share one scan of its rows."""
+    several is sent once, and queries in the same session share one scan of its rows."""
     p = Params()
     placeholders: dict[int, str] = {}
 
@@ -80,8 +82,8 @@ def nearest_statement(caller: Caller, queries: Sequence[VectorQuery]) -> tuple[s
         return _select(caller, queries[0], p, vector(queries[0].vector)), p
     groups: list[list[tuple[int, VectorQuery]]] = []
     for i, q in enumerate(queries):
-        same = next((g for g in groups if not broad(q.filter) and (g[0][1].filter, g[0][1].as_of) == (q.filter, q.as_of)),
-                    None)
+        same = next((g for g in groups if q.filter.session_id is not None
+                     and (g[0][1].filter, g[0][1].as_of) == (q.filter, q.as_of)), None)
         if same is None:
             groups.append([(i, q)])
         else:
