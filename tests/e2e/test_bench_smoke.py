@@ -16,7 +16,7 @@ LOCOMO = BENCH.parent.parent / "shared" / "bench" / "locomo-dev.json"
 
 @pytest.mark.skipif(not LOCOMO.exists(), reason="needs ../shared/bench beside the checkout, as CI has")
 def test_foundation_benchmark_runs_end_to_end():
-    out = subprocess.run([sys.executable, str(BENCH / "foundation.py"), "--memories", "100", "--queries", "5"],
+    out = subprocess.run([sys.executable, str(BENCH / "foundation.py"), "--memories", "65", "--queries", "2"],
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "ratio write/embedding" in out.stdout and "ratio p50 search" in out.stdout
@@ -24,7 +24,7 @@ def test_foundation_benchmark_runs_end_to_end():
 
 @pytest.mark.skipif(not LOCOMO.exists(), reason="needs ../shared/bench beside the checkout, as CI has")
 def test_search_scale_benchmark_runs_end_to_end():
-    out = subprocess.run([sys.executable, str(BENCH / "search_scale.py"), "--memories", "200", "--queries", "5"],
+    out = subprocess.run([sys.executable, str(BENCH / "search_scale.py"), "--memories", "64", "--queries", "2"],
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "ratio p50 search/floor" in out.stdout
@@ -52,7 +52,7 @@ def test_forget_benchmark_runs_end_to_end():
 
 
 def test_ingest_benchmark_runs_end_to_end():
-    out = subprocess.run([sys.executable, str(BENCH / "ingest.py"), "--turns", "100", "--sustain", "5"],
+    out = subprocess.run([sys.executable, str(BENCH / "ingest.py"), "--turns", "64", "--sustain", "3"],
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "ratio indexed/embedding" in out.stdout and "backlog max (s of writes)" in out.stdout

@@ -54,7 +54,7 @@ async def world(deps) -> dict:
         await admin.create_agent(PLATFORM, big, "a2", "a2")
         await insert_rows(conn, big, BIG)
         for tenant in smalls:
-            await insert_rows(conn, tenant, SMALL if tenant != smalls[0] else 20 * SMALL)
+            await insert_rows(conn, tenant, SMALL if tenant != smalls[0] else 20 * SMALL, analyze=False)
         secret = {}
         for name, tenant, scope, agent in (("other tenant", other, "global", None), ("a2", big, "private", "a2")):
             secret[name] = await conn.fetchval(

@@ -30,7 +30,10 @@ FROM generate_series(1, $2) AS g,
 """
 
 
-async def insert_rows(conn: asyncpg.Connection, tenant_id: str, n: int) -> None:
-    """n rows of tenant_id (which must exist), then ANALYZE so the planner knows them."""
+async def insert_rows(conn: asyncpg.Connection, tenant_id: str, n: int, *, analyze: bool = True) -> None:
+    """n rows of tenant_id (which must exist), then ANALYZE so the planner knows them. A caller
+    loading many tenants passes analyze=False and analyses once at the end: each ANALYZE samples
+    the whole table again (~1.5 s on a shared 2-core machine at 10,000 rows)."""
     await conn.execute(_INSERT, tenant_id, n, START)
-    await conn.execute("ANALYZE memories")
+    if analyze:
+        await conn.execute("ANALYZE memories")
