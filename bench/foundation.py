@@ -312,6 +312,18 @@ def environment() -> dict:
             "machine": platform.machine()}
 
 
+def wait_for_quiet(load: float, wait_s: float) -> dict:
+    """Waits until the 1-minute load average is at most `load` or `wait_s` has passed."""
+    t0 = time.monotonic()
+    print(f"  waiting for a 1-minute load average <= {load} (at most {wait_s:.0f} s)", flush=True)
+    while os.getloadavg()[0] > load and time.monotonic() - t0 < wait_s:
+        time.sleep(10.0)
+    quiet = os.getloadavg()[0] <= load
+    print(f"  {'quiet' if quiet else 'NOT quiet'} after {time.monotonic() - t0:.0f} s: load {os.getloadavg()[0]:.2f}",
+          flush=True)
+    return {"below": load, "waited_s": time.monotonic() - t0, "quiet": quiet}
+
+
 def report(env: dict, n: int, w: dict, s: dict, server_rss: float, total_s: float) -> None:
     ms = s["ms"]
     print(f"environment: {env['cpu_count']} cores ({env['affinity']} usable), load at start "

@@ -46,7 +46,7 @@ from pathlib import Path
 
 from foundation import (  # also sets the OMP environment as the server does
     TENANT, channel_times, environment, explain_channels, load_locomo, memory_texts, pct, print_plans, rss_mb,
-    running_server, vector_floor,
+    running_server, vector_floor, wait_for_quiet,
 )
 from bulk import SEED, bulk_load
 from memplane import MemoryClient
@@ -338,18 +338,6 @@ def bench_search(picks: list[Target], e5: E5, dsn: str, queries: list[tuple[str,
                          "keyword_common_share": settings.keyword_common_share,
                          "search_walk_min_memories": settings.search_walk_min_memories},
             "plans": plans, "rows": rows}
-
-
-def wait_for_quiet(load: float, wait_s: float) -> dict:
-    """Waits until the 1-minute load average is at most `load` or `wait_s` has passed."""
-    t0 = time.monotonic()
-    print(f"  waiting for a 1-minute load average <= {load} (at most {wait_s:.0f} s)", flush=True)
-    while os.getloadavg()[0] > load and time.monotonic() - t0 < wait_s:
-        time.sleep(10.0)
-    quiet = os.getloadavg()[0] <= load
-    print(f"  {'quiet' if quiet else 'NOT quiet'} after {time.monotonic() - t0:.0f} s: load {os.getloadavg()[0]:.2f}",
-          flush=True)
-    return {"below": load, "waited_s": time.monotonic() - t0, "quiet": quiet}
 
 
 def report(env: dict, n: int, stats: dict, ld: dict, s: dict, rss: dict, total_s: float, tenancy: dict | None) -> None:
