@@ -15,7 +15,7 @@ from memplane_server.core.tokens import keyword_tokens, lookup_names
 from memplane_server.services.search import SearchQuery, SearchService
 from memplane_server.services.search_channels import PREFERENCES, QueryParts, plan_channels
 from memplane_server.services.write import WriteService
-from memplane_server.stores.postgres import memories
+from memplane_server.stores.postgres import lexical
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -70,7 +70,7 @@ async def test_the_lexical_channels_statements_are_sent_before_the_embedding_is_
     world = await world_with_ana(deps, make_tenant)
     events: list[str] = []
     sent = asyncio.Event()
-    real_rows = memories.search_rows
+    real_rows = lexical.search_rows
 
     async def observed_rows(conn, sql, *params):
         # The statement leaves for PostgreSQL here (stores/postgres/plans.py).
@@ -80,7 +80,7 @@ async def test_the_lexical_channels_statements_are_sent_before_the_embedding_is_
             sent.set()
         return await real_rows(conn, sql, *params)
 
-    monkeypatch.setattr(memories, "search_rows", observed_rows)
+    monkeypatch.setattr(lexical, "search_rows", observed_rows)
     held = replace(deps, embedder=HeldEmbedder(deps.embedder, sent, events))
     hits = await SearchService(held).search(world.writer, SearchQuery(QUERY, filter=MemoryFilter(kinds=(Kind.FACT,))))
     assert hits

@@ -141,6 +141,31 @@ async def test_vector_channels_sharing_a_narrow_filter_share_one_scan_and_answer
     assert {name: [(s.record.id, s.score) for s in scored] for name, scored in zip(family, found)} == alone
 
 
+class CountingSessions(MemoryStore):
+    opened = 0
+
+    def session(self, caller):
+        self.opened += 1
+        return super().session(caller)
+
+
+async def test_lexical_channels_started_together_share_one_session_and_answer_as_alone(deps, big):
+    store = CountingSessions(deps.memories.pool, default_max_memories=0)
+    plan = plan_channels(store, deps.settings, big, MemoryFilter(), parts_of("What is Person 7's attr3 or w14?"),
+                         limit=50, as_of=None)
+    lexical = [name for name in plan if name.startswith("keyword") or name == "exact"]
+    assert {"keyword", "exact"} <= set(lexical)
+    alone = {name: [(s.record.id, s.score) for s in await plan[name]()] for name in lexical}
+    opened = store.opened
+    with explaining() as plans:
+        found = await asyncio.gather(*(plan[name]() for name in lexical))
+    assert store.opened == opened + 1
+    # The keyword channels' matches in one statement, the facts, then the chosen keyword rows.
+    assert len(plans) == 3 and plans[0].count("Function Scan on mp_keyword_matches") == len(lexical) - 1, plans[0]
+    assert all(alone.values())
+    assert {name: [(s.record.id, s.score) for s in scored] for name, scored in zip(lexical, found)} == alone
+
+
 async def test_keyword_matches_carry_the_counts_bm25_reads(deps, big):
     """Counted in SQL: each match's query terms with their counts, and the count of all its tokens,
     as parsing its whole token list gives them."""

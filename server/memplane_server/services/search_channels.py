@@ -8,7 +8,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 import numpy as np
 
@@ -21,6 +21,7 @@ from ..core.time_expressions import TimeRange
 from ..settings import Settings
 from ..core.model import Scored
 from ..stores.postgres.memories import MemoryStore
+from ..stores.postgres.lexical import FactQuery, KeywordQuery
 from ..stores.postgres.nearest import VectorQuery
 
 # The keyword channels read this many times their share of candidates (their tokens only), so
@@ -29,6 +30,7 @@ KEYWORD_POOL = 4
 PREFERENCES = "preferences"
 CHANNEL_ORDER = ("vector", "keyword", "vector_context", "keyword_context", "last_turn", "exact", "time", PREFERENCES)
 T = TypeVar("T")
+Q = TypeVar("Q")
 
 
 @dataclass(frozen=True)
@@ -46,18 +48,18 @@ class QueryParts:
 Plan = dict[str, Callable[[], Awaitable[list[Scored]]]]
 
 
-class VectorBatch:
-    """The vector-family channels started together (in one turn of the event loop, as Search starts
-    its plan) run as one statement in one session: each channel alone paid BEGIN, the caller's
-    settings, COMMIT and a pooled connection, and built its own records of the memories the others
-    found too. A channel started alone (benchmarks time them one by one) runs alone."""
+class SessionBatch(Generic[Q]):
+    """Channels started together (in one turn of the event loop, as Search starts its plan) run in
+    one store call, in one session: each channel alone paid BEGIN, the caller's settings, COMMIT and
+    a pooled connection, and built its own records of the memories the others found too. A channel
+    started alone (benchmarks time them one by one) runs alone."""
 
-    def __init__(self, store: MemoryStore, caller: Caller) -> None:
-        self.store, self.caller = store, caller
-        self._waiting: list[tuple[VectorQuery, asyncio.Future[list[Scored]]]] = []
+    def __init__(self, run: Callable[[list[Q]], Awaitable[list[list[Scored]]]]) -> None:
+        self._run = run
+        self._waiting: list[tuple[Q, asyncio.Future[list[Scored]]]] = []
         self._running: set[asyncio.Task] = set()
 
-    async def search(self, query: VectorQuery) -> list[Scored]:
+    async def search(self, query: Q) -> list[Scored]:
         loop = asyncio.get_running_loop()
         if not self._waiting:
             loop.call_soon(self._start)
@@ -67,7 +69,7 @@ class VectorBatch:
 
     def _start(self) -> None:
         batch, self._waiting = self._waiting, []
-        task = asyncio.ensure_future(self.store.vector_searches(self.caller, [q for q, _ in batch]))
+        task = asyncio.ensure_future(self._run([q for q, _ in batch]))
         self._running.add(task)
 
         def answer(done: asyncio.Task) -> None:
@@ -129,19 +131,19 @@ def lexical_channels(
     limit: int, as_of: datetime | None,
 ) -> Plan:
     """The channels that need only the query's text (its tokens and names), not its vectors: Search
-    starts them while the query is embedded."""
+    starts them while the query is embedded; started together, they run in one session."""
     persistent, windows = _searched(settings, f)
     plan: Plan = {}
     if not persistent:
         return plan
+    batch: SessionBatch[KeywordQuery | FactQuery] = SessionBatch(lambda queries: store.lexical_searches(caller, queries))
     if parts.terms:
         for suffix, w in (("", False), ("_context", True)):
             if w and not windows:
                 continue
-            plan[f"keyword{suffix}"] = lambda w=w: store.keyword_search(
-                caller, f, parts.terms, pool=limit * KEYWORD_POOL, as_of=as_of, windows=w,
-                choose=lambda matches: best_matches(parts.terms, matches, limit),
-                common_share=settings.keyword_common_share)
+            plan[f"keyword{suffix}"] = lambda w=w: batch.search(KeywordQuery(
+                f, parts.terms, limit * KEYWORD_POOL, as_of, lambda matches: best_matches(parts.terms, matches, limit),
+                w, settings.keyword_common_share))
     if parts.names:
         facts, valid = f, None
         if (parts.intent is Intent.HISTORY or parts.time_range is not None) and not f.statuses:
@@ -149,7 +151,7 @@ def lexical_channels(
             # was X in 2022?", which asks for the version valid then.
             facts = replace(f, statuses=(Status.ACTIVE, Status.PENDING, Status.SUPERSEDED))
             valid = parts.time_range
-        plan["exact"] = lambda: store.fact_lookup(caller, facts, parts.names, limit=limit, as_of=as_of, valid=valid)
+        plan["exact"] = lambda: batch.search(FactQuery(facts, parts.names, limit, as_of, valid))
     return plan
 
 
@@ -162,7 +164,7 @@ def vector_channels(
     plan: Plan = {}
     if not persistent:
         return plan
-    batch = VectorBatch(store, caller)
+    batch: SessionBatch[VectorQuery] = SessionBatch(lambda queries: store.vector_searches(caller, queries))
     plan["vector"] = lambda: batch.search(VectorQuery(f, parts.vector, limit, as_of))
     if windows:
         plan["vector_context"] = lambda: batch.search(VectorQuery(f, parts.vector, limit, as_of, True))

@@ -1,7 +1,6 @@
 """SQL for the memories table and its append-only history."""
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -19,22 +18,17 @@ from ...core.model import (
     Status, Trace,
 )
 from ...core.time_expressions import TimeRange
-from ...core.tokens import tsquery_from_tokens
 from .contexts import WINDOW_KINDS, mark_sessions
 from ...core.requests import RequestKey
+from .lexical import FactQuery, KeywordQuery, LexicalQuery, lexical
 from .nearest import VectorQuery, Walks, nearest
 from .memory_writes import Stored, StoredDraft, WriteTransaction, append_history
-from .plans import search_rows
 from .session import caller_session
 from .sql import (
     MEMORY_COLUMNS, Params, aware, filter_clauses, record_from_json, record_from_row, visibility, writable,
 )
 
 _MAX_LISTED_IDS = 1000
-# The keyword match ranks at most about this many rows per candidate read back: at 100,000 memories
-# a term under the common share matched up to 5,000 rows, all ranked to keep 200 (migration 0027).
-MATCHES_PER_CANDIDATE = 5
-
 
 
 async def _unwindow(conn: asyncpg.Connection, changed: Sequence[MemoryRecord]) -> None:
@@ -164,74 +158,21 @@ class MemoryStore:
         choose: Callable[[list[KeywordMatch]], list[KeywordMatch]], windows: bool = False,
         common_share: float = 1.0,
     ) -> list[Scored]:
-        """Memories whose tokens (or turn window's tokens) hold a term: the best `pool` by SQL rank
-        are read with their tokens only, `choose` orders and cuts them, and only the chosen are
-        read whole (records are the costly part of a channel on the event loop). Terms in more
-        than common_share of the tenant's rows do not make a row match (none does when all terms
-        are that common), but still count in the rank; of the others, the rarest join the match
-        while their expected matches stay within MATCHES_PER_CANDIDATE * pool (migration 0027)."""
-        column = "m.context_keywords" if windows else "m.keywords"
-        # The matching rows come from mp_keyword_matches (migration 0013), which can use its index
-        # where `@@` under row-level security cannot; they are read back here under the policy.
-        p = Params(tsquery_from_tokens(list(terms)), list(dict.fromkeys(terms)), windows, common_share,
-                   MATCHES_PER_CANDIDATE * pool)
-        where = [visibility(caller, p), *filter_clauses(f, p, as_of=as_of)]
-        async with self.session(caller) as conn:
-            rows = await search_rows(
-                conn,
-                # Sorted by the rank the function gives, its rows are read back one by one only until
-                # `pool` of them pass the caller's filters. BM25 needs of a row only the counts of the
-                # query's terms and of all its tokens: counted here, the whole token list is neither
-                # sent nor parsed (parsing 200 windows' lists was the most CPU of a search in Python).
-                f"SELECT m.id, k.rank, t.length, t.lexemes, t.counts"
-                f" FROM (SELECT * FROM mp_keyword_matches($2::text[], to_tsquery('simple', $1), $3, $4::real, $5::int)"
-                f" ORDER BY rank DESC, created_at DESC) AS k"
-                f" JOIN memories m ON m.tenant_id = k.tenant_id AND m.id = k.id"
-                f" CROSS JOIN LATERAL (SELECT sum(greatest(cardinality(u.positions), 1))::int AS length,"
-                f" array_agg(u.lexeme) FILTER (WHERE u.lexeme = ANY($2::text[])) AS lexemes,"
-                f" array_agg(greatest(cardinality(u.positions), 1)) FILTER (WHERE u.lexeme = ANY($2::text[])) AS counts"
-                f" FROM unnest({column}) AS u) AS t"
-                f" WHERE {' AND '.join(where)}"
-                f" ORDER BY k.rank DESC, k.created_at DESC LIMIT {p.add(pool)}",
-                *p.values,
-            )
-            chosen = await asyncio.to_thread(  # ranking: CPU work, off the event loop
-                lambda: choose([KeywordMatch(r["id"], float(r["rank"]), dict(zip(r["lexemes"] or (), r["counts"] or ())),
-                                             r["length"] or 0) for r in rows]))
-            if not chosen:
-                return []
-            p = Params([m.id for m in chosen])
-            records = await search_rows(
-                conn, f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id = ANY($1::uuid[]) AND {visibility(caller, p)}",
-                *p.values,
-            )
-        by_id = {r["id"]: r for r in records}
-        return [Scored(record_from_row(by_id[m.id]), m.score) for m in chosen if m.id in by_id]
+        """One keyword channel alone (stores/postgres/lexical.py)."""
+        return (await self.lexical_searches(
+            caller, [KeywordQuery(f, terms, pool, as_of, choose, windows, common_share)]))[0]
 
     async def fact_lookup(
         self, caller: Caller, f: MemoryFilter, names: Sequence[str], *, limit: int, as_of: datetime | None,
         valid: TimeRange | None = None,
     ) -> list[Scored]:
-        """Structured facts whose entity or attribute is one of the names (lowercase), and (valid)
-        that held at some time in the range; facts naming both first, then the newest. The score
-        is how many of the two matched."""
-        # The stored lowercase keys (migration 0013), not lower(): an index on them serves under RLS.
-        p = Params(list(names))
-        where = [visibility(caller, p), *filter_clauses(f, p, as_of=as_of), "m.entity_key IS NOT NULL",
-                 "(m.entity_key = ANY($1::text[]) OR m.attribute_key = ANY($1::text[]))"]
-        if valid is not None:
-            where.append(f"coalesce(m.valid_from, m.occurred_at) < {p.add(valid.end)}")
-            where.append(f"(m.valid_to IS NULL OR m.valid_to > {p.add(valid.start)})")
+        """The exact channel alone (stores/postgres/lexical.py)."""
+        return (await self.lexical_searches(caller, [FactQuery(f, names, limit, as_of, valid)]))[0]
+
+    async def lexical_searches(self, caller: Caller, queries: Sequence[LexicalQuery]) -> list[list[Scored]]:
+        """Several keyword and exact searches in one session (stores/postgres/lexical.py)."""
         async with self.session(caller) as conn:
-            rows = await search_rows(
-                conn,
-                f"SELECT {MEMORY_COLUMNS}, (m.entity_key = ANY($1::text[]))::int"
-                f" + (coalesce(m.attribute_key = ANY($1::text[]), false))::int AS matched"
-                f" FROM memories m WHERE {' AND '.join(where)}"
-                f" ORDER BY matched DESC, m.valid_from DESC NULLS LAST, m.created_at DESC LIMIT {p.add(limit)}",
-                *p.values,
-            )
-        return [Scored(record_from_row(r), float(r["matched"])) for r in rows]
+            return await lexical(conn, caller, queries)
 
     async def mark_used(self, caller: Caller, ids: Sequence[uuid.UUID], *, at: datetime | None = None) -> None:
         """Usage counters (at: the time of use, now when None); only rows the caller may change (a

@@ -1,4 +1,4 @@
-"""VectorBatch: channels started in the same turn of the event loop share one store call; a channel
+"""SessionBatch: channels started in the same turn of the event loop share one store call; a channel
 started alone is a call of its own; a failure reaches every channel of the call."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 
 from memplane_server.core.caller import Caller, Role
 from memplane_server.core.model import MemoryFilter
-from memplane_server.services.search_channels import VectorBatch
+from memplane_server.services.search_channels import SessionBatch
 from memplane_server.stores.postgres.nearest import VectorQuery
 
 CALLER = Caller(key_id="k", role=Role.WRITER, tenant_id="t", agent_id=None, domains={})
@@ -36,7 +36,7 @@ def test_channels_started_together_share_one_call_and_get_their_own_answers():
     store = Store()
 
     async def run():
-        batch = VectorBatch(store, CALLER)
+        batch = SessionBatch(lambda queries: store.vector_searches(CALLER, queries))
         together = await asyncio.gather(*(asyncio.ensure_future(batch.search(query(n))) for n in (1, 2, 3)))
         alone = await batch.search(query(4))
         return together, alone
@@ -48,7 +48,7 @@ def test_channels_started_together_share_one_call_and_get_their_own_answers():
 
 def test_a_failed_call_fails_every_channel_in_it():
     async def run():
-        batch = VectorBatch(Store(fail=True), CALLER)
+        batch = SessionBatch(lambda queries: Store(fail=True).vector_searches(CALLER, queries))
         return await asyncio.gather(batch.search(query(1)), batch.search(query(2)), return_exceptions=True)
 
     assert [str(e) for e in asyncio.run(run())] == ["down", "down"]
@@ -56,7 +56,7 @@ def test_a_failed_call_fails_every_channel_in_it():
 
 def test_a_cancelled_channel_leaves_the_others_their_answers():
     async def run():
-        batch = VectorBatch(Store(), CALLER)
+        batch = SessionBatch(lambda queries: Store().vector_searches(CALLER, queries))
         first, second = asyncio.ensure_future(batch.search(query(1))), asyncio.ensure_future(batch.search(query(2)))
         await asyncio.sleep(0)
         first.cancel()
