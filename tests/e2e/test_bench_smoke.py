@@ -43,6 +43,15 @@ def test_search_scale_benchmark_runs_over_many_tenants():
 
 
 @pytest.mark.skipif(not LOCOMO.exists(), reason="needs ../shared/bench beside the checkout, as CI has")
+def test_shared_scan_benchmark_runs_and_both_ways_answer_alike():
+    out = subprocess.run([sys.executable, str(BENCH / "shared_scan.py"), "--memories", "300", "--queries", "3",
+                          "--others", "30000"], capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:] + out.stdout[-3000:]
+    assert "answers differing: 0; tenant walked: False" in out.stdout and "shared/apart: p50" in out.stdout
+    assert "--- EXPLAIN shared" in out.stdout and "CTE Scan on shared0" in out.stdout
+
+
+@pytest.mark.skipif(not LOCOMO.exists(), reason="needs ../shared/bench beside the checkout, as CI has")
 def test_forget_benchmark_runs_end_to_end():
     out = subprocess.run([sys.executable, str(BENCH / "forget.py"), "--memories", "150", "--keep", "30", "--queries",
                           "3", "--embed-cap", "10", "--soft"], capture_output=True, text=True, timeout=900)

@@ -6,6 +6,7 @@ match."""
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import replace
 from datetime import datetime, timezone
 
@@ -164,6 +165,25 @@ async def test_lexical_channels_started_together_share_one_session_and_answer_as
     assert len(plans) == 3 and plans[0].count("Function Scan on mp_keyword_matches") == len(lexical) - 1, plans[0]
     assert all(alone.values())
     assert {name: [(s.record.id, s.score) for s in scored] for name, scored in zip(lexical, found)} == alone
+
+
+async def test_broad_vector_channels_of_a_tenant_sorted_exactly_read_its_rows_once_and_answer_as_alone(deps, big):
+    """The tenant's rows are scanned once for the three channels' distances; each channel's nearest
+    are then read back by id (memories_id), and each answers as it does alone."""
+    exact = MemoryStore(deps.memories.pool, default_max_memories=0, walk_min_memories=10 * ROWS)
+    parts = replace(parts_of(QUERIES[0]), last_turn_vector=parts_of(QUERIES[1]).vector)
+    plan = plan_channels(exact, deps.settings, big, MemoryFilter(), parts, limit=50, as_of=None)
+    family = ["vector", "vector_context", "last_turn"]
+    assert set(family) <= set(plan)
+    alone = {name: [(s.record.id, s.score) for s in await plan[name]()] for name in family}
+    with explaining() as plans:
+        found = await asyncio.gather(*(plan[name]() for name in family))
+    assert len(plans) == 1 and plans[0].count("CTE Scan on shared0") == 3, plans[0]
+    scans = re.findall(r"(Seq Scan|Bitmap Heap Scan|Index Scan using \w+|Index Only Scan using \w+) on memories\b",
+                       plans[0])
+    assert scans.count("Index Scan using memories_id") == 3 and len(scans) == 4, plans[0]
+    assert all(len(rows) == 50 for rows in alone.values())
+    assert {name: [(s.record.id, s.score) for s in scored] for name, scored in zip(family, found)} == alone
 
 
 async def test_keyword_matches_carry_the_counts_bm25_reads(deps, big):

@@ -136,3 +136,22 @@ async def test_the_walk_does_not_cross_tenants_or_agents(world, store, monkeypat
     assert {s.record.tenant_id for s in found} == {world["big"]}
     (owner,), _ = await planned(store, caller(world["big"], "a2"), [VectorQuery(MemoryFilter(), world["query"], 50)])
     assert owner[0].record.id == world["secret"]["a2"]  # the walk does reach the row, for its agent
+
+
+@pytest.mark.parametrize("app_predicate", [True, False])
+async def test_the_shared_scan_of_a_tenant_sorted_exactly_does_not_cross_tenants_or_agents(
+        deps, world, monkeypatch, app_predicate):
+    """The big tenant below the store's threshold: its vector and window channels share one scan
+    (ids and distances, rows read back by id), which holds to the caller's rows like the walk."""
+    if not app_predicate:  # row-level security alone must hold on this path too
+        monkeypatch.setattr(nearest_module, "visibility", lambda caller, p: "TRUE")
+    exact = MemoryStore(deps.memories.pool, default_max_memories=0, walk_min_memories=10 * BIG)
+    pair = [VectorQuery(MemoryFilter(), world["query"], 50),
+            VectorQuery(MemoryFilter(), world["query"], 50, windows=True)]
+    found, plans = await planned(exact, caller(world["big"], "a1"), pair)
+    assert len(plans) == 1 and plans[0].count("CTE Scan on shared0") == 2 and HNSW not in plans[0], plans[0]
+    ids = {s.record.id for scored in found for s in scored}
+    assert all(len(scored) == 50 for scored in found) and not ids & set(world["secret"].values())
+    assert {s.record.tenant_id for scored in found for s in scored} == {world["big"]}
+    (owner, _), _ = await planned(exact, caller(world["big"], "a2"), pair)
+    assert owner[0].record.id == world["secret"]["a2"]  # the scan does reach the row, for its agent

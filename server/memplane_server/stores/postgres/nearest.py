@@ -3,7 +3,6 @@ time, preferences): one query alone, or several at once in one statement; and wh
 the HNSW graph rather than sort the tenant's rows."""
 from __future__ import annotations
 
-import re
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -27,7 +26,6 @@ SIZE_SECONDS = 60.0
 # Tenants whose size is remembered (the least recently searched forget it): a platform of a
 # million tenants must not grow every server by an entry each.
 SIZES_KEPT = 10_000
-_BARE = re.compile(r"\bm\.")  # the memory columns as a shared scan's rows name them
 
 
 @dataclass(frozen=True)
@@ -49,27 +47,38 @@ def _select(caller: Caller, q: VectorQuery, p: Params, vector: str, extra: str =
 
 
 def _shared_scan(caller: Caller, group: Sequence[tuple[int, VectorQuery]], p: Params, vector, name: str) -> list[str]:
-    """Queries with the same filter naming a session (the vector and turn-window channels of a search
-    in one session) read its rows once: each row's distances to the query, by its own vector and by
-    its window's, in one pass, then each query takes its nearest. Twice, the same rows were fetched
-    and their vectors read twice. Only a session's rows: they are few and sorted exactly anyway;
-    another narrow filter (a user's, a kind's) may keep most of a big tenant, which a materialised
-    scan would hold whole where each query's own plan keeps only its nearest."""
+    """Queries with the same filter and as_of (the vector, turn-window and last-turn channels of one
+    search) read the filter's rows once: each row's id and its distance to each query, by its own
+    vector and by its window's, in one pass; each query takes its nearest ids from that and reads
+    the memory columns of just those rows back by id. Alone, each sorted the same rows, reading
+    their vectors (TOAST) twice. The scan holds ids and distances only, so a filter keeping
+    thousands of rows holds tens of bytes each, where whole rows would hold their text too."""
     base = group[0][1]
-    where = [visibility(caller, p), *filter_clauses(base.filter, p, as_of=base.as_of)]
+    seen = visibility(caller, p)
+    columns = sorted({"m.context_embedding" if q.windows else "m.embedding" for _, q in group})
+    where = [seen, *filter_clauses(base.filter, p, as_of=base.as_of),
+             "(" + " OR ".join(f"{c} IS NOT NULL" for c in columns) + ")"]
     distances = ", ".join(
         f"{'m.context_embedding' if q.windows else 'm.embedding'} <=> {vector(q.vector)} AS d{i}" for i, q in group)
-    scan = f"{name} AS MATERIALIZED (SELECT {MEMORY_COLUMNS}, {distances} FROM memories m WHERE {' AND '.join(where)})"
-    columns = _BARE.sub("", MEMORY_COLUMNS)
-    return [scan, *(f"(SELECT {columns}, 1 - d{i} AS similarity, {i} AS query FROM {name} WHERE d{i} IS NOT NULL"
-                    f" ORDER BY d{i} LIMIT {p.add(q.limit)})" for i, q in group)]
+    scan = f"{name} AS MATERIALIZED (SELECT m.id, {distances} FROM memories m WHERE {' AND '.join(where)})"
+    # Read back in the same statement, so under the same snapshot: the rows the scan found, under
+    # the same visibility (and row-level security) again, nearest first (numbered, so that rows at
+    # the same distance keep the order their sort gave them).
+    return [scan, *(f"(SELECT {MEMORY_COLUMNS}, 1 - s.d AS similarity, {i} AS query FROM (SELECT id, d,"
+                    f" row_number() OVER () AS n FROM (SELECT id, d{i} AS d FROM {name} WHERE d{i} IS NOT NULL"
+                    f" ORDER BY d{i} LIMIT {p.add(q.limit)}) nearest) s JOIN memories m ON m.id = s.id"
+                    f" WHERE {seen} ORDER BY s.n)" for i, q in group)]
 
 
-def nearest_statement(caller: Caller, queries: Sequence[VectorQuery]) -> tuple[str, Params]:
+def nearest_statement(caller: Caller, queries: Sequence[VectorQuery], *, walk: bool = False
+                      ) -> tuple[str, Params]:
     """One query is the plain statement (the floor the benchmarks measure Search against is this
     statement). Several are a UNION ALL of the same statements, each keeping its ORDER BY and LIMIT,
     so each still walks its HNSW index (tests/integration/test_search_plans.py); a vector shared by
-    several is sent once, and queries in the same session share one scan of its rows."""
+    several is sent once. Queries with the same filter and as_of share one scan of its rows
+    (`_shared_scan`) in a tenant sorted exactly; in a walked one (walk) only a session's do: its
+    broad queries walk the graph instead, and another narrow filter (a user's, a kind's) may keep
+    most of a big tenant, which each query's own plan may serve better than a scan of all of it."""
     p = Params()
     placeholders: dict[int, str] = {}
 
@@ -82,7 +91,7 @@ def nearest_statement(caller: Caller, queries: Sequence[VectorQuery]) -> tuple[s
         return _select(caller, queries[0], p, vector(queries[0].vector)), p
     groups: list[list[tuple[int, VectorQuery]]] = []
     for i, q in enumerate(queries):
-        same = next((g for g in groups if q.filter.session_id is not None
+        same = next((g for g in groups if (not walk or q.filter.session_id is not None)
                      and (g[0][1].filter, g[0][1].as_of) == (q.filter, q.as_of)), None)
         if same is None:
             groups.append([(i, q)])
@@ -171,7 +180,7 @@ async def nearest(conn: asyncpg.Connection, caller: Caller, queries: Sequence[Ve
             continue
         if n == 1:  # transaction-local: gone at the session's commit
             await conn.execute("SET LOCAL enable_sort = off")
-        sql, p = nearest_statement(caller, [queries[i] for i in group])
+        sql, p = nearest_statement(caller, [queries[i] for i in group], walk=walk)
         for i, scored in zip(group, scored_by_query(await search_rows(conn, sql, *p.values), len(group))):
             found[i] = scored
     return found
