@@ -357,5 +357,5 @@ async def serve(settings: Settings, database_url: str, redis_url: str, *, ready:
         r.stop()
     idle = await drain.wait_idle(grace)
     await server.stop(0 if idle else SERVER_STOP_SECONDS)
-    await _finish(tasks, deadline)
+    await _finish([*tasks, asyncio.ensure_future(services.searches.usage.flush())], deadline)
     await runtime.close()

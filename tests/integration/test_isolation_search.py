@@ -19,7 +19,6 @@ To see it fail, drop the agent condition from the private branch of `mp_entity_l
 """
 from __future__ import annotations
 
-import asyncio
 import re
 import uuid
 from dataclasses import replace
@@ -65,8 +64,8 @@ class SearchRules:
         service = SearchService(replace(self.deps, settings=self.deps.settings.model_copy(update=self.SETTINGS)))
         hits, err = await self.attempt(
             service.search(caller, SearchQuery(query, filter=memory_filter, top_k=top_k, explain=explain)))
-        # Usage counters are updated in the background; let them land before the next snapshot.
-        await asyncio.gather(*getattr(service, "_background", ()), return_exceptions=True)
+        # Usage counters are written a moment later; let them land before the next snapshot.
+        await service.usage.flush()
         self.check_ok("Search", caller, err)
         working = [h.memory for h in hits if h.memory.layer is Layer.WORKING]
         for r in working:

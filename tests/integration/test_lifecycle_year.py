@@ -104,7 +104,7 @@ async def test_a_year_of_monthly_runs_applies_each_rule_when_due_and_every_dry_r
         for name in ("hot_event", "doubted_fact", "used_lesson"):
             hits = await searches.search(world.writer, SearchQuery(name, MemoryFilter(tags=(name,)), top_k=1))
             assert [h.memory.id for h in hits] == [ids[name]]
-        await asyncio.gather(*searches._background)  # the usage counters, recorded in the background
+        await searches.usage.flush()  # the usage counters, written a moment after the searches
         dry = await lifecycle.run_for(world.tenant_id, dry_run=True)
         real = await lifecycle.run_for(world.tenant_id, dry_run=False)
         predicted, done = report_to_json(dry), report_to_json(real)

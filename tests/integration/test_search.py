@@ -145,6 +145,23 @@ async def test_search_counts_usage(deps, make_tenant):
     assert used.use_count == 1 and used.last_used_at is not None
 
 
+async def test_searches_close_together_count_every_use(deps, make_tenant):
+    """Their counters are written together, a moment later: two searches are two uses."""
+    import asyncio
+
+    world = await make_tenant()
+    [m] = await seed(deps, world.writer, draft("Unique okapi fact"))
+    service = SearchService(deps)
+    await asyncio.gather(service.search(world.writer, SearchQuery("okapi")),
+                         service.search(world.writer, SearchQuery("okapi fact")))
+    for _ in range(50):
+        used = await deps.memories.get(world.writer, m.id)
+        if used.use_count:
+            break
+        await asyncio.sleep(0.05)
+    assert used.use_count == 2
+
+
 async def test_how_to_questions_favour_procedures(deps, make_tenant):
     world = await make_tenant()
     await seed(deps, world.writer, draft("Deploying the API failed on Friday evening", Kind.EVENT),

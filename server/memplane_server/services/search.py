@@ -36,6 +36,7 @@ from .deps import Deps
 from .graph_channel import CHANNEL as GRAPH, GraphChannel, explain_links
 from .search_channels import PREFERENCES, QueryParts, in_order, lexical_channels, vector_channels
 from .session_channel import CHANNEL as SESSION, SessionChannel, explain_sessions
+from .usage import UsageCounts
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,7 @@ class SearchService:
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
         self._background: set[asyncio.Task] = set()
+        self.usage = UsageCounts(deps.memories, deps.clock)
         self._failures = OncePerCause(log)
         self.graph = GraphChannel(deps.entities, weight=deps.settings.graph_weight,
                                   max_rows=deps.settings.graph_max_entity_rows)
@@ -165,7 +167,7 @@ class SearchService:
             await self._explain_conflicts(caller, hits)
         if not hits:
             self._signal_nothing_found(caller, q.text, q.filter.user_id)
-        self._mark_used(caller, [h.memory.id for h in hits if h.memory.layer is not Layer.WORKING])
+        self.usage.add(caller, [h.memory.id for h in hits if h.memory.layer is not Layer.WORKING])
         return hits
 
     async def _explain_conflicts(self, caller: Caller, hits: list[SearchHit]) -> None:
@@ -236,10 +238,6 @@ class SearchService:
         self._in_background("no-result signal not kept", self.deps.decisions.record(
             caller, subject_type="search", subject_id="", decision="signal", reason=f"nothing found for: {text[:200]}",
             user_id=user_id))
-
-    def _mark_used(self, caller: Caller, ids: list) -> None:
-        self._in_background("usage counters not updated",
-                            self.deps.memories.mark_used(caller, ids, at=self.deps.clock()))
 
     def _in_background(self, failure: str, work) -> None:
         """Bookkeeping the caller should not wait for; its failures are logged once per cause."""

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -174,17 +174,22 @@ class MemoryStore:
         async with self.session(caller) as conn:
             return await lexical(conn, caller, queries)
 
-    async def mark_used(self, caller: Caller, ids: Sequence[uuid.UUID], *, at: datetime | None = None) -> None:
-        """Usage counters (at: the time of use, now when None); only rows the caller may change (a
-        read-only domain member's hits stay as they are)."""
-        if ids:
-            p = Params(list(ids), at)
+    async def mark_used(
+        self, caller: Caller, ids: Sequence[uuid.UUID] | Mapping[uuid.UUID, int], *, at: datetime | None = None,
+    ) -> None:
+        """Usage counters (ids: each used once, or how often each was used; at: the time of the last
+        use, now when None); only rows the caller may change (a read-only domain member's hits stay
+        as they are)."""
+        uses = ids if isinstance(ids, Mapping) else dict.fromkeys(ids, 1)
+        if uses:
+            p = Params(list(uses), list(uses.values()), at)
             async with self.session(caller) as conn:
                 # Counters are best effort: rows another transaction holds (a forget deleting them,
                 # in its own order) are skipped, not waited for, so the two never deadlock.
                 await conn.execute(
-                    f"UPDATE memories m SET last_used_at = coalesce($2::timestamptz, now()), use_count = use_count + 1"
-                    f" WHERE m.id IN (SELECT l.id FROM memories l WHERE l.id = ANY($1::uuid[]) ORDER BY l.id"
+                    f"UPDATE memories m SET last_used_at = coalesce($3::timestamptz, now()), use_count = use_count + u.n"
+                    f" FROM unnest($1::uuid[], $2::int[]) AS u(id, n)"
+                    f" WHERE m.id = u.id AND m.id IN (SELECT l.id FROM memories l WHERE l.id = ANY($1::uuid[]) ORDER BY l.id"
                     f" FOR UPDATE SKIP LOCKED) AND {writable(caller, p)}",
                     *p.values,
                 )
