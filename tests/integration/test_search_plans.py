@@ -113,6 +113,15 @@ async def test_the_rarest_terms_join_the_match_while_their_expected_matches_fit_
     assert alone and all("'x3'" in k for k in alone)
 
 
+async def alone_and_together(plan, names: list[str]) -> tuple[dict, dict, list[str]]:
+    """Each channel's answer run alone, then all started together (as Search starts them), with the
+    plans of what ran together."""
+    alone = {name: [(s.record.id, s.score) for s in await plan[name]()] for name in names}
+    with explaining() as plans:
+        found = await asyncio.gather(*(plan[name]() for name in names))
+    return alone, {name: [(s.record.id, s.score) for s in scored] for name, scored in zip(names, found)}, plans
+
+
 async def test_vector_channels_started_together_are_one_statement_on_their_indexes(deps, big):
     # A tenant too small to walk the graph (tests/integration/test_vector_walk.py has the big one's two statements).
     exact = MemoryStore(deps.memories.pool, default_max_memories=0, walk_min_memories=10 * ROWS)
@@ -120,12 +129,10 @@ async def test_vector_channels_started_together_are_one_statement_on_their_index
                          as_of=None)
     family = [name for name in plan if name.startswith("vector") or name in ("time", "preferences")]
     assert {"vector", "time", "preferences"} <= set(family)
-    alone = {name: [(s.record.id, s.score) for s in await plan[name]()] for name in family}
-    with explaining() as plans:
-        found = await asyncio.gather(*(plan[name]() for name in family))
+    alone, together, plans = await alone_and_together(plan, family)
     assert len(plans) == 1
     assert "Seq Scan on memories" not in plans[0]
-    assert {name: [(s.record.id, s.score) for s in scored] for name, scored in zip(family, found)} == alone
+    assert together == alone
 
 
 async def test_vector_channels_sharing_a_narrow_filter_share_one_scan_and_answer_as_alone(deps, big):
@@ -134,12 +141,10 @@ async def test_vector_channels_sharing_a_narrow_filter_share_one_scan_and_answer
     plan = plan_channels(exact, deps.settings, big, MemoryFilter(session_id="session-3"), parts, limit=5, as_of=None)
     family = ["vector", "vector_context", "last_turn"]
     assert set(family) <= set(plan)
-    alone = {name: [(s.record.id, s.score) for s in await plan[name]()] for name in family}
-    with explaining() as plans:
-        found = await asyncio.gather(*(plan[name]() for name in family))
+    alone, together, plans = await alone_and_together(plan, family)
     assert len(plans) == 1 and plans[0].count("CTE Scan on shared0") == 3, plans[0]
     assert all(alone.values())
-    assert {name: [(s.record.id, s.score) for s in scored] for name, scored in zip(family, found)} == alone
+    assert together == alone
 
 
 class CountingSessions(MemoryStore):
@@ -156,15 +161,13 @@ async def test_lexical_channels_started_together_share_one_session_and_answer_as
                          limit=50, as_of=None)
     lexical = [name for name in plan if name.startswith("keyword") or name == "exact"]
     assert {"keyword", "exact"} <= set(lexical)
-    alone = {name: [(s.record.id, s.score) for s in await plan[name]()] for name in lexical}
     opened = store.opened
-    with explaining() as plans:
-        found = await asyncio.gather(*(plan[name]() for name in lexical))
-    assert store.opened == opened + 1
+    alone, together, plans = await alone_and_together(plan, lexical)
+    assert store.opened == opened + len(lexical) + 1  # a session each alone, one together
     # The keyword channels' matches in one statement, the facts, then the chosen keyword rows.
     assert len(plans) == 3 and plans[0].count("Function Scan on mp_keyword_matches") == len(lexical) - 1, plans[0]
     assert all(alone.values())
-    assert {name: [(s.record.id, s.score) for s in scored] for name, scored in zip(lexical, found)} == alone
+    assert together == alone
 
 
 async def test_broad_vector_channels_of_a_tenant_sorted_exactly_read_its_rows_once_and_answer_as_alone(deps, big):
@@ -175,15 +178,13 @@ async def test_broad_vector_channels_of_a_tenant_sorted_exactly_read_its_rows_on
     plan = plan_channels(exact, deps.settings, big, MemoryFilter(), parts, limit=50, as_of=None)
     family = ["vector", "vector_context", "last_turn"]
     assert set(family) <= set(plan)
-    alone = {name: [(s.record.id, s.score) for s in await plan[name]()] for name in family}
-    with explaining() as plans:
-        found = await asyncio.gather(*(plan[name]() for name in family))
+    alone, together, plans = await alone_and_together(plan, family)
     assert len(plans) == 1 and plans[0].count("CTE Scan on shared0") == 3, plans[0]
     scans = re.findall(r"(Seq Scan|Bitmap Heap Scan|Index Scan using \w+|Index Only Scan using \w+) on memories\b",
                        plans[0])
     assert scans.count("Index Scan using memories_id") == 3 and len(scans) == 4, plans[0]
     assert all(len(rows) == 50 for rows in alone.values())
-    assert {name: [(s.record.id, s.score) for s in scored] for name, scored in zip(family, found)} == alone
+    assert together == alone
 
 
 async def test_keyword_matches_carry_the_counts_bm25_reads(deps, big):
