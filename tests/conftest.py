@@ -5,6 +5,7 @@ default, root handling included.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -24,9 +25,11 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
 def make_shared_tmpdir(prefix: str) -> Path:
-    """A temp dir the unprivileged PostgreSQL user can traverse (pytest's tmp_path is 0700)."""
+    """A temp dir the unprivileged PostgreSQL user can traverse (pytest's tmp_path is 0700),
+    removed when the test run ends (each run left one per server it started)."""
     path = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
     path.chmod(0o755)
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
     return path
 
 
