@@ -122,17 +122,33 @@ async def alone_and_together(plan, names: list[str]) -> tuple[dict, dict, list[s
     return alone, {name: [(s.record.id, s.score) for s in scored] for name, scored in zip(names, found)}, plans
 
 
+async def exact_nearest(deps, caller: Caller, vector, *, windows: bool = False, limit: int = 50) -> list:
+    """The tenant's true nearest (every row's distance, no index), as an exactly searched tenant's
+    shared scan answers; run alone, a channel's statement may walk the HNSW graph instead, when the
+    planner prefers it for a tenant this small in a table grown by the other tests."""
+    column = "context_embedding" if windows else "embedding"
+    async with deps.memories.pool.acquire() as conn, conn.transaction():
+        await conn.execute("SET LOCAL enable_indexscan = off")
+        rows = await conn.fetch(
+            f"SELECT id, 1 - ({column} <=> $1) AS similarity FROM memories WHERE tenant_id = $2 AND {column} IS NOT NULL"
+            f" AND status = 'active' ORDER BY {column} <=> $1 LIMIT $3", vector, caller.tenant_id, limit)
+    return [(r["id"], r["similarity"]) for r in rows]
+
+
 async def test_vector_channels_started_together_are_one_statement_on_their_indexes(deps, big):
     # A tenant too small to walk the graph (tests/integration/test_vector_walk.py has the big one's two statements).
     exact = MemoryStore(deps.memories.pool, default_max_memories=0, walk_min_memories=10 * ROWS)
     plan = plan_channels(exact, deps.settings, big, MemoryFilter(), parts_of(QUERIES[2]), limit=50,
                          as_of=None)
     family = [name for name in plan if name.startswith("vector") or name in ("time", "preferences")]
-    assert {"vector", "time", "preferences"} <= set(family)
+    assert {"vector", "vector_context", "time", "preferences"} <= set(family)
     alone, together, plans = await alone_and_together(plan, family)
     assert len(plans) == 1
     assert "Seq Scan on memories" not in plans[0]
-    assert together == alone
+    assert {name: together[name] for name in ("time", "preferences")} == {name: alone[name] for name in ("time", "preferences")}
+    vector = parts_of(QUERIES[2]).vector
+    assert together["vector"] == await exact_nearest(deps, big, vector)
+    assert together["vector_context"] == await exact_nearest(deps, big, vector, windows=True)
 
 
 async def test_vector_channels_sharing_a_narrow_filter_share_one_scan_and_answer_as_alone(deps, big):
@@ -170,9 +186,9 @@ async def test_lexical_channels_started_together_share_one_session_and_answer_as
     assert together == alone
 
 
-async def test_broad_vector_channels_of_a_tenant_sorted_exactly_read_its_rows_once_and_answer_as_alone(deps, big):
+async def test_broad_vector_channels_of_a_tenant_sorted_exactly_read_its_rows_once_and_answer_exactly(deps, big):
     """The tenant's rows are scanned once for the three channels' distances; each channel's nearest
-    are then read back by id (memories_id), and each answers as it does alone."""
+    are then read back by id (memories_id), and each answers with the tenant's true nearest."""
     exact = MemoryStore(deps.memories.pool, default_max_memories=0, walk_min_memories=10 * ROWS)
     parts = replace(parts_of(QUERIES[0]), last_turn_vector=parts_of(QUERIES[1]).vector)
     plan = plan_channels(exact, deps.settings, big, MemoryFilter(), parts, limit=50, as_of=None)
@@ -184,7 +200,9 @@ async def test_broad_vector_channels_of_a_tenant_sorted_exactly_read_its_rows_on
                        plans[0])
     assert scans.count("Index Scan using memories_id") == 3 and len(scans) == 4, plans[0]
     assert all(len(rows) == 50 for rows in alone.values())
-    assert together == alone
+    assert together == {"vector": await exact_nearest(deps, big, parts.vector),
+                        "vector_context": await exact_nearest(deps, big, parts.vector, windows=True),
+                        "last_turn": await exact_nearest(deps, big, parts.last_turn_vector)}
 
 
 async def test_keyword_matches_carry_the_counts_bm25_reads(deps, big):
