@@ -16,7 +16,8 @@ from memplane_server.core.tokens import keyword_tokens, lookup_names
 from memplane_server.services.search import SearchQuery, SearchService
 from memplane_server.services.search_channels import PREFERENCES, QueryParts, plan_channels
 from memplane_server.services.write import WriteService
-from memplane_server.stores.postgres import lexical
+from memplane_server.stores.postgres import lexical, nearest
+from memplane_server.stores.postgres.memories import MemoryStore
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -68,9 +69,16 @@ class HeldEmbedder:
         return getattr(self.real, name)
 
 
-async def search_observed(deps, make_tenant, monkeypatch, *, cpu_threads: int, hold: float) -> list[str]:
-    """What happened, in order: each statement sent ("keyword", "exact", "other") and "embedded"."""
+async def search_observed(deps, make_tenant, monkeypatch, *, cpu_threads: int, hold: float,
+                          memory_filter: MemoryFilter = MemoryFilter(kinds=(Kind.FACT,)), big: bool = False) -> list[str]:
+    """What happened, in order: each statement sent ("keyword", "exact", "other") and "embedded".
+    With big, the tenant is known to be one its vector channels walk (as after an earlier search)."""
     world = await world_with_ana(deps, make_tenant)
+    if big:
+        monkeypatch.setattr(nearest, "WALK_MIN_SHARE", 0.0)
+        deps = replace(deps, memories=MemoryStore(deps.memories.pool, default_max_memories=0, walk_min_memories=1))
+        async with deps.memories.session(world.writer) as conn:
+            assert await deps.memories.walks.big(conn, world.tenant_id)
     events: list[str] = []
     sent = asyncio.Event()
     real_rows = lexical.search_rows
@@ -85,7 +93,7 @@ async def search_observed(deps, make_tenant, monkeypatch, *, cpu_threads: int, h
 
     monkeypatch.setattr(lexical, "search_rows", observed_rows)
     held = replace(deps, embedder=HeldEmbedder(deps.embedder, sent, events, cpu_threads=cpu_threads, hold=hold))
-    hits = await SearchService(held).search(world.writer, SearchQuery(QUERY, filter=MemoryFilter(kinds=(Kind.FACT,))))
+    hits = await SearchService(held).search(world.writer, SearchQuery(QUERY, filter=memory_filter))
     assert hits
     return events
 
@@ -99,6 +107,12 @@ async def test_the_lexical_channels_statements_are_sent_while_the_query_is_embed
 async def test_the_query_is_embedded_alone_when_its_embedding_keeps_every_core_busy(deps, make_tenant, monkeypatch):
     events = await search_observed(deps, make_tenant, monkeypatch, cpu_threads=len(os.sched_getaffinity(0)), hold=0)
     assert events.index("embedded") == 0 and LEXICAL <= set(events), events
+
+
+async def test_the_lexical_channels_of_a_whole_big_tenant_run_while_the_query_is_embedded(deps, make_tenant, monkeypatch):
+    events = await search_observed(deps, make_tenant, monkeypatch, cpu_threads=len(os.sched_getaffinity(0)), hold=10,
+                                   memory_filter=MemoryFilter(), big=True)
+    assert "embedded" in events and LEXICAL <= set(events[:events.index("embedded")]), events
 
 
 async def test_search_fuses_each_channels_own_answer(deps, make_tenant):

@@ -30,6 +30,7 @@ from ..core.working import item_to_record
 from ..llm.query_rewrite import QueryRewriter
 from ..logs import OncePerCause, cause_of
 from ..llm.rerank import MAX_CANDIDATES, Reranker
+from ..stores.postgres.nearest import broad
 from ..stores.redis.working import WorkingSession
 from . import feedback
 from .deps import Deps
@@ -69,7 +70,7 @@ class SearchService:
         # work beside it slows all of it: on LoCoMo dev the embedding took 41 ms with the lexical
         # channels running beside it against 27 ms alone, more than those channels take after it
         # (bench/README.md). With a core to spare, or a remote model, they run meanwhile.
-        self._lexical_meanwhile = len(os.sched_getaffinity(0)) > deps.embedder.cpu_threads
+        self._spare_core = len(os.sched_getaffinity(0)) > deps.embedder.cpu_threads
 
     def _check(self, q: SearchQuery) -> int:
         s = self.deps.settings
@@ -116,7 +117,7 @@ class SearchService:
             raise
         parts = QueryParts(None, list(dict.fromkeys(tokens)), names, intent, span)
         lexical = lexical_channels(self.deps.memories, settings, caller, q.filter, parts, limit=limit, as_of=q.as_of)
-        running = {name: asyncio.ensure_future(run()) for name, run in lexical.items()} if self._lexical_meanwhile else {}
+        running = {name: asyncio.ensure_future(run()) for name, run in lexical.items()} if self._lexical_meanwhile(caller, q.filter) else {}
         try:
             vector, *last_turn = await embedded
         except BaseException:
@@ -169,6 +170,14 @@ class SearchService:
             self._signal_nothing_found(caller, q.text, q.filter.user_id)
         self.usage.add(caller, [h.memory.id for h in hits if h.memory.layer is not Layer.WORKING])
         return hits
+
+    def _lexical_meanwhile(self, caller: Caller, f: MemoryFilter) -> bool:
+        """Whether the lexical channels run while the query is embedded. Also without a spare core
+        when they search the whole of a big tenant (one the vector channels walk): there they
+        match and rank thousands of rows (keyword 21 ms, keyword_context 17 ms at 100,000 in one
+        tenant), more than the embedding loses beside them; after it, Search was 2.4x the floor
+        there instead of 1.8x (bench/README.md)."""
+        return self._spare_core or (broad(f) and self.deps.memories.walks.known_big(caller.tenant_id))
 
     async def _explain_conflicts(self, caller: Caller, hits: list[SearchHit]) -> None:
         """A served value that another is waiting to replace says so: the agent should not take it

@@ -146,6 +146,12 @@ class Walks:
         self.min_memories = min_memories
         self._sizes: OrderedDict[str, tuple[bool, float]] = OrderedDict()
 
+    def known_big(self, tenant_id: str | None) -> bool:
+        """Whether the tenant was big when its size was last read (False when not read yet): for
+        choices that cannot wait for a round trip."""
+        known = self._sizes.get(tenant_id) if tenant_id is not None else None
+        return known is not None and known[0]
+
     async def big(self, conn: asyncpg.Connection, tenant_id: str | None) -> bool:
         if tenant_id is None:
             return False
