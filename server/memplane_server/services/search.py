@@ -116,8 +116,10 @@ class SearchService:
             embedded.cancel()
             raise
         parts = QueryParts(None, list(dict.fromkeys(tokens)), names, intent, span)
-        lexical = lexical_channels(self.deps.memories, settings, caller, q.filter, parts, limit=limit, as_of=q.as_of)
-        running = {name: asyncio.ensure_future(run()) for name, run in lexical.items()} if self._lexical_meanwhile(caller, q.filter) else {}
+        meanwhile = self._lexical_meanwhile(caller, q.filter)
+        lexical = lexical_channels(self.deps.memories, settings, caller, q.filter, parts, limit=limit, as_of=q.as_of,
+                                   together=not meanwhile)
+        running = {name: asyncio.ensure_future(run()) for name, run in lexical.items()} if meanwhile else {}
         try:
             vector, *last_turn = await embedded
         except BaseException:
@@ -172,11 +174,11 @@ class SearchService:
         return hits
 
     def _lexical_meanwhile(self, caller: Caller, f: MemoryFilter) -> bool:
-        """Whether the lexical channels run while the query is embedded. Also without a spare core
-        when they search the whole of a big tenant (one the vector channels walk): there they
-        match and rank thousands of rows (keyword 21 ms, keyword_context 17 ms at 100,000 in one
-        tenant), more than the embedding loses beside them; after it, Search was 2.4x the floor
-        there instead of 1.8x (bench/README.md)."""
+        """Whether the lexical channels run while the query is embedded (then each in a session of
+        its own, side by side). Also without a spare core when they search the whole of a big tenant
+        (one the vector channels walk): there they match and rank thousands of rows (keyword 19-21
+        ms, keyword_context 17 ms at 100,000 in one tenant), more than the embedding loses beside
+        them; after it, or one after the other, Search was 2.1-2.4x the floor there (bench/README.md)."""
         return self._spare_core or (broad(f) and self.deps.memories.walks.known_big(caller.tenant_id))
 
     async def _explain_conflicts(self, caller: Caller, hits: list[SearchHit]) -> None:

@@ -128,20 +128,25 @@ def _searched(settings: Settings, f: MemoryFilter) -> tuple[bool, bool]:
 
 def lexical_channels(
     store: MemoryStore, settings: Settings, caller: Caller, f: MemoryFilter, parts: QueryParts, *,
-    limit: int, as_of: datetime | None,
+    limit: int, as_of: datetime | None, together: bool = True,
 ) -> Plan:
-    """The channels that need only the query's text (its tokens and names), not its vectors: Search
-    starts them while the query is embedded; started together, they run in one session."""
+    """The channels that need only the query's text (its tokens and names), not its vectors; started
+    together, they run in one session (apart: a session each)."""
     persistent, windows = _searched(settings, f)
     plan: Plan = {}
     if not persistent:
         return plan
-    batch: SessionBatch[KeywordQuery | FactQuery] = SessionBatch(lambda queries: store.lexical_searches(caller, queries))
+    shared: SessionBatch[KeywordQuery | FactQuery] = SessionBatch(lambda queries: store.lexical_searches(caller, queries))
+
+    def batch() -> SessionBatch[KeywordQuery | FactQuery]:
+        # Apart, each channel has a session of its own and PostgreSQL runs their statements side by
+        # side: what a big tenant's keyword channels need to fit under the query's embedding.
+        return shared if together else SessionBatch(lambda queries: store.lexical_searches(caller, queries))
     if parts.terms:
         for suffix, w in (("", False), ("_context", True)):
             if w and not windows:
                 continue
-            plan[f"keyword{suffix}"] = lambda w=w: batch.search(KeywordQuery(
+            plan[f"keyword{suffix}"] = lambda w=w: batch().search(KeywordQuery(
                 f, parts.terms, limit * KEYWORD_POOL, as_of, lambda matches: best_matches(parts.terms, matches, limit),
                 w, settings.keyword_common_share))
     if parts.names:
@@ -151,7 +156,7 @@ def lexical_channels(
             # was X in 2022?", which asks for the version valid then.
             facts = replace(f, statuses=(Status.ACTIVE, Status.PENDING, Status.SUPERSEDED))
             valid = parts.time_range
-        plan["exact"] = lambda: batch.search(FactQuery(facts, parts.names, limit, as_of, valid))
+        plan["exact"] = lambda: batch().search(FactQuery(facts, parts.names, limit, as_of, valid))
     return plan
 
 
