@@ -23,7 +23,7 @@ from memplane_server.core.model import MemoryFilter
 from memplane_server.core.time_expressions import parse_time_range
 from memplane_server.core.tokens import keyword_tokens, lookup_names
 from memplane_server.services.admin import AdminService
-from memplane_server.services.search_channels import QueryParts, plan_channels
+from memplane_server.services.search_channels import QueryParts, lexical_channels, plan_channels
 from memplane_server.stores.postgres.memories import MemoryStore
 from memplane_server.stores.postgres.plans import explaining, parse_tsvector
 from tests.integration.conftest import PLATFORM
@@ -184,6 +184,15 @@ async def test_lexical_channels_started_together_share_one_session_and_answer_as
     assert len(plans) == 3 and plans[0].count("Function Scan on mp_keyword_matches") == len(lexical) - 1, plans[0]
     assert all(alone.values())
     assert together == alone
+
+
+async def test_lexical_channels_apart_have_a_session_each(deps, big):
+    store = CountingSessions(deps.memories.pool, default_max_memories=0)
+    plan = lexical_channels(store, deps.settings, big, MemoryFilter(), parts_of("What is Person 7's attr3 or w14?"),
+                            limit=50, as_of=None, together=False)
+    assert {"keyword", "exact"} <= set(plan)
+    await asyncio.gather(*(run() for run in plan.values()))
+    assert store.opened == len(plan)
 
 
 async def test_broad_vector_channels_of_a_tenant_sorted_exactly_read_its_rows_once_and_answer_exactly(deps, big):
