@@ -37,7 +37,7 @@ class UsageCounts:
         if not self._pending:
             asyncio.get_running_loop().call_later(WRITE_AFTER_SECONDS, self._write)
         key = (caller.key_id, caller.role, caller.tenant_id, caller.agent_id, tuple(sorted(caller.domains.items())))
-        _, uses, _ = self._pending.setdefault(key, (caller, Counter(), self.clock()))
+        uses = self._pending[key][1] if key in self._pending else Counter()
         uses.update(dict.fromkeys(ids, 1))  # a memory twice in one answer is used once
         self._pending[key] = (caller, uses, self.clock())
 
