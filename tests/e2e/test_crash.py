@@ -16,7 +16,7 @@ from memplane.errors import MemplaneError
 
 from memplane_server.embedded._process import processes_in
 from tests.conftest import make_shared_tmpdir
-from tests.e2e.conftest import ServerProcess, free_port
+from tests.e2e.conftest import ServerProcess, restartable_port
 
 pytestmark = pytest.mark.slow
 CYCLES = 3
@@ -78,7 +78,7 @@ class Writers:
 
 
 def test_kill_9_loses_and_duplicates_nothing(data_dir):
-    port = free_port()
+    port = restartable_port()
     server = ServerProcess({"MEMPLANE_DATA_DIR": str(data_dir)}).start(port=port)
     key = server.key("tenant admin")
     writers = Writers(server.target, key)

@@ -20,7 +20,7 @@ from memplane.errors import MemplaneError, UnavailableError
 
 from memplane_server.embedded._process import processes_in
 from tests.conftest import make_shared_tmpdir
-from tests.e2e.conftest import ServerProcess, free_port, fresh_database
+from tests.e2e.conftest import ServerProcess, fresh_database, restartable_port
 
 pytestmark = pytest.mark.slow
 GRACE = 3.0
@@ -124,7 +124,7 @@ def bulk_load(target: str, key: str, acked: list[str], stop: threading.Event, n:
 def test_sigterm_during_a_bulk_load_building_windows_keeps_every_acknowledged_write(embedded_data):
     env = {"MEMPLANE_DATA_DIR": str(embedded_data), "MEMPLANE_SHUTDOWN_GRACE_SECONDS": str(GRACE),
            "MEMPLANE_CONTEXT_QUIET_SECONDS": "0"}
-    port = free_port()
+    port = restartable_port()
     server = ServerProcess(env).start(port=port)
     key = server.key("tenant admin")
     acked: list[str] = []
