@@ -105,7 +105,7 @@ async def test_without_rls_the_same_checks_would_leak(deps, seeded, without_app_
     pool = deps.memories.pool
 
     @asynccontextmanager
-    async def unrestricted(_pool, caller):
+    async def unrestricted(_pool, caller, **_settings):
         async with pool.acquire() as conn, conn.transaction():
             yield conn
 

@@ -26,6 +26,7 @@ from memplane_server.services.admin import AdminService
 from memplane_server.services.search_channels import QueryParts, lexical_channels, plan_channels
 from memplane_server.stores.postgres.memories import MemoryStore
 from memplane_server.stores.postgres.plans import explaining, parse_tsvector
+from memplane_server.stores.postgres.pool import create_pool
 from tests.integration.conftest import PLATFORM
 from tests.support.bulk_rows import insert_rows
 
@@ -166,9 +167,9 @@ async def test_vector_channels_sharing_a_narrow_filter_share_one_scan_and_answer
 class CountingSessions(MemoryStore):
     opened = 0
 
-    def session(self, caller):
+    def session(self, caller, **kwargs):
         self.opened += 1
-        return super().session(caller)
+        return super().session(caller, **kwargs)
 
 
 async def test_lexical_channels_started_together_share_one_session_and_answer_as_alone(deps, big):
@@ -193,6 +194,33 @@ async def test_lexical_channels_apart_have_a_session_each(deps, big):
     assert {"keyword", "exact"} <= set(plan)
     await asyncio.gather(*(run() for run in plan.values()))
     assert store.opened == len(plan)
+
+
+async def test_lexical_statements_settle_on_one_plan_per_connection_while_vector_ones_are_planned_each_time(deps, big):
+    """The lexical statements' plans do not depend on the tenant's size (a function's matches, keys,
+    ids): after PostgreSQL's five custom plans a connection reuses a generic one where it costs no more. The vector
+    statements' do (the exact sort or the graph): they are planned for every search, and the
+    connection keeps that mode once a lexical session is over."""
+    pool = await create_pool(deps.settings.database_url, size=1, ef_search=deps.settings.hnsw_ef_search)
+    try:
+        store = MemoryStore(pool, default_max_memories=0)
+        parts = parts_of("What is Person 7's attr3 or w14?")
+        for _ in range(8):
+            plan = plan_channels(store, deps.settings, big, MemoryFilter(), parts, limit=50, as_of=None)
+            await asyncio.gather(*(run() for run in plan.values()))
+        async with pool.acquire() as conn:
+            mode = await conn.fetchval("SELECT current_setting('plan_cache_mode')")
+            prepared = await conn.fetch("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements")
+    finally:
+        await pool.close()
+    # The facts' statement is left out: PostgreSQL finds its generic plan dearer here and keeps
+    # planning it, which `auto` allows.
+    lexical = {what: [r for r in prepared if marker in r["statement"]]
+               for what, marker in (("keyword", "mp_keyword_matches"), ("chosen rows", "m.id = ANY($1::uuid[])"))}
+    vector = [r for r in prepared if "<=>" in r["statement"]]
+    assert all(rows and all(r["generic_plans"] > 0 for r in rows) for rows in lexical.values()), prepared
+    assert vector and all(r["generic_plans"] == 0 and r["custom_plans"] >= 8 for r in vector), prepared
+    assert mode == "force_custom_plan"
 
 
 async def test_broad_vector_channels_of_a_tenant_sorted_exactly_read_its_rows_once_and_answer_exactly(deps, big):

@@ -9,6 +9,8 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from pgvector.asyncpg import register_vector
 
+from .session import CUSTOM_PLANS
+
 _tracer = trace.get_tracer("memplane.postgres")
 
 
@@ -19,7 +21,7 @@ def search_settings(ef_search: int) -> dict[str, str]:
     return {
         "hnsw.iterative_scan": "relaxed_order",
         "hnsw.ef_search": str(ef_search),
-        "plan_cache_mode": "force_custom_plan",
+        "plan_cache_mode": CUSTOM_PLANS,
     }
 
 
