@@ -198,9 +198,9 @@ async def test_lexical_channels_apart_have_a_session_each(deps, big):
 
 async def test_lexical_statements_settle_on_one_plan_per_connection_while_vector_ones_are_planned_each_time(deps, big):
     """The lexical statements' plans do not depend on the tenant's size (a function's matches, keys,
-    ids): after PostgreSQL's five custom plans a connection reuses a generic one where it costs no more. The vector
-    statements' do (the exact sort or the graph): they are planned for every search, and the
-    connection keeps that mode once a lexical session is over."""
+    ids): after PostgreSQL's five custom plans a connection reuses a generic one where it costs no
+    more. The vector statements' do (the exact sort or the graph): they are planned for every
+    search, and the connection keeps that mode once a lexical session is over."""
     pool = await create_pool(deps.settings.database_url, size=1, ef_search=deps.settings.hnsw_ef_search)
     try:
         store = MemoryStore(pool, default_max_memories=0)
