@@ -206,6 +206,7 @@ class Runtime:
     async def close(self) -> None:
         if self.deps is not None:
             self.deps.embedder.close()
+            self.deps.cpu.close()
             await self.deps.change_listener.close()
         if self.redis_client is not None:
             await self.redis_client.aclose()

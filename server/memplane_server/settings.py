@@ -146,6 +146,9 @@ class Settings(BaseSettings):
     conflict_window_seconds: float = Field(0.0, ge=0)
     conflict_min_confidence: float = Field(0.8, ge=0, le=1)
     reflect_sync_max_items: int = Field(200, ge=1, description="larger reflections run as operations")
+    grouping_max_rows: int = Field(
+        5000, ge=2, description="newest memories one Consolidate or one session reflection compares pairwise"
+    )
     erase_sync_max_memories: int = Field(
         1000, ge=0, description="erasures of a user reaching more memories run as operations"
     )

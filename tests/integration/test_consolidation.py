@@ -43,8 +43,8 @@ async def test_a_dry_run_reports_the_similar_lessons_and_writes_nothing(deps, ma
     world, other = await make_tenant(), await make_tenant()
     written = await lessons(deps, world.writer)
     await lessons(deps, other.writer)
-    [cluster] = await ConsolidateService(deps, WriteService(deps)).consolidate(
-        world.writer, scope=None, domain=None, dry_run=True)
+    [cluster] = (await ConsolidateService(deps, WriteService(deps)).consolidate(
+        world.writer, scope=None, domain=None, dry_run=True)).clusters
     assert {m.id for m in cluster.members} == {written[0].id, written[1].id} and cluster.consolidated is None
 
 
@@ -61,8 +61,8 @@ async def test_the_general_memory_stands_for_its_sources_which_rank_below_it(llm
     written = await lessons(llm_deps, world.writer)
     fake_llm.script(Reply(json.dumps({"content": "Stop and drain queued jobs before any key rotation",
                                       "context": "key rotation", "confidence": 0.9})))
-    [cluster] = await ConsolidateService(llm_deps, WriteService(llm_deps)).consolidate(
-        world.writer, scope=None, domain=None, dry_run=False)
+    [cluster] = (await ConsolidateService(llm_deps, WriteService(llm_deps)).consolidate(
+        world.writer, scope=None, domain=None, dry_run=False)).clusters
     general = cluster.consolidated
     assert (general.kind, general.source_type, general.context) == (Kind.LESSON, "consolidation", "key rotation")
     sources = [await MemoriesService(llm_deps).get(world.writer, str(m.id)) for m in written[:2]]
@@ -78,8 +78,8 @@ async def test_forgetting_the_general_memory_gives_its_sources_back_their_rank(l
     world = await make_tenant()
     written = await lessons(llm_deps, world.writer)
     fake_llm.script(Reply(json.dumps({"content": "Drain queued jobs before key rotation", "confidence": 0.9})))
-    [cluster] = await ConsolidateService(llm_deps, WriteService(llm_deps)).consolidate(
-        world.writer, scope=None, domain=None, dry_run=False)
+    [cluster] = (await ConsolidateService(llm_deps, WriteService(llm_deps)).consolidate(
+        world.writer, scope=None, domain=None, dry_run=False)).clusters
     await ForgetService(llm_deps).forget(world.writer, ids=[str(cluster.consolidated.id)], f=None, hard=False,
                                          dry_run=False, reason="")
     source = await MemoriesService(llm_deps).get(world.writer, str(written[0].id))
@@ -114,9 +114,9 @@ async def test_an_agent_never_clusters_another_agents_private_lessons(deps, make
     world = await make_tenant()
     await lessons(deps, world.agent1)  # private to a1
     consolidate = ConsolidateService(deps, WriteService(deps)).consolidate
-    assert await consolidate(world.agent2, scope=None, domain=None, dry_run=True) == []
+    assert (await consolidate(world.agent2, scope=None, domain=None, dry_run=True)).clusters == []
     mine = await lessons(deps, world.agent2)
-    [cluster] = await consolidate(world.agent2, scope=None, domain=None, dry_run=True)
+    [cluster] = (await consolidate(world.agent2, scope=None, domain=None, dry_run=True)).clusters
     assert {m.id for m in cluster.members} == {mine[0].id, mine[1].id}
 
 

@@ -288,7 +288,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
             current_caller(), scope=enum_in(SCOPES, request.scope, "scope"), domain=request.domain or None,
             dry_run=request.dry_run)
         response = spb.ConsolidateResponse()
-        for c in found:
+        for c in found.clusters:
             out = response.clusters.add(kind=enum_out(KINDS, c.kind))
             add_each(out.members, c.members, memory_out)
             if c.consolidated is not None:

@@ -8,6 +8,7 @@ from uuid import UUID
 
 import numpy as np
 
+from .grouping import close_pairs, connected_groups, parts
 from .model import Kind, MemoryRecord, Scope
 
 
@@ -76,25 +77,8 @@ def input_from_json(d: dict) -> ReflectInput:
 
 def near_duplicate_groups(vectors: np.ndarray, keys: list[tuple], threshold: float) -> list[list[int]]:
     """Indices (oldest first) grouped when cosine >= threshold and their (scope, kind, ...) keys match."""
-    if len(vectors) == 0:
-        return []
-    sims = vectors @ vectors.T
-    parent = list(range(len(vectors)))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for i in range(len(vectors)):
-        for j in range(i + 1, len(vectors)):
-            if keys[i] == keys[j] and sims[i, j] >= threshold:
-                parent[root(j)] = root(i)
-    groups: dict[int, list[int]] = {}
-    for i in range(len(vectors)):
-        groups.setdefault(root(i), []).append(i)
-    return [g for g in groups.values() if len(g) > 1]
+    return connected_groups(len(vectors), (
+        (part[i], part[j]) for part in parts(keys) for _, i, j in close_pairs(vectors[part], threshold)))
 
 
 SUMMARY_MAX_CHARS = 200

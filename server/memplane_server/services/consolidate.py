@@ -3,8 +3,8 @@ abstracted by the model into one more general memory each, linked to its sources
 rank below it. Without a model only the clusters are reported (dry run)."""
 from __future__ import annotations
 
-import asyncio
 import hashlib
+import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,6 +21,7 @@ from .deps import Deps
 from .write import WriteService
 
 KINDS = (Kind.LESSON, Kind.PROCEDURE)
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -30,6 +31,19 @@ class Cluster:
     consolidated: MemoryRecord | None = None
 
 
+@dataclass
+class Consolidation:
+    clusters: list[Cluster]
+    considered: int  # lessons and procedures compared: the newest MEMPLANE_GROUPING_MAX_ROWS
+    left_out: int  # older candidates beyond that, left for a later or narrower call
+
+
+def _clusters(rows: list[tuple[MemoryRecord, np.ndarray]]) -> list[list[int]]:
+    records = [m for m, _ in rows]
+    words = [set(keyword_tokens(f"{m.content} {m.context}")) for m in records]
+    return clusters(records, np.stack([v for _, v in rows]), words)
+
+
 class ConsolidateService:
     def __init__(self, deps: Deps, writes: WriteService) -> None:
         self.deps = deps
@@ -37,7 +51,7 @@ class ConsolidateService:
 
     async def consolidate(
         self, caller: Caller, *, scope: Scope | None, domain: str | None, dry_run: bool
-    ) -> list[Cluster]:
+    ) -> Consolidation:
         caller.require_writer()
         if not dry_run and self.deps.llm is None:
             raise MemplaneError(Code.FAILED_PRECONDITION, "LLM_NOT_CONFIGURED",
@@ -45,18 +59,21 @@ class ConsolidateService:
         # The domain is the caller's text: checked like a filter's, so PostgreSQL never sees a NUL.
         f = check_filter(
             MemoryFilter(kinds=KINDS, scopes=(scope,) if scope else (), domains=(domain,) if domain else ()))
-        rows = [(m, v) for m, v in await self.deps.memories.embeddings_of(caller, f)
-                if caller.can_write(m) and m.consolidated_into is None and m.source_type != "consolidation"]
+        rows, matched = await self.deps.memories.embeddings_of(
+            caller, f, limit=self.deps.settings.grouping_max_rows, to_consolidate=True)
+        result = Consolidation([], considered=len(rows), left_out=matched - len(rows))
+        if result.left_out:
+            log.warning("consolidation of tenant %s compares its newest %d lessons and procedures; %d older ones"
+                        " wait (MEMPLANE_GROUPING_MAX_ROWS)", caller.tenant_id, len(rows), result.left_out)
         if len(rows) < 2:
-            return []
+            return result
         records = [m for m, _ in rows]
-        words = await asyncio.to_thread(lambda: [set(keyword_tokens(f"{m.content} {m.context}")) for m in records])
-        found = [Cluster(records[g[0]].kind, [records[i] for i in g])
-                 for g in clusters(records, np.stack([v for _, v in rows]), words)]
+        result.clusters = [Cluster(records[g[0]].kind, [records[i] for i in g])
+                           for g in await self.deps.cpu.run(lambda: _clusters(rows))]
         if not dry_run:
-            for cluster in found:
+            for cluster in result.clusters:
                 await self._abstract(caller, cluster)
-        return found
+        return result
 
     async def _abstract(self, caller: Caller, cluster: Cluster) -> None:
         assert self.deps.llm is not None

@@ -1,7 +1,7 @@
 """What the use cases share: settings, stores and models, built once at start."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..core.lifecycle import Clock, wall_clock
 from ..llm.embedders import Embedder
@@ -20,6 +20,7 @@ from ..stores.postgres.memories import MemoryStore
 from ..stores.postgres.tenancy import TenancyStore
 from ..stores.redis.idempotency import IdempotencyStore
 from ..stores.redis.working import WorkingStore
+from .cpu import CpuLane
 
 
 @dataclass
@@ -44,3 +45,4 @@ class Deps:
     idempotency: IdempotencyStore | None = None
     # Wall time in production; tests inject one to age memories (search usage, lifecycle runs).
     clock: Clock = wall_clock
+    cpu: CpuLane = field(default_factory=CpuLane)

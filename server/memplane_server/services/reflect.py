@@ -10,7 +10,6 @@ transaction and queues a `refresh_summary` job (migration 0009), which runs refr
 """
 from __future__ import annotations
 
-import asyncio
 import uuid
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -306,14 +305,20 @@ class ReflectService:
         )
 
     async def _merge_session(self, caller: Caller, r: ReflectInput) -> int:
-        rows = await self.deps.memories.embeddings_of(caller, MemoryFilter(session_id=r.session_id, user_id=r.user_id))
+        # The newest MEMPLANE_GROUPING_MAX_ROWS of the session: those merge first, being the newest.
+        rows, _ = await self.deps.memories.embeddings_of(
+            caller, MemoryFilter(session_id=r.session_id, user_id=r.user_id), limit=self.deps.settings.grouping_max_rows)
         if len(rows) < 2:
             return 0
-        vectors = np.stack([v for _, v in rows])
-        # Newest wins, so only memories that say the same are merged (core/observations.Claim).
-        keys = await asyncio.to_thread(lambda: [(m.scope, m.domain, m.agent_id, m.kind, claim(m.content)) for m, _ in rows])
+        threshold = self.deps.settings.dedup_threshold
+
+        def groups() -> list[list[int]]:
+            # Newest wins, so only memories that say the same are merged (core/observations.Claim).
+            keys = [(m.scope, m.domain, m.agent_id, m.kind, claim(m.content)) for m, _ in rows]
+            return near_duplicate_groups(np.stack([v for _, v in rows]), keys, threshold)
+
         merged = 0
-        for group in near_duplicate_groups(vectors, keys, self.deps.settings.dedup_threshold):
+        for group in await self.deps.cpu.run(groups):
             newest = max(group, key=lambda i: (rows[i][0].created_at, str(rows[i][0].id)))
             older = [rows[i][0].id for i in group if i != newest]
             done = await self.deps.memories.supersede(

@@ -150,7 +150,8 @@ class JobRunner:
             # Without a model the scheduled run only finds the clusters (reported in the job's summary).
             found = await self.consolidate.consolidate(
                 caller, scope=Scope(job.payload["scope"]), domain=None, dry_run=self.deps.llm is None)
-            written = [c.consolidated for c in found if c.consolidated is not None]
-            return JobDone(written, f"{len(found)} clusters of similar lessons or procedures,"
-                                    f" {len(written)} consolidated")
+            written = [c.consolidated for c in found.clusters if c.consolidated is not None]
+            left_out = f" (the newest {found.considered} compared, {found.left_out} older left out)" if found.left_out else ""
+            return JobDone(written, f"{len(found.clusters)} clusters of similar lessons or procedures,"
+                                    f" {len(written)} consolidated{left_out}")
         raise MemplaneError(Code.INTERNAL, "UNKNOWN_JOB_TYPE", f"unknown job type {job.type}")

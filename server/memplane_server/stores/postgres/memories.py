@@ -394,16 +394,25 @@ class MemoryStore:
         return MemoryStats(total=sum(r["n"] for r in rows), by_scope=by_scope, by_layer=by_layer, by_kind=by_kind,
                            by_status=by_status, newest=newest)
 
-    async def embeddings_of(self, caller: Caller, f: MemoryFilter) -> list[tuple[MemoryRecord, np.ndarray]]:
-        """Visible memories matching f with their vectors, oldest first (for reflection)."""
+    async def embeddings_of(
+        self, caller: Caller, f: MemoryFilter, *, limit: int, to_consolidate: bool = False,
+    ) -> tuple[list[tuple[MemoryRecord, np.ndarray]], int]:
+        """The newest `limit` visible memories matching f with their vectors, oldest first, in one
+        statement, and how many matched in all. to_consolidate: only those the caller may change
+        that are neither consolidated nor a consolidation, so that the limit counts candidates."""
         p = Params()
-        where = " AND ".join([visibility(caller, p), *filter_clauses(f, p), "m.embedding IS NOT NULL"])
+        clauses = [visibility(caller, p), *filter_clauses(f, p), "m.embedding IS NOT NULL"]
+        if to_consolidate:
+            clauses += [writable(caller, p), "m.consolidated_into IS NULL",
+                        "m.source_type IS DISTINCT FROM 'consolidation'"]
         async with self.session(caller) as conn:
             rows = await conn.fetch(
-                f"SELECT {MEMORY_COLUMNS}, m.embedding FROM memories m WHERE {where} ORDER BY m.created_at, m.id LIMIT 5000",
+                f"SELECT {MEMORY_COLUMNS}, m.embedding, count(*) OVER () AS matched FROM memories m"
+                f" WHERE {' AND '.join(clauses)} ORDER BY m.created_at DESC, m.id DESC LIMIT {p.add(limit)}",
                 *p.values,
             )
-        return [(record_from_row(r), r["embedding"].to_numpy().astype(np.float32)) for r in rows]
+        return ([(record_from_row(r), r["embedding"].to_numpy().astype(np.float32)) for r in reversed(rows)],
+                rows[0]["matched"] if rows else 0)
 
 
 async def _update(
