@@ -65,3 +65,11 @@ def test_ingest_benchmark_runs_end_to_end():
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "ratio indexed/embedding" in out.stdout and "backlog max (s of writes)" in out.stdout
+
+
+def test_consolidate_stall_benchmark_runs_end_to_end():
+    out = subprocess.run([sys.executable, str(BENCH / "consolidate_stall.py"), "--lessons", "60", "--rounds", "1",
+                          "--idle", "10"], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "GetStats during: p50" in out.stdout and "Consolidate(dry_run) over 60 lessons" in out.stdout
+    assert "3 clusters, 60 members" in out.stdout  # topics of 20 lessons

@@ -287,10 +287,14 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
         found = await self.consolidations.consolidate(
             current_caller(), scope=enum_in(SCOPES, request.scope, "scope"), domain=request.domain or None,
             dry_run=request.dry_run)
-        response = spb.ConsolidateResponse()
-        for c in found.clusters:
-            out = response.clusters.add(kind=enum_out(KINDS, c.kind))
-            add_each(out.members, c.members, memory_out)
-            if c.consolidated is not None:
-                memory_out(c.consolidated, out.consolidated)
-        return response
+        def response() -> spb.ConsolidateResponse:
+            out = spb.ConsolidateResponse()
+            for c in found.clusters:
+                cluster = out.clusters.add(kind=enum_out(KINDS, c.kind))
+                add_each(cluster.members, c.members, memory_out)
+                if c.consolidated is not None:
+                    memory_out(c.consolidated, cluster.consolidated)
+            return out
+
+        # Up to MEMPLANE_GROUPING_MAX_ROWS members: converted in a thread, not on the event loop (~0.1 s at 5,000).
+        return await asyncio.to_thread(response)
