@@ -32,7 +32,7 @@ from memplane_server.services.forget import ForgetService
 from memplane_server.services.operations import OperationsService
 from tests.support import isolation_inputs as inputs
 from tests.support.isolation_machine import SEEN, action, machine, run_machine
-from tests.support.isolation_oracle import WRITING_ROLES, Violation, can_change
+from tests.support.isolation_oracle import WRITING_ROLES, Op, Violation, can_change
 from tests.support.isolation_snapshots import Reach
 from tests.support.isolation_inputs import Who
 from tests.support.isolation_world import DIRECT, KEYED, USERS
@@ -91,7 +91,7 @@ class ForgetRules:
         self.check_ok(what, caller, err)
         if result.operation is not None:
             SEEN["erasure as an operation"] += 1
-            self.oracle.ops[result.operation.id] = caller.tenant_id
+            self.oracle.ops[result.operation.id] = Op(caller.tenant_id, caller.agent_id, "erase")
             await self.mutate(what + " run by the worker", caller, run_only(self.deps, result.operation.id),
                               reach=reach)
             view, err = await self.attempt(OperationsService(self.deps).get(caller, str(result.operation.id)))

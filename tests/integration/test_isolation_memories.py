@@ -22,7 +22,7 @@ from collections import Counter
 
 from hypothesis import strategies as st
 
-from memplane_server.core.caller import Caller
+from memplane_server.core.caller import Caller, Role
 from memplane_server.core.errors import Code
 from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter
 from memplane_server.core.reflection import ReflectInput, Task
@@ -33,7 +33,9 @@ from memplane_server.services.working import WorkingService
 from memplane_server.services.write import WriteService
 from tests.support import isolation_inputs as inputs
 from tests.support.isolation_machine import SEEN, action, machine, run_machine
-from tests.support.isolation_oracle import WRITING_ROLES, OperationTarget, Target, Violation, statuses_of
+from tests.support.isolation_oracle import (
+    WRITING_ROLES, Op, OperationTarget, Target, Violation, sees_operation, statuses_of,
+)
 from tests.support.isolation_world import ENTITIES, SESSIONS
 from tests.support.services import reflect_service
 
@@ -194,7 +196,7 @@ class MemoryRules:
             self.check_error("Reflect(task)", caller, err, {Code.PERMISSION_DENIED})
             return
         self.check_ok("Reflect(task)", caller, err)
-        self.oracle.ops[op.id] = caller.tenant_id
+        self.oracle.ops[op.id] = Op(caller.tenant_id, caller.agent_id, "reflect")
 
     @action(caller=inputs.callers, target=inputs.operation_targets, cancel=st.booleans())
     async def operation(self, caller: Caller, target: OperationTarget, cancel: bool) -> None:
@@ -206,7 +208,11 @@ class MemoryRules:
 
         view, err = await (self.mutate(what, caller, call(target.id)) if cancel else self.attempt(call(target.id)))
         own_failures = frozenset({Code.PERMISSION_DENIED} if cancel and caller.role not in WRITING_ROLES else ())
-        if target.owner == caller.tenant_id and not own_failures:
+        if target.owner is not None and sees_operation(caller, target.owner) and cancel and not own_failures and (
+                target.owner.type == "erase" and caller.role is not Role.TENANT_ADMIN):
+            SEEN["an erasure's cancel refused to a key below admin"] += 1
+            self.check_error(what, caller, err, {Code.PERMISSION_DENIED})
+        elif target.owner is not None and sees_operation(caller, target.owner) and not own_failures:
             if err is not None or str(view.id) != target.id:
                 raise Violation(f"{what} of an own operation by {self.names.who(caller)}: {err!r}")
         else:
@@ -217,7 +223,7 @@ class MemoryRules:
         result, err = await self.attempt(OperationsService(self.deps).list(caller, None, 500, ""))
         self.check_ok("ListOperations", caller, err)
         got = {op.id for op in result[0]}
-        expected = self.oracle.operations_of(caller.tenant_id)
+        expected = self.oracle.operations_of(caller)
         if got != expected:
             raise Violation(f"ListOperations for {self.names.who(caller)}:"
                             f" {len(got - expected)} foreign, {len(expected - got)} missing")

@@ -64,7 +64,7 @@ from memplane_server.services.write import WriteService
 from . import isolation_inputs as inputs
 from .isolation_inputs import DraftSpec, FilterSpec, OperationPick, Pick, Who
 from .isolation_oracle import (
-    WRITING_ROLES, Mem, Names, Oracle, Target, Violation, can_change, can_read, matches, statuses_of, write_problem,
+    WRITING_ROLES, Mem, Names, Op, Oracle, Target, Violation, can_change, can_read, matches, statuses_of, write_problem,
 )
 from .isolation_snapshots import Reach, Snapshot, check_unchanged, take_snapshot
 from .isolation_world import DIRECT, USERS, World, build_world, seed_world
@@ -200,14 +200,14 @@ class IsolationMachine(RuleBasedStateMachine):
         refresh_summary job queued by the triggers of migrations 0009/0010, in the summary's own
         tenant whoever made the change: the oracle learns them as that tenant's operations."""
         for ident in after.jobs.keys() - before.jobs.keys():
-            _, tenant, _, _, kind, summary_id = after.jobs[ident]
+            _, tenant, _, _, kind, summary_id, agent = after.jobs[ident]
             if kind != "refresh_summary":
                 continue  # the calls that queue other operations register them
             summary = self.oracle.mems.get(uuid.UUID(summary_id)) if summary_id else None
             if summary is None or summary.kind is not Kind.SUMMARY or summary.tenant != tenant:
                 raise Violation(f"{what}: a refresh_summary job appeared in {self.names.tenant(tenant)}"
                                 f" for no summary of that tenant: {after.jobs[ident]}")
-            self.oracle.ops[ident] = tenant
+            self.oracle.ops[ident] = Op(tenant, agent, kind)
 
     async def write_between_snapshots(self, what: str, caller: Caller, drafts: list[MemoryDraft],
                                       key: RequestKey | None = None):

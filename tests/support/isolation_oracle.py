@@ -61,11 +61,24 @@ class Target(NamedTuple):
     known: Mem | WorkItem | None
 
 
+class Op(NamedTuple):
+    """Who started an operation: its tenant and agent (None: the tenant, no agent), and its type."""
+
+    tenant: str
+    agent: str | None
+    type: str
+
+
 class OperationTarget(NamedTuple):
-    """An operation id as a caller would send it, and the tenant that owns it (None: nobody)."""
+    """An operation id as a caller would send it, and who started it (None: nobody)."""
 
     id: str
-    owner: str | None
+    owner: Op | None
+
+
+def sees_operation(caller: Caller, op: Op) -> bool:
+    """Its tenant's admins and the callers of the agent that started it (the tenant's when none did)."""
+    return op.tenant == caller.tenant_id and (caller.role is Role.TENANT_ADMIN or op.agent == caller.agent_id)
 
 
 def can_read(caller: Caller, m: Mem) -> bool:
@@ -161,7 +174,7 @@ class Oracle:
         self.mems: dict[uuid.UUID, Mem] = {}
         self.work: dict[str, WorkItem] = {}
         self.ids: list[uuid.UUID | str] = []  # every memory and working item id, in order
-        self.ops: dict[uuid.UUID, str] = {}  # operation id -> tenant
+        self.ops: dict[uuid.UUID, Op] = {}
 
     # -- what a caller names
 
@@ -184,13 +197,13 @@ class Oracle:
         return Target(str(k.id), k)
 
     def operation_target(self, caller: Caller, pool: str, index: int) -> OperationTarget:
-        """As `target`, for operations: "visible" ones are those of the caller's tenant."""
+        """As `target`, for operations: "visible" ones are those the caller sees (`sees_operation`)."""
         if pool == "unknown":
             return OperationTarget(str(uuid.uuid4()), None)
         if pool == "malformed":
             return OperationTarget("not-a-uuid", None)
         ops = [i for i, owner in self.ops.items()
-               if pool == "any" or (owner == caller.tenant_id) == (pool == "visible")]
+               if pool == "any" or sees_operation(caller, owner) == (pool == "visible")]
         op = (ops or list(self.ops))[index % len(ops or self.ops)]
         return OperationTarget(str(op), self.ops[op])
 
@@ -214,8 +227,8 @@ class Oracle:
         mine = (caller.tenant_id, caller.agent_id, session)
         return {w.id for w in self.work.values() if (w.tenant, w.agent, w.session) == mine}
 
-    def operations_of(self, tenant: str | None) -> set[uuid.UUID]:
-        return {i for i, owner in self.ops.items() if owner == tenant}
+    def operations_of(self, caller: Caller) -> set[uuid.UUID]:
+        return {i for i, owner in self.ops.items() if sees_operation(caller, owner)}
 
     # -- learning from calls
 

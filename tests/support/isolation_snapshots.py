@@ -60,7 +60,8 @@ async def take_snapshot(deps, tenants: list[str]) -> Snapshot:
             tenants,
         )
         jobs = await conn.fetch(
-            "SELECT id, tenant_id, state, updated_at, type, payload->>'summary_id' AS summary_id FROM jobs"
+            "SELECT id, tenant_id, state, updated_at, type, payload->>'summary_id' AS summary_id,"
+            " caller->>'agent_id' AS agent_id FROM jobs"
             " WHERE tenant_id = ANY($1::text[])", tenants
         )
         links = await conn.fetch(

@@ -20,7 +20,7 @@ from memplane_server.services.write import WriteService
 from tests.integration.conftest import PLATFORM
 from tests.support.services import reflect_service
 
-from .isolation_oracle import Names, Oracle
+from .isolation_oracle import Names, Op, Oracle
 
 SESSIONS = ("s1", "s2")
 USERS = ("u1", "u2")
@@ -185,6 +185,6 @@ async def seed_world(deps, world: World, oracle: Oracle, specs: list) -> int:
         op = await reflect_service(deps).reflect(
             world.direct[(t, "writer")], ReflectInput(task=Task(task_id="job", request="tidy up"), mode="async")
         )
-        oracle.ops[op.id] = t
+        oracle.ops[op.id] = Op(t, None, "reflect")
         calls += 1
     return calls

@@ -1,10 +1,12 @@
-"""Operations: the caller tenant's durable background jobs, polled and cancelled by id."""
+"""Operations: durable background jobs, polled and cancelled by id. One belongs to the agent that
+started it (or to its tenant when no agent did): only that agent's callers and the tenant's admins
+see it; cancelling needs the right to start it, an erasure's an admin, and every cancel is audited."""
 from __future__ import annotations
 
 import uuid
 
-from ..core.caller import Caller
-from ..core.errors import invalid, not_found
+from ..core.caller import Caller, Role
+from ..core.errors import denied, invalid, not_found
 from ..core.operations import STATES, Operation
 from ..core.paging import decode_position, encode_token
 from ..core.validation import clamp_page_size
@@ -42,8 +44,19 @@ class OperationsService:
 
     async def cancel(self, caller: Caller, op_id: str) -> Operation:
         caller.require_writer()
-        caller.require_tenant()
-        op = await self.deps.jobs.cancel(caller, parse_operation_id(op_id))
+        tenant = caller.require_tenant()
+        job_id = parse_operation_id(op_id)
+        op = await self.deps.jobs.get(caller, job_id)
         if op is None:
             raise not_found("operation")
+        # An erasure is the tenant's promise to a user: no key below an admin may call it off.
+        if op.type == "erase" and caller.role not in (Role.TENANT_ADMIN, Role.PLATFORM_ADMIN):
+            raise denied("TENANT_ADMIN_REQUIRED", "only a tenant admin may cancel an erasure")
+        found = await self.deps.jobs.cancel(caller, job_id)
+        if found is None:
+            raise not_found("operation")
+        op, cancelled = found
+        if cancelled:
+            await self.deps.tenancy.audit(tenant, caller.key_id, "CancelOperation", str(job_id),
+                                          {"type": op.type, "agent_id": caller.agent_id})
         return op

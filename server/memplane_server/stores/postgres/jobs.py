@@ -5,7 +5,7 @@ import uuid
 
 import asyncpg
 
-from ...core.caller import Caller
+from ...core.caller import Caller, Role
 from ...core.operations import Job, Operation
 from .session import caller_session
 
@@ -18,6 +18,20 @@ def _operation(row: asyncpg.Record) -> Operation:
         updated_at=row["updated_at"], result_memory_ids=tuple(result.get("memory_ids", [])),
         result_summary=result.get("summary", ""), result_receipt=result.get("receipt"),
     )
+
+
+def _owned(sees_all: int, agent: int) -> str:
+    """An operation belongs to the agent that started it (or to the tenant when no agent did): the
+    parameter numbered `sees_all` says the caller sees all of its tenant's (a tenant admin), the
+    one numbered `agent` is the caller's agent."""
+    return f"(${sees_all}::boolean OR caller->>'agent_id' IS NOT DISTINCT FROM ${agent}::text)"
+
+
+_OWNED = _owned(3, 4)
+
+
+def _sees_all(caller: Caller) -> bool:
+    return caller.role in (Role.TENANT_ADMIN, Role.PLATFORM_ADMIN)
 
 
 def _job(row: asyncpg.Record) -> Job:
@@ -138,30 +152,34 @@ class JobStore:
 
     async def get(self, caller: Caller, job_id: uuid.UUID) -> Operation | None:
         async with caller_session(self.pool, caller) as conn:
-            row = await conn.fetchrow("SELECT * FROM jobs WHERE tenant_id = $1 AND id = $2", caller.tenant_id, job_id)
+            row = await conn.fetchrow(f"SELECT * FROM jobs WHERE tenant_id = $1 AND id = $2 AND {_OWNED}",
+                                      caller.tenant_id, job_id, _sees_all(caller), caller.agent_id)
         return _operation(row) if row else None
 
     async def list(self, caller: Caller, state: str | None, after: tuple | None, limit: int) -> list[Operation]:
         async with caller_session(self.pool, caller) as conn:
             rows = await conn.fetch(
-                "SELECT * FROM jobs WHERE tenant_id = $1 AND ($2::text IS NULL OR state = $2)"
-                " AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4::uuid))"
-                " ORDER BY created_at DESC, id DESC LIMIT $5",
-                caller.tenant_id, state, after[0] if after else None, after[1] if after else None, limit,
+                f"SELECT * FROM jobs WHERE tenant_id = $1 AND {_owned(2, 3)} AND ($4::text IS NULL OR state = $4)"
+                " AND ($5::timestamptz IS NULL OR (created_at, id) < ($5, $6::uuid))"
+                " ORDER BY created_at DESC, id DESC LIMIT $7",
+                caller.tenant_id, _sees_all(caller), caller.agent_id, state, after[0] if after else None,
+                after[1] if after else None, limit,
             )
         return [_operation(r) for r in rows]
 
-    async def cancel(self, caller: Caller, job_id: uuid.UUID) -> Operation | None:
-        """Cancels an unfinished job; returns it either way (None when not the tenant's)."""
+    async def cancel(self, caller: Caller, job_id: uuid.UUID) -> tuple[Operation, bool] | None:
+        """Cancels an unfinished job the caller sees; returns it either way, with whether this call
+        cancelled it (None when the caller sees no such job)."""
         async with caller_session(self.pool, caller) as conn:
+            args = (caller.tenant_id, job_id, _sees_all(caller), caller.agent_id)
             row = await conn.fetchrow(
                 "UPDATE jobs SET state = 'cancelled', updated_at = now()"
-                " WHERE tenant_id = $1 AND id = $2 AND state IN ('pending', 'running') RETURNING *",
-                caller.tenant_id, job_id,
-            ) or await conn.fetchrow(
-                "SELECT * FROM jobs WHERE tenant_id = $1 AND id = $2", caller.tenant_id, job_id
-            )
-        return _operation(row) if row else None
+                f" WHERE tenant_id = $1 AND id = $2 AND {_OWNED} AND state IN ('pending', 'running') RETURNING *",
+                *args)
+            if row is not None:
+                return _operation(row), True
+            row = await conn.fetchrow(f"SELECT * FROM jobs WHERE tenant_id = $1 AND id = $2 AND {_OWNED}", *args)
+        return (_operation(row), False) if row else None
 
     async def queue_depth(self) -> tuple[int, float]:
         """Jobs waiting to run (not counting those a runner holds), and the age in seconds of the
