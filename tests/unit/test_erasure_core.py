@@ -1,5 +1,5 @@
 """Erasure and forget rules that need no database: which filters select everything, the receipt's
-subject and its JSON form, and who erases tenant-wide."""
+subject and its JSON form, who erases tenant-wide, and which words of a reason are the user id."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -7,7 +7,9 @@ from datetime import datetime, timezone
 import pytest
 
 from memplane_server.core.caller import Caller, Role
-from memplane_server.core.erasure import Receipt, receipt_from_json, receipt_to_json, subject_of, tenant_wide
+from memplane_server.core.erasure import (
+    Receipt, receipt_from_json, receipt_to_json, redact_words, subject_of, tenant_wide,
+)
 from memplane_server.core.model import Kind, Layer, MemoryFilter, Scope, Status
 
 
@@ -46,3 +48,12 @@ def test_a_receipt_survives_its_json_form():
 def test_only_a_tenant_admin_erases_tenant_wide():
     roles = {role: tenant_wide(Caller("k", role, "t", None)) for role in Role}
     assert roles == {role: role is Role.TENANT_ADMIN for role in Role}
+
+
+def test_only_the_user_id_as_a_word_of_its_own_is_redacted():
+    assert redact_words("asked by al. (not alice, kal-el, al@x.org or al.b)", "al") == \
+        "asked by [erased]. (not alice, kal-el, al@x.org or al.b)"
+
+
+def test_a_user_id_with_regex_characters_is_matched_literally():
+    assert redact_words("erase u+1 and u11", "u+1") == "erase [erased] and u11"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -9,6 +10,17 @@ from typing import Any
 from .caller import Caller, Role
 
 ERASE_MODES = ("auto", "sync", "async")
+
+
+def word_pattern(user_id: str) -> str:
+    """A regular expression (Python's and PostgreSQL's alike) of user_id as a word of its own: not
+    inside another id, word or address, so erasing "al" leaves "alice", "kal-el", "al@x.org" and
+    "al.b" alone and redacts "asked by al." and {"user_id": "al"}."""
+    return rf"(?<![\w@.-]){re.escape(user_id)}(?![\w@-]|\.\w)"
+
+
+def redact_words(text: str, user_id: str) -> str:
+    return re.sub(word_pattern(user_id), "[erased]", text)
 
 
 def subject_of(tenant_id: str, user_id: str) -> str:

@@ -64,21 +64,16 @@ async def drop_working(
 
 async def drop_copies(deps: Deps, caller: Caller, traces: list[Trace]) -> CopiesDropped:
     """Working items of the caller's own sessions named by the forgotten memories holding their text
-    (or naming them as their source), and the cached responses naming them in their tenants.
+    (or naming them as their source), and the cached responses naming them in every tenant.
 
     Working memory is per agent and no other caller may change it: another agent's items that
     happen to hold the same text are its own copies, not derived from the memory, and stay."""
     done = CopiesDropped()
-    by_tenant: dict[str, list[Trace]] = {}
-    for t in traces:
-        by_tenant.setdefault(t.tenant_id, []).append(t)
-    mine = by_tenant.get(caller.tenant_id or "", [])
+    mine = [t for t in traces if t.tenant_id == caller.tenant_id]
     sessions = {t.session_id for t in mine if t.session_id}
     if sessions:
         await drop_working(deps, caller.tenant_id or "", sessions, lambda item: _holds(item, mine), done,
                            agent_ids=[caller.agent_id])
-    for tenant_id, tenant_traces in by_tenant.items():
-        if deps.idempotency is not None:
-            removed = {str(t.id) for t in tenant_traces} | (done.working_item_ids if tenant_id == caller.tenant_id else set())
-            done.idempotency_entries += await deps.idempotency.purge(tenant_id, removed)
+    if deps.idempotency is not None:
+        done.idempotency_entries += await deps.idempotency.purge({str(t.id) for t in traces} | done.working_item_ids)
     return done

@@ -1,7 +1,8 @@
 """Erasure of a user: one call removes everything about a user_id in the caller's tenant, within the
-caller's reach (core/erasure.tenant_wide), from every table and Redis key, derived memories
-included, and returns a receipt that is also kept in the audit log, without the erased content or
-the user id. Large erasures run as operations ("erase" jobs).
+caller's reach (core/erasure.tenant_wide), from every table and Redis key, derived memories and
+every tenant's cached responses holding them included, and returns a receipt that counts what it
+reached and is also kept in the audit log, without the erased content or the user id. Only a tenant
+admin's erasure redacts the audit log. Large erasures run as operations ("erase" jobs).
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from ..core.caller import Caller, caller_to_json
-from ..core.erasure import Receipt, receipt_to_json, subject_of, tenant_wide
+from ..core.erasure import Receipt, receipt_to_json, redact_words, subject_of, tenant_wide
 from ..core.errors import invalid
 from ..core.operations import Operation
 from ..core.validation import MAX_NOTE_BYTES, check_free_id, check_text
@@ -67,9 +68,10 @@ class ErasureService:
         await drop_working(self.deps, tenant, None, lambda item: item.get("user_id") == user_id, copies,
                            agent_ids=None if wide else [caller.agent_id], dry_run=dry_run)
         if self.deps.idempotency is not None:
-            # Cached responses are the tenant's callers' copies: any naming what was erased goes.
+            # Cached responses are copies: any naming what was erased goes, in whichever tenant
+            # cached it (another tenant's search may hold a domain memory).
             copies.idempotency_entries = await self.deps.idempotency.purge(
-                tenant, {str(t.id) for t in rows.traces} | copies.working_item_ids, dry_run=dry_run)
+                {str(t.id) for t in rows.traces} | copies.working_item_ids, dry_run=dry_run)
         receipt = Receipt(
             operation_id=str(job_id or uuid.uuid4()), erase_time=datetime.now(timezone.utc),
             subject=subject_of(tenant, user_id), dry_run=dry_run,
@@ -82,6 +84,6 @@ class ErasureService:
             await self.deps.tenancy.audit(tenant, caller.key_id, "EraseUser", receipt.subject,
                                           {"receipt": receipt_to_json(receipt), "tenant_wide": wide,
                                            # The log keeps no user id, also not one the reason names.
-                                           "reason": reason.replace(user_id, "[erased]")})
+                                           "reason": redact_words(reason, user_id)})
         return Erasure(receipt=receipt, count=rows.count + rows.counts.get("postgres.derived_memories", 0),
                        ids=rows.ids)

@@ -3,18 +3,19 @@ transaction (rolled back for a dry run), counted per table.
 
 It runs as the owner with the tenant named in every statement: a tenant admin's reach (every agent's
 private memories) is not something row-level security can express. Other keys are held to the one
-`writable` predicate. What was derived from the erased memories, in any scope or tenant, is erased
-by the delete trigger of migration 0010.
+`writable` predicate, to the jobs they own (the operations they see) and to their agent's decisions,
+and never touch the audit log, which only a tenant admin reads. What was derived from the erased
+memories, in any scope or tenant, is erased by the delete trigger of migration 0010.
 """
 from __future__ import annotations
 
-import json
 import uuid
 from dataclasses import dataclass, field
 
 import asyncpg
 
 from ...core.caller import Caller
+from ...core.erasure import word_pattern
 from ...core.model import Trace
 from .contexts import WINDOW_KINDS, mark_sessions
 from .sql import Params, writable
@@ -91,15 +92,17 @@ class ErasureStore:
             "SELECT count(*) FROM memory_history WHERE memory_id = ANY($1::uuid[])", every)
         counts["postgres.memory_sources"] = await conn.fetchval(
             "SELECT count(*) FROM memory_sources WHERE memory_id = ANY($1::uuid[]) OR source_id = ANY($1::uuid[])", every)
-        # Jobs about the user (their payload or result names it), other than erasures themselves.
+        # Jobs about the user (their payload or result names it) that the caller owns, other than
+        # erasures themselves.
         in_payload = _MENTIONS.format(doc="payload", u="$2")
         in_result = _MENTIONS.format(doc="coalesce(result, 'null'::jsonb)", u="$2")
         jobs_about = (
             f"tenant_id = $1 AND type <> 'erase' AND id IS DISTINCT FROM $3 AND ({in_payload} OR {in_result})"
+            " AND ($4 OR caller->>'agent_id' IS NOT DISTINCT FROM $5::text)"
         )
+        jobs_args = (tenant, user_id, keep_job, tenant_wide, caller.agent_id)
         counts["postgres.jobs"] = await conn.fetchval(
-            f"WITH gone AS (DELETE FROM jobs WHERE {jobs_about} RETURNING 1) SELECT count(*) FROM gone",
-            tenant, user_id, keep_job)
+            f"WITH gone AS (DELETE FROM jobs WHERE {jobs_about} RETURNING 1) SELECT count(*) FROM gone", *jobs_args)
         counts["postgres.write_requests"] = await conn.fetchval(
             "WITH cleaned AS (UPDATE write_requests w SET memory_ids = coalesce("
             " (SELECT array_agg(x ORDER BY n) FROM unnest(w.memory_ids) WITH ORDINALITY AS u(x, n)"
@@ -110,12 +113,13 @@ class ErasureStore:
             "WITH gone AS (DELETE FROM reflection_decisions WHERE tenant_id = $1 AND user_id = $2"
             " AND ($3 OR agent_id IS NOT DISTINCT FROM $4) RETURNING 1) SELECT count(*) FROM gone",
             tenant, user_id, tenant_wide, caller.agent_id)
-        escaped = json.dumps(user_id, ensure_ascii=False)[1:-1]
-        counts["postgres.audit_events"] = await conn.fetchval(
-            "WITH redacted AS (UPDATE audit_events SET details = mp_redact(details, $2), target = replace(target, $2, '[erased]')"
-            " WHERE tenant_id = $1 AND (strpos(details::text, $2) > 0 OR strpos(details::text, $3) > 0"
-            " OR strpos(target, $2) > 0) RETURNING 1) SELECT count(*) FROM redacted",
-            tenant, user_id, escaped)
+        if tenant_wide:
+            counts["postgres.audit_events"] = await conn.fetchval(
+                "WITH redacted AS (UPDATE audit_events"
+                " SET details = mp_redact_words(details, $2), target = regexp_replace(target, $2, '[erased]', 'g')"
+                " WHERE tenant_id = $1 AND (mp_redact_words(details, $2) <> details OR target ~ $2)"
+                " RETURNING 1) SELECT count(*) FROM redacted",
+                tenant, word_pattern(user_id))
         # A session digest holds the words of the session's turns: those of sessions with erased
         # turns are dropped by mark_sessions below (the worker builds them again from the turns
         # left). Counted here, not deleted: the drop locks the session's queue row first, as the
@@ -130,4 +134,4 @@ class ErasureStore:
             await mark_sessions(
                 conn, [(r["tenant_id"], r["session_id"]) for r in rows if r["kind"] in WINDOW_KINDS], clear=True)
         # Rebuilds of summaries about the user, queued by that cascade, have nothing left to do.
-        await conn.execute(f"DELETE FROM jobs WHERE {jobs_about}", tenant, user_id, keep_job)
+        await conn.execute(f"DELETE FROM jobs WHERE {jobs_about}", *jobs_args)

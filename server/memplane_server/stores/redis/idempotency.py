@@ -64,11 +64,12 @@ class Claim:
 _UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
-def ref_key(tenant_id: str, ref: str) -> str:
-    """The tenant's cached responses naming this memory (or working item) id: members
-    `method|record key`. A forget or an erasure finds the responses holding what it removes here,
-    without reading every cached response. It lives as long as the responses it lists."""
-    return f"mp:idem-ref:{{{tenant_id}}}:{ref}"
+def ref_key(ref: str) -> str:
+    """The cached responses naming this memory (or working item) id, of every tenant: members
+    `method|tenant|record key`. A forget or an erasure finds the responses holding what it removes
+    here, without reading every cached response, also those of another tenant that read a domain
+    memory. It lives as long as the responses it lists."""
+    return f"mp:idem-ref:{ref}"
 
 
 class IdempotencyStore:
@@ -105,46 +106,56 @@ class IdempotencyStore:
         refs = sorted({m.decode() for m in _UUID.findall(response)}) if claim.tenant_id else []
         if refs:
             # Single-key commands (the record and the tenant's refs live in different cluster slots).
-            member = f"{claim.method}|{claim.key}"
+            member = f"{claim.method}|{claim.tenant_id}|{claim.key}"
             async with self.client.pipeline(transaction=False) as pipe:
                 for ref in refs:
-                    pipe.sadd(ref_key(claim.tenant_id, ref), member)
-                    pipe.expire(ref_key(claim.tenant_id, ref), self.ttl)
+                    pipe.sadd(ref_key(ref), member)
+                    pipe.expire(ref_key(ref), self.ttl)
                 await pipe.execute()
 
-    async def purge(self, tenant_id: str, ids: Collection[str], *, dry_run: bool = False) -> int:
-        """Drops the tenant's cached responses that name one of these memory or working-item ids
-        (every response that carries a memory's content carries its id too). A Write's entry is
+    async def purge(self, ids: Collection[str], *, dry_run: bool = False) -> int:
+        """Drops the cached responses, of any tenant, that name one of these memory or working-item
+        ids (every response that carries a memory's content carries its id too). A Write's entry is
         deleted (PostgreSQL answers its repeats, without what was forgotten); any other call's is
         replaced by an empty response, so a repeat is still not run again. Returns how many were
         (or, dry run, would be) dropped."""
-        refs = [ref_key(tenant_id, i) for i in sorted(set(ids))]
+        refs = [ref_key(i) for i in sorted(set(ids))]
         members: set[str] = set()
         for start in range(0, len(refs), 500):
-            members |= {m.decode() for m in await self.client.sunion(refs[start:start + 500])}
+            # One key a command: on Redis Cluster the refs of different ids live in different slots.
+            async with self.client.pipeline(transaction=False) as pipe:
+                for ref in refs[start:start + 500]:
+                    pipe.smembers(ref)
+                for found in await pipe.execute():
+                    members |= {m.decode() for m in found}
         dropped = 0
         listed = sorted(members)
         for start in range(0, len(listed), 500):
             chunk = listed[start:start + 500]
-            values = await self.client.mget([m.split("|", 1)[1] for m in chunk])
+            records = [m.split("|", 2)[2] for m in chunk]
             async with self.client.pipeline(transaction=False) as pipe:
-                for member, value in zip(chunk, values):
+                for record in records:
+                    pipe.get(record)
+                values = await pipe.execute()
+            async with self.client.pipeline(transaction=False) as pipe:
+                for member, record, value in zip(chunk, records, values):
                     if value is None or not value.startswith(b"done:"):
                         continue
                     _, fingerprint, response = value.split(b":", 2)
                     if not response:
                         continue  # dropped before
                     dropped += 1
-                    method, key = member.split("|", 1)
-                    if method == "Write":
-                        pipe.delete(key)
+                    if member.split("|", 1)[0] == "Write":
+                        pipe.delete(record)
                     else:
-                        pipe.set(key, b"done:" + fingerprint + b":", keepttl=True)
+                        pipe.set(record, b"done:" + fingerprint + b":", keepttl=True)
                 if not dry_run:
                     await pipe.execute()
         if not dry_run:
-            for start in range(0, len(refs), 500):
-                await self.client.delete(*refs[start:start + 500])
+            async with self.client.pipeline(transaction=False) as pipe:
+                for ref in refs:
+                    pipe.delete(ref)
+                await pipe.execute()
         return dropped
 
     async def abandon(self, claim: Claim) -> None:
