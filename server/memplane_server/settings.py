@@ -141,6 +141,10 @@ class Settings(BaseSettings):
     change_retention_seconds: float = Field(
         24 * 3600, gt=0, description="how long the change log keeps changes for Watch to resume from"
     )
+    watch_max_streams_per_key: int = Field(100, ge=1, description="open Watch streams one API key may hold on a server")
+    watch_max_streams_per_tenant: int = Field(
+        500, ge=1, description="open Watch streams one tenant's keys may hold together on a server"
+    )
     pending_threshold: float = Field(0.7, ge=0, le=1)
     dedup_threshold: float = Field(0.95, ge=0, le=1)
     conflict_window_seconds: float = Field(0.0, ge=0)

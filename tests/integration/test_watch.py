@@ -1,15 +1,16 @@
 """The change log behind Watch against real PostgreSQL: every kind of change in commit order,
-visibility exactly as reads (and by row-level security alone), resuming, pruning."""
+visibility exactly as reads (and by row-level security alone), resuming, pruning, stream caps."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from contextlib import asynccontextmanager
 
 import pytest
 
 from memplane_server.core.changes import ChangeFilter, ChangeKind
-from memplane_server.core.errors import MemplaneError
+from memplane_server.core.errors import Code, MemplaneError
 from memplane_server.core.model import Kind, MemoryDraft, Scope, Status
 from memplane_server.services.forget import ForgetService
 from memplane_server.services.memories import MemoriesService
@@ -257,3 +258,38 @@ async def test_a_position_past_the_retention_is_refused(deps, make_tenant):
     # From the horizon itself nothing was missed.
     batch = await WatchService(deps).watch(world.writer, ChangeFilter(), head).__anext__()
     assert batch.position == head
+
+
+def capped(deps, per_key: int, per_tenant: int) -> WatchService:
+    settings = deps.settings.model_copy(update={"watch_max_streams_per_key": per_key,
+                                                "watch_max_streams_per_tenant": per_tenant})
+    return WatchService(dataclasses.replace(deps, settings=settings))
+
+
+async def open_stream(service: WatchService, caller):
+    stream = service.watch(caller, ChangeFilter(), None)
+    await stream.__anext__()  # the first batch: the stream is open
+    return stream
+
+
+async def test_a_key_beyond_its_watch_cap_is_refused_and_a_closed_stream_frees_its_place(deps, make_tenant):
+    world = await make_tenant()
+    service = capped(deps, per_key=2, per_tenant=10)
+    first, second = await open_stream(service, world.writer), await open_stream(service, world.writer)
+    with pytest.raises(MemplaneError) as err:
+        await open_stream(service, world.writer)
+    assert (err.value.code, err.value.reason) == (Code.RESOURCE_EXHAUSTED, "WATCH_STREAMS_PER_KEY")
+    await open_stream(service, world.reader)  # another key of the tenant still may
+    await first.aclose()
+    await open_stream(service, world.writer)
+    await second.aclose()
+
+
+async def test_a_tenant_beyond_its_watch_cap_is_refused_whichever_key_asks(deps, make_tenant):
+    world, other = await make_tenant(), await make_tenant()
+    service = capped(deps, per_key=5, per_tenant=2)
+    await open_stream(service, world.writer), await open_stream(service, world.reader)
+    with pytest.raises(MemplaneError) as err:
+        await open_stream(service, world.agent1)
+    assert (err.value.code, err.value.reason) == (Code.RESOURCE_EXHAUSTED, "WATCH_STREAMS_PER_TENANT")
+    await open_stream(service, other.writer)  # another tenant is not held back

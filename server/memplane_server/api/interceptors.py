@@ -22,7 +22,9 @@ from ..services.availability import Availability
 from ..services.idempotency import Idempotency
 from ..services.rate_limits import RateLimits
 from ..core.attribution import reset_work_tenant, set_work_tenant
-from .context import current_caller, reset_caller, reset_request_key, set_caller, set_request_key
+from .context import (
+    current_caller, reset_caller, reset_reauthorize, reset_request_key, set_caller, set_reauthorize, set_request_key,
+)
 from .drain import Drain
 
 log = logging.getLogger(__name__)
@@ -240,11 +242,13 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
                 # gRPC drives the whole stream from the call's own task, so the caller set here
                 # holds across the generator's steps.
                 token = set_caller(await self.authenticator.resolve(presented, agent))
+                again = set_reauthorize(lambda max_age: self.authenticator.resolve(presented, agent, max_age=max_age))
                 try:
                     async for response in behavior(request, context):
                         yield response
                 finally:
                     try:
+                        reset_reauthorize(again)
                         reset_caller(token)
                     except ValueError:  # closed from another context: that context never had it
                         pass

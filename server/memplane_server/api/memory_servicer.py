@@ -24,7 +24,7 @@ from ..services.reflect import ReflectService
 from ..services.search import SearchQuery, SearchService
 from ..services.watch import WatchService
 from ..services.working import WorkingService
-from .context import current_caller, current_request_key
+from .context import current_caller, current_reauthorize, current_request_key
 from .convert import (
     LAYERS, KINDS, SCOPES, STATUSES, add_each, change_filter_in, change_out, counts_out, draft_in,
     struct_in, enum_in, enum_out, filter_in, history_out, hit_out, memory_out,
@@ -277,7 +277,8 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
 
     async def Watch(self, request: spb.WatchRequest, context):
         after = request.after_position if request.HasField("after_position") else None
-        batches = self.watches.watch(current_caller(), change_filter_in(request.filter), after, stop=self.stopping)
+        batches = self.watches.watch(current_caller(), change_filter_in(request.filter), after, stop=self.stopping,
+                                     reauthorize=current_reauthorize())
         async for batch in batches:
             response = spb.WatchResponse(position=batch.position)
             add_each(response.events, batch.events, change_out)

@@ -21,19 +21,23 @@ def unauthenticated(message: str = "a valid API key is required") -> MemplaneErr
 class Authenticator:
     def __init__(self, tenancy: TenancyStore) -> None:
         self.tenancy = tenancy
-        self._cache: dict[tuple[str, str | None], tuple[float, Caller]] = {}
+        self._cache: dict[tuple[str, str | None], tuple[float, Caller]] = {}  # (looked up at, caller)
 
-    async def resolve(self, presented: str | None, acting_agent: str | None) -> Caller:
+    async def resolve(self, presented: str | None, acting_agent: str | None, *, max_age: float = CACHE_SECONDS) -> Caller:
+        """The key's caller, from the cache when it was looked up within max_age seconds: a
+        long-lived stream asks with a shorter max_age than a call, so that its streams share one
+        lookup yet notice a revocation in time."""
         if not presented:
             raise MemplaneError(Code.UNAUTHENTICATED, "API_KEY_REQUIRED", "send `authorization: Bearer <api key>`")
         cache_key = (presented, acting_agent)
         hit = self._cache.get(cache_key)
-        if hit and hit[0] > time.monotonic():
+        if hit and time.monotonic() - hit[0] < min(max_age, CACHE_SECONDS):
             return hit[1]
+        looked_up_at = time.monotonic()
         caller = await self._resolve(presented, acting_agent)
         if len(self._cache) > 10_000:
             self._cache.clear()
-        self._cache[cache_key] = (time.monotonic() + CACHE_SECONDS, caller)
+        self._cache[cache_key] = (looked_up_at, caller)
         return caller
 
     async def _resolve(self, presented: str, acting_agent: str | None) -> Caller:

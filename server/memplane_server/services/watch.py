@@ -5,12 +5,22 @@ watcher that reads slowly (or not at all) costs the server one page, never a que
 PAGE_EVENTS events and about PAGE_BYTES of snapshots (plus one event, at most ~200 KB by the
 input limits) per watcher. A watcher that falls behind the retention (MEMPLANE_CHANGE_RETENTION_SECONDS)
 is told so (FAILED_PRECONDITION WATCH_POSITION_EXPIRED) instead of silently missing changes.
+
+Access is checked for as long as the stream lasts: the key is resolved again at least every
+RECHECK_SECONDS (from a lookup at most that old, shared by the key's streams), and the stream ends
+with UNAUTHENTICATED once it is revoked, and with PERMISSION_DENIED once its role changed or a
+domain grant it read through was removed; each page is read with the current grants, and a page
+with changes is delivered only after the key and its grants, looked up after the page was read,
+still allow it, so nothing committed after a revocation or a grant's removal is delivered. Streams are
+counted per key and per tenant on each server, and refused beyond the caps.
 """
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import contextmanager
 
 from ..core.caller import Caller
 from ..core.changes import ChangeBatch, ChangeFilter
@@ -21,6 +31,7 @@ from .deps import Deps
 PAGE_EVENTS = 64
 PAGE_BYTES = 1 << 20
 POLL_SECONDS = 2.0  # the log is read this often even when no notification arrives
+RECHECK_SECONDS = 1.0  # a stream's key is resolved again this often (the promise is within 2 s)
 PROGRESS_SECONDS = 15.0  # a caller who sees nothing still learns how far the log was read
 
 
@@ -34,6 +45,49 @@ def position_expired(position: int, pruned: int) -> MemplaneError:
 
 def shutting_down() -> MemplaneError:
     return MemplaneError(Code.UNAVAILABLE, "SERVER_SHUTTING_DOWN", "this server is shutting down; resume elsewhere")
+
+
+def access_changed(before: Caller, now: Caller) -> MemplaneError | None:
+    """Why a stream opened as `before` may not go on as `now` (None: it may)."""
+    if now.role is not before.role or now.tenant_id != before.tenant_id or now.agent_id != before.agent_id:
+        return MemplaneError(Code.PERMISSION_DENIED, "KEY_ROLE_CHANGED",
+                             "this key's role changed since the stream opened; open it again")
+    removed = sorted(set(before.domains) - set(now.domains))
+    if removed:
+        return MemplaneError(Code.PERMISSION_DENIED, "DOMAIN_GRANT_REMOVED",
+                             "a domain grant this stream read through was removed; open it again",
+                             domain=removed[0])
+    return None
+
+
+class StreamCounts:
+    """Open streams per key and per tenant on this server, refused beyond the caps."""
+
+    def __init__(self, per_key: int, per_tenant: int) -> None:
+        self.per_key, self.per_tenant = per_key, per_tenant
+        self.keys: Counter[str] = Counter()
+        self.tenants: Counter[str] = Counter()
+
+    @contextmanager
+    def held(self, caller: Caller) -> Iterator[None]:
+        tenant = caller.tenant_id or ""
+        if self.keys[caller.key_id] >= self.per_key:
+            raise MemplaneError(Code.RESOURCE_EXHAUSTED, "WATCH_STREAMS_PER_KEY",
+                                f"this key holds {self.per_key} open Watch streams on this server (the most)",
+                                limit=str(self.per_key))
+        if self.tenants[tenant] >= self.per_tenant:
+            raise MemplaneError(Code.RESOURCE_EXHAUSTED, "WATCH_STREAMS_PER_TENANT",
+                                f"this tenant holds {self.per_tenant} open Watch streams on this server (the most)",
+                                limit=str(self.per_tenant))
+        self.keys[caller.key_id] += 1
+        self.tenants[tenant] += 1
+        try:
+            yield
+        finally:
+            for counts, name in ((self.keys, caller.key_id), (self.tenants, tenant)):
+                counts[name] -= 1
+                if counts[name] <= 0:
+                    del counts[name]
 
 
 def check_change_filter(f: ChangeFilter) -> ChangeFilter:
@@ -51,15 +105,39 @@ class WatchService:
         self.store = deps.changes
         self.listener = deps.change_listener
         self.retention_seconds = deps.settings.change_retention_seconds
+        self.streams = StreamCounts(deps.settings.watch_max_streams_per_key, deps.settings.watch_max_streams_per_tenant)
 
     async def watch(
-        self, caller: Caller, f: ChangeFilter, after: int | None, *, stop: asyncio.Event | None = None
+        self, caller: Caller, f: ChangeFilter, after: int | None, *, stop: asyncio.Event | None = None,
+        reauthorize: Callable[[float], Awaitable[Caller]] | None = None,
     ) -> AsyncIterator[ChangeBatch]:
         """Batches of the caller's visible changes after `after` (absent: from now); the first
         batch is empty and names the starting position. Ends only by an error: the caller's
-        cancellation, an outage, or `stop` (UNAVAILABLE, to resume on another server)."""
+        cancellation, an outage, `stop` (UNAVAILABLE, to resume on another server), or a change of
+        what the key may do, which `reauthorize` (the key resolved again, from a lookup at most
+        that many seconds old) tells."""
         caller.require_tenant()
         check_change_filter(f)
+        with self.streams.held(caller):
+            async for batch in self._watch(caller, f, after, stop, reauthorize):
+                yield batch
+
+    async def _watch(
+        self, caller: Caller, f: ChangeFilter, after: int | None, stop: asyncio.Event | None,
+        reauthorize: Callable[[float], Awaitable[Caller]] | None,
+    ) -> AsyncIterator[ChangeBatch]:
+        checked_at = time.monotonic()
+
+        async def recheck(max_age: float) -> None:
+            nonlocal caller, checked_at
+            if reauthorize is None:
+                return
+            now = await reauthorize(max_age)
+            refused = access_changed(caller, now)
+            if refused is not None:
+                raise refused
+            caller, checked_at = now, time.monotonic()
+
         head = await self.store.head()
         if after is None:
             cursor = head
@@ -77,6 +155,8 @@ class WatchService:
             if stop is not None and stop.is_set():
                 raise shutting_down()
             wake = self.listener.wakeup()  # before reading: a change committed meanwhile still wakes us
+            if time.monotonic() - checked_at >= RECHECK_SECONDS:
+                await recheck(RECHECK_SECONDS)
             through = await self.store.head()
             while cursor < through:
                 events, more = await self.store.read(
@@ -85,13 +165,17 @@ class WatchService:
                 pruned = await self.store.pruned_through()  # read after the page: a prune it raced is seen
                 if pruned > cursor:
                     raise position_expired(cursor, pruned)
+                if events:
+                    # Looked up after the page was read: a revocation or grant removal committed
+                    # before any of its changes is seen here, and the page is not delivered.
+                    await recheck(0.0)
                 cursor = events[-1].position if more else through
                 if events or (cursor != sent and time.monotonic() - sent_at >= PROGRESS_SECONDS):
                     yield ChangeBatch(tuple(events), cursor)
                     sent, sent_at = cursor, time.monotonic()
                 if stop is not None and stop.is_set():
                     raise shutting_down()
-            await _first(wake, stop, POLL_SECONDS)
+            await _first(wake, stop, RECHECK_SECONDS if reauthorize is not None else POLL_SECONDS)
 
     async def prune(self) -> int:
         """Forgets changes older than the retention (all tenants); for the background sweep."""
