@@ -13,6 +13,7 @@ from memplane_server.runtime import Runtime
 from memplane_server.services.admin import AdminService
 from memplane_server.services.deps import Deps
 from memplane_server.settings import Settings
+from tests.support.keys import register_keys
 
 PLATFORM = Caller(key_id="test-platform", role=Role.PLATFORM_ADMIN, tenant_id=None, agent_id=None)
 
@@ -65,8 +66,10 @@ async def make_tenant(deps):
         def caller(role: Role, agent: str | None) -> Caller:
             return Caller(key_id=f"{tenant}-{role.value}", role=role, tenant_id=tenant, agent_id=agent, domains=dict(grants))
 
-        return TenantWorld(tenant, caller(Role.WRITER, None), caller(Role.READER, None),
-                           caller(Role.AGENT, "a1"), caller(Role.AGENT, "a2"))
+        world = TenantWorld(tenant, caller(Role.WRITER, None), caller(Role.READER, None),
+                            caller(Role.AGENT, "a1"), caller(Role.AGENT, "a2"))
+        await register_keys(deps.tenancy.pool, world.writer, world.reader, world.agent1, world.agent2)
+        return world
 
     return make
 

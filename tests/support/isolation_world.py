@@ -18,6 +18,7 @@ from memplane_server.services.auth import Authenticator
 from memplane_server.core.reflection import ReflectInput, Task
 from memplane_server.services.write import WriteService
 from tests.integration.conftest import PLATFORM
+from tests.support.keys import register_keys
 from tests.support.services import reflect_service
 
 from .isolation_oracle import Names, Op, Oracle
@@ -164,6 +165,7 @@ async def build_world(deps, tenant_count: int, grants: list[str]) -> World:
                 granted[t][d] = g == "rw"
         for label, (role, agent) in DIRECT.items():
             direct[(t, label)] = Caller(f"{t}-{label}", role, t, agent, dict(granted[t]))
+            await register_keys(deps.tenancy.pool, direct[(t, label)])
         for label, (role, key_agent, acting) in KEYED.items():
             row, secret = await admin.create_api_key(PLATFORM, t, key_agent, role, label)
             keys[(t, label)] = Key(secret, acting, Caller(row.id, role, t, key_agent or acting, dict(granted[t])))

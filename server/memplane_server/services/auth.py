@@ -12,6 +12,8 @@ from ..stores.postgres.tenancy import TenancyStore
 # Revocations and grant changes take effect within this many seconds on every instance.
 CACHE_SECONDS = 2.0
 _DUMMY_HASH = b"\x00" * 32
+# The key id of work the service queues itself (scheduled consolidations, summary refreshes, policies).
+SYSTEM_KEY_PREFIX = "system:"
 
 
 def unauthenticated(message: str = "a valid API key is required") -> MemplaneError:
@@ -59,3 +61,25 @@ class Authenticator:
             agent = acting_agent
         domains = await self.tenancy.grants_of(key.tenant_id) if key.tenant_id else {}
         return Caller(key_id=key.id, role=key.role, tenant_id=key.tenant_id, agent_id=agent, domains=domains)
+
+
+def key_revoked() -> MemplaneError:
+    return MemplaneError(Code.PERMISSION_DENIED, "API_KEY_REVOKED",
+                         "the API key that queued this operation was revoked (or deleted) before it finished")
+
+
+async def reload_caller(tenancy: TenancyStore, queued: Caller) -> Caller:
+    """A queued job's caller as its key and its tenant's grants are now: the job does what the key
+    may do when it runs, not what it could when it was queued. Work the service queued itself
+    (key ids `system:*`) has no key; it keeps its role with the tenant's current grants."""
+    if queued.tenant_id is None:
+        raise MemplaneError(Code.PERMISSION_DENIED, "NO_TENANT", "a job acts on a tenant")
+    if not queued.key_id.startswith(SYSTEM_KEY_PREFIX):
+        key = await tenancy.get_key(queued.key_id)
+        if key is None or key.revoked_at is not None or key.tenant_id != queued.tenant_id:
+            raise key_revoked()
+        if key.agent_id is not None and key.agent_id != queued.agent_id:
+            raise MemplaneError(Code.PERMISSION_DENIED, "AGENT_MISMATCH", "this key is bound to another agent")
+        queued = Caller(key_id=key.id, role=key.role, tenant_id=key.tenant_id, agent_id=queued.agent_id)
+    return Caller(key_id=queued.key_id, role=queued.role, tenant_id=queued.tenant_id, agent_id=queued.agent_id,
+                  domains=await tenancy.grants_of(queued.tenant_id))

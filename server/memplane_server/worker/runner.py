@@ -16,6 +16,7 @@ from ..core.operations import Job
 from ..core.reflection import input_from_json
 from ..core.requests import request_key
 from ..logs import OncePerCause, cause_of
+from ..services.auth import reload_caller
 from ..services.deps import Deps
 from ..services.consolidate import ConsolidateService
 from ..services.erasure import ErasureService
@@ -26,6 +27,7 @@ from ..services.reflect import ReflectService
 log = logging.getLogger(__name__)
 
 IDLE_POLL_SECONDS = 0.5
+ACCESS_RECHECK_SECONDS = 2.0  # revocations take effect within this, as for calls (services/auth.py)
 FINAL_CODES = frozenset({Code.INVALID_ARGUMENT, Code.NOT_FOUND, Code.PERMISSION_DENIED})
 
 
@@ -86,6 +88,7 @@ class JobRunner:
         tenant = set_work_tenant(job.caller.get("tenant_id") if isinstance(job.caller, dict) else None)
         work = asyncio.ensure_future(self._run(job))
         keeper = asyncio.ensure_future(self._keep_lease(job, work, lease))
+        guard = asyncio.ensure_future(self._keep_access(job, work))
         try:
             done = await work
             if await self.deps.jobs.is_cancelled(job.id):
@@ -93,21 +96,45 @@ class JobRunner:
             await self.deps.jobs.succeed(job.id, job.attempts, [str(m.id) for m in done.memories], done.summary,
                                          receipt=done.receipt, payload=done.payload, report=done.report)
         except asyncio.CancelledError:
-            if not keeper.done():
+            refusal = guard.result() if guard.done() and not guard.cancelled() else None
+            if refusal is not None:
+                await self._fail(job, refusal)
+            elif not keeper.done():
                 raise  # the runner itself is being stopped
-            log.warning("job %s attempt %s lost its lease and was abandoned", job.id, job.attempts)
+            else:
+                log.warning("job %s attempt %s lost its lease and was abandoned", job.id, job.attempts)
         except Exception as exc:
-            reason = exc.reason if isinstance(exc, MemplaneError) else type(exc).__name__.upper()
-            # A refusal (bad input, a memory gone, no permission) will not change on a retry.
-            refused = isinstance(exc, MemplaneError) and exc.code in FINAL_CODES
-            last = refused or job.attempts >= self.deps.settings.job_max_attempts
-            delay = None if last else min(60.0, 2.0 ** job.attempts)
-            log.warning("job %s attempt %s failed: %s", job.id, job.attempts, exc)
-            await self.deps.jobs.fail(job.id, job.attempts, reason, str(exc), retry_in_seconds=delay)
+            await self._fail(job, exc)
         finally:
             keeper.cancel()
+            guard.cancel()
             reset_work_tenant(tenant)
         return True
+
+    async def _fail(self, job: Job, exc: Exception) -> None:
+        reason = exc.reason if isinstance(exc, MemplaneError) else type(exc).__name__.upper()
+        # A refusal (bad input, a memory gone, no permission) will not change on a retry.
+        refused = isinstance(exc, MemplaneError) and exc.code in FINAL_CODES
+        last = refused or job.attempts >= self.deps.settings.job_max_attempts
+        delay = None if last else min(60.0, 2.0 ** job.attempts)
+        log.warning("job %s attempt %s failed: %s", job.id, job.attempts, exc)
+        await self.deps.jobs.fail(job.id, job.attempts, reason, str(exc), retry_in_seconds=delay)
+
+    async def _keep_access(self, job: Job, work: asyncio.Future) -> MemplaneError | None:
+        """Looks the job's key up again while the job runs; once it may no longer do the job (its
+        key revoked), stops the run before it writes and returns why."""
+        queued = caller_from_json(job.caller)
+        while True:
+            await asyncio.sleep(ACCESS_RECHECK_SECONDS)
+            try:
+                await reload_caller(self.deps.tenancy, queued)
+            except MemplaneError as refusal:
+                if refusal.code not in FINAL_CODES:
+                    continue  # the database is out of reach: the job's own work notices
+                work.cancel()
+                return refusal
+            except Exception:  # noqa: BLE001 - as above
+                continue
 
     async def _keep_lease(self, job: Job, work: asyncio.Future, lease: float) -> None:
         """Renews the lease while the job runs; if another worker took the job (this one stalled
@@ -121,7 +148,7 @@ class JobRunner:
     async def _run(self, job: Job) -> JobDone:
         """Runs one job. Its writes are keyed by the job's id, so an attempt after a crash that
         came after the write stores nothing twice."""
-        caller = caller_from_json(job.caller)
+        caller = await reload_caller(self.deps.tenancy, caller_from_json(job.caller))
         request = request_key(caller, f"job:{job.type}", str(job.id), b"")
         if job.type == "erase" and self.erase is not None:
             erased = await self.erase.run(caller, job.payload["user_id"], reason=job.payload.get("reason", ""),
