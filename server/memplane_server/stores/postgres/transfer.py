@@ -27,6 +27,10 @@ class ImportConflict(Exception):
     """A row of the import already exists (say, the same file imported twice into one tenant)."""
 
 
+class ImportRefused(Exception):
+    """The file would put memories where the importing tenant may not write."""
+
+
 _EXPORTS = {
     "tenants": "SELECT to_jsonb(t)::text FROM tenants t WHERE id = $1",
     "agents": "SELECT to_jsonb(a)::text FROM agents a WHERE tenant_id = $1 ORDER BY id",
@@ -37,16 +41,17 @@ _EXPORTS = {
     "memory_history": "SELECT to_jsonb(h)::text FROM memory_history h WHERE tenant_id = $1 ORDER BY seq",
 }
 
-# The tenant, its agents and domains may exist already in the target (made by an admin first);
-# memories and history may not, so a second import of one file fails instead of duplicating.
+# The tenant and its agents may exist already in the target (made by an admin first); memories
+# and history may not, so a second import of one file fails instead of duplicating. Domains and
+# their grants are the platform admin's: a file's domain rows are not imported, and its domain
+# memories go only into domains the target tenant is granted read-write (checked after the insert,
+# on what was stored, whatever the file's rows claim).
 _IMPORTS = {
     "tenants": "WITH t AS (INSERT INTO tenants SELECT r.* FROM jsonb_array_elements($1::jsonb) e,"
                " jsonb_populate_record(NULL::tenants, e) r ON CONFLICT (id) DO NOTHING RETURNING id)"
                " INSERT INTO tenant_usage (tenant_id) SELECT id FROM t ON CONFLICT (tenant_id) DO NOTHING",
     "agents": "INSERT INTO agents SELECT r.* FROM jsonb_array_elements($1::jsonb) e,"
               " jsonb_populate_record(NULL::agents, e) r ON CONFLICT (tenant_id, id) DO NOTHING",
-    "domains": "INSERT INTO domains SELECT r.* FROM jsonb_array_elements($1::jsonb) e,"
-               " jsonb_populate_record(NULL::domains, e) r ON CONFLICT (name) DO NOTHING",
     "memories": "INSERT INTO memories SELECT r.* FROM jsonb_array_elements($1::jsonb) e,"
                 " jsonb_populate_record(NULL::memories, e) r",
     "memory_history": "INSERT INTO memory_history SELECT r.* FROM jsonb_array_elements($1::jsonb) e,"
@@ -67,19 +72,31 @@ async def export_tenant(conn: asyncpg.Connection, tenant_id: str) -> AsyncIterat
                 yield ExportedRow(table, json.loads(record[0]))
 
 
-async def import_rows(conn: asyncpg.Connection, tenant_id: str, rows: Iterable[ExportedRow]) -> dict[str, int]:
-    """Inserts rows already moved to `tenant_id`, all or nothing; returns how many per table."""
+async def import_rows(conn: asyncpg.Connection, tenant_id: str, rows: Iterable[ExportedRow], *,
+                      keep_quota: bool = False) -> dict[str, int]:
+    """Inserts rows already moved to `tenant_id`, all or nothing; returns how many per table. A
+    new tenant gets the deployment's default quota unless keep_quota (the file's)."""
     counts = {table: 0 for table in _IMPORTS}
     sessions: set[tuple[str, str | None]] = set()
     try:
         async with conn.transaction():
             for table, group in groupby(rows, key=lambda r: r.table):
+                if table == "domains":
+                    continue
+                if table == "tenants" and not keep_quota:
+                    group = (ExportedRow(r.table, {**r.fields, "max_memories": 0}) for r in group)
                 for chunk in _chunks(group):
                     await conn.execute(_IMPORTS[table], json.dumps([r.fields for r in chunk], ensure_ascii=False))
                     counts[table] += len(chunk)
                     if table == "memories":
                         sessions.update((tenant_id, r.fields.get("session_id")) for r in chunk
                                         if r.fields.get("kind") in WINDOW_KINDS)
+            refused = await conn.fetch(
+                "SELECT DISTINCT m.domain FROM memories m WHERE m.tenant_id = $1 AND m.domain IS NOT NULL"
+                " AND NOT EXISTS (SELECT 1 FROM domain_grants g WHERE g.tenant_id = $1 AND g.domain = m.domain"
+                " AND g.can_write) ORDER BY 1", tenant_id)
+            if refused:
+                raise ImportRefused([r["domain"] for r in refused])
             # Windows carried over are kept; the worker rebuilds those whose text or model does
             # not match this deployment (their fingerprint says which).
             await mark_sessions(conn, list(sessions), clear=False)
