@@ -106,3 +106,20 @@ def test_a_reader_key_cannot_forget_through_the_panel(panel, panel_server, panel
                                    headers={"origin": panel})
         assert response.status_code == 403 and "PERMISSION_DENIED" in response.text
         assert sdk.get_memory(memory.id).status is MemoryStatus.ACTIVE
+
+
+def test_behind_a_tls_proxy_the_session_cookie_is_secure(panel, stored):
+    """The proxy ends TLS and forwards plain HTTP with the public host name; the panel trusts no
+    X-Forwarded-Proto from it (uvicorn trusts that header from loopback only)."""
+    key, _ = stored
+    public = "https://memplane.example.com"
+    login = httpx.post(f"{panel}/login", data={"api_key": key},
+                       headers={"origin": public, "host": "memplane.example.com"})
+    assert login.status_code == 303, login.text
+    assert "secure" in {part.strip().lower() for part in login.headers["set-cookie"].split(";")}
+
+
+def test_on_this_machine_over_plain_http_the_cookie_works_without_secure(panel, stored):
+    key, _ = stored
+    login = httpx.post(f"{panel}/login", data={"api_key": key}, headers={"origin": panel})
+    assert "secure" not in {part.strip().lower() for part in login.headers["set-cookie"].split(";")}

@@ -51,9 +51,19 @@ async def login(request: Request) -> Response:
     response = RedirectResponse(target, status_code=303)
     response.set_cookie(
         COOKIE, session.id, max_age=IDLE_SECONDS, path="/", httponly=True, samesite="strict",
-        secure=request.url.scheme == "https",
+        secure=needs_secure_cookie(request),
     )
     return response
+
+
+_LOOPBACK = ("localhost", "127.0.0.1", "::1", "[::1]")
+
+
+def needs_secure_cookie(request: Request) -> bool:
+    """The session cookie is Secure unless the panel is reached over plain HTTP on this machine
+    (development). Behind a TLS-terminating proxy the panel itself sees HTTP under the public host
+    name: the browser is on HTTPS there, and a cookie without Secure could leak over a plain link."""
+    return request.url.scheme == "https" or (request.url.hostname or "") not in _LOOPBACK
 
 
 @signed_in
