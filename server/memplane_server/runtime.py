@@ -244,7 +244,9 @@ def build_services(deps: Deps, runtime: Runtime) -> Services:
         auth=Authenticator(deps.tenancy),
         idempotency=Idempotency(deps.idempotency or IdempotencyStore(runtime.redis_client, s.idempotency_ttl_seconds)),
         rate_limits=RateLimits(RateLimiter(runtime.redis_client, per_second=s.rate_limit_per_second,
-                                           burst=s.rate_limit_burst)),
+                                           burst=s.rate_limit_burst),
+                               failures=RateLimiter(runtime.redis_client, per_second=s.auth_failures_per_second,
+                                                    burst=s.auth_failures_burst)),
         availability=Availability(database_ping(runtime.pool)),
     )
 

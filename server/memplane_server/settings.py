@@ -132,6 +132,10 @@ class Settings(BaseSettings):
     max_memories_per_tenant: int = Field(1_000_000, ge=0, description="stored-memory cap of a tenant without its own; 0 = none")
     rate_limit_per_second: float = Field(100.0, ge=0, description="requests per second per API key; 0 = unlimited")
     rate_limit_burst: int = Field(200, ge=1, description="requests a key may send at once before the rate applies")
+    auth_failures_per_second: float = Field(
+        10.0, ge=0, description="failed authentications per second one client address may cause; 0 = unlimited"
+    )
+    auth_failures_burst: int = Field(50, ge=1, description="failed authentications a client address may cause at once")
 
     working_ttl_seconds: int = Field(24 * 3600, ge=1)
     working_max_items: int = Field(200, ge=1)

@@ -1,4 +1,5 @@
-"""Quotas over the wire: per-key rates with RetryInfo that the SDK honours, and tenant memory caps."""
+"""Quotas over the wire: per-key rates with RetryInfo that the SDK honours, calls without a valid
+key limited per client address, and tenant memory caps."""
 from __future__ import annotations
 
 import asyncio
@@ -26,6 +27,8 @@ def limited_server(services_urls):
         "MEMPLANE_RATE_LIMIT_PER_SECOND": "2",
         "MEMPLANE_RATE_LIMIT_BURST": "3",
         "MEMPLANE_MAX_MEMORIES_PER_TENANT": "4",
+        "MEMPLANE_AUTH_FAILURES_PER_SECOND": "1",
+        "MEMPLANE_AUTH_FAILURES_BURST": "3",
     }).start()
     yield proc
     proc.stop()
@@ -74,3 +77,26 @@ def test_tenant_memory_cap_is_enforced_over_the_wire(limited_server):
         with pytest.raises(ResourceExhaustedError) as err:
             client.write([{"content": "c", "kind": "fact"}])
         assert err.value.reason == "MEMORY_QUOTA_EXCEEDED"
+
+
+def test_calls_without_a_valid_key_are_limited_per_address_and_valid_keys_are_not(limited_server):
+    with grpc.insecure_channel(limited_server.target) as channel:
+        stub = memory_service_pb2_grpc.MemoryServiceStub(channel)
+        valid = [("authorization", f"Bearer {limited_server.key('tenant admin')}")]
+        time.sleep(3)  # full buckets
+        stub.GetStats(memory_service_pb2.GetStatsRequest(), metadata=valid)
+        reasons = []
+        for n in range(6):
+            metadata = [("authorization", f"Bearer mpk_nope{n}_wrong")] if n % 2 else []
+            try:
+                stub.GetStats(memory_service_pb2.GetStatsRequest(), metadata=metadata)
+                reasons.append("OK")
+            except grpc.RpcError as err:
+                from memplane.errors import from_rpc_error
+
+                reasons.append(f"{err.code().name} {from_rpc_error(err).reason}")
+        assert reasons[:3] == ["UNAUTHENTICATED API_KEY_REQUIRED", "UNAUTHENTICATED INVALID_API_KEY",
+                               "UNAUTHENTICATED API_KEY_REQUIRED"], reasons
+        assert set(reasons[3:]) == {"RESOURCE_EXHAUSTED TOO_MANY_FAILED_AUTHENTICATIONS"}, reasons
+        # A caller whose key just proved valid, from the same address, is not held back.
+        stub.GetStats(memory_service_pb2.GetStatsRequest(), metadata=valid)

@@ -13,6 +13,7 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 from opentelemetry import metrics
 
+from ..core.caller import Caller
 from ..core.errors import Code, MemplaneError
 from ..core.requests import request_key
 from ..core.validation import MAX_REQUEST_ID_BYTES, check_text
@@ -211,11 +212,39 @@ def _metadata(details, name: str) -> str | None:
     return None
 
 
-class AuthInterceptor(grpc.aio.ServerInterceptor):
-    """Resolves `authorization: Bearer <key>` (and `x-memplane-agent`) to the call's Caller."""
+def client_address(context: grpc.aio.ServicerContext) -> str:
+    """The peer's IP address without its port (`ipv4:10.0.0.7:5123` -> `10.0.0.7`), or the peer as
+    gRPC names it when it is no IP connection."""
+    peer = context.peer() or ""
+    kind, _, rest = peer.partition(":")
+    if kind == "ipv4":
+        return rest.rsplit(":", 1)[0]
+    if kind == "ipv6":
+        return rest.rsplit(":", 1)[0].strip("[]")
+    return peer
 
-    def __init__(self, authenticator: Authenticator) -> None:
+
+class AuthInterceptor(grpc.aio.ServerInterceptor):
+    """Resolves `authorization: Bearer <key>` (and `x-memplane-agent`) to the call's Caller. Calls
+    without a valid key are counted per client address and refused beyond their rate, so that a
+    flood of them costs no key lookups (RateLimits.count_failure)."""
+
+    def __init__(self, authenticator: Authenticator, limits: RateLimits) -> None:
         self.authenticator = authenticator
+        self.limits = limits
+
+    async def _resolve(self, presented: str | None, agent: str | None, context) -> Caller:
+        known = self.authenticator.cached(presented, agent)
+        if known is not None:
+            return known  # a key that just proved valid passes also while its address is held back
+        address = client_address(context)
+        self.limits.refuse_if_blocked(address)
+        try:
+            return await self.authenticator.resolve(presented, agent)
+        except MemplaneError as exc:
+            if exc.code is Code.UNAUTHENTICATED:
+                await self.limits.count_failure(address)
+            raise
 
     async def intercept_service(self, continuation, details):
         handler = await continuation(details)
@@ -227,7 +256,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
 
         def wrap(behavior: Behavior) -> Behavior:
             async def authenticated(request, context):
-                caller = await self.authenticator.resolve(presented, agent)
+                caller = await self._resolve(presented, agent, context)
                 token, tenant = set_caller(caller), set_work_tenant(caller.tenant_id)
                 try:
                     return await behavior(request, context)
@@ -241,7 +270,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
             async def authenticated(request, context):
                 # gRPC drives the whole stream from the call's own task, so the caller set here
                 # holds across the generator's steps.
-                token = set_caller(await self.authenticator.resolve(presented, agent))
+                token = set_caller(await self._resolve(presented, agent, context))
                 again = set_reauthorize(lambda max_age: self.authenticator.resolve(presented, agent, max_age=max_age))
                 try:
                     async for response in behavior(request, context):

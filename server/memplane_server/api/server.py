@@ -42,7 +42,7 @@ def build_server(services: Services, drain: Drain) -> tuple[grpc.aio.Server, hea
         MetricsInterceptor(),
         ErrorInterceptor(services.availability),
         DrainInterceptor(drain),
-        AuthInterceptor(services.auth),
+        AuthInterceptor(services.auth, services.rate_limits),
         RateLimitInterceptor(services.rate_limits),
         IdempotencyInterceptor(services.idempotency),
     ]

@@ -25,6 +25,11 @@ class Authenticator:
         self.tenancy = tenancy
         self._cache: dict[tuple[str, str | None], tuple[float, Caller]] = {}  # (looked up at, caller)
 
+    def cached(self, presented: str | None, acting_agent: str | None) -> Caller | None:
+        """The key's caller when it was looked up within CACHE_SECONDS, without a lookup."""
+        hit = self._cache.get((presented, acting_agent)) if presented else None
+        return hit[1] if hit and time.monotonic() - hit[0] < CACHE_SECONDS else None
+
     async def resolve(self, presented: str | None, acting_agent: str | None, *, max_age: float = CACHE_SECONDS) -> Caller:
         """The key's caller, from the cache when it was looked up within max_age seconds: a
         long-lived stream asks with a shorter max_age than a call, so that its streams share one
