@@ -73,3 +73,11 @@ def test_consolidate_stall_benchmark_runs_end_to_end():
     assert out.returncode == 0, out.stderr[-3000:]
     assert "GetStats during: p50" in out.stdout and "Consolidate(dry_run) over 60 lessons" in out.stdout
     assert "3 clusters, 60 members" in out.stdout  # topics of 20 lessons
+
+
+def test_watch_streams_benchmark_runs_end_to_end():
+    out = subprocess.run([sys.executable, str(BENCH / "watch_streams.py"), "--streams", "103", "--writes", "10"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "opened 100; refused 3 RESOURCE_EXHAUSTED WATCH_STREAMS_PER_KEY" in out.stdout
+    assert "events the watchers received (another tenant's writes): 0" in out.stdout

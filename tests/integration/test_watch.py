@@ -293,3 +293,40 @@ async def test_a_tenant_beyond_its_watch_cap_is_refused_whichever_key_asks(deps,
         await open_stream(service, world.agent1)
     assert (err.value.code, err.value.reason) == (Code.RESOURCE_EXHAUSTED, "WATCH_STREAMS_PER_TENANT")
     await open_stream(service, other.writer)  # another tenant is not held back
+
+
+class CountingChangeStore(changes_module.ChangeStore):
+    """The real store, counting the log reads made for watchers and for the feed."""
+
+    def __init__(self, pool) -> None:
+        super().__init__(pool)
+        self.reads = self.feed_reads = 0
+
+    async def read(self, *args, **kwargs):
+        self.reads += 1
+        return await super().read(*args, **kwargs)
+
+    async def entries(self, *args, **kwargs):
+        self.feed_reads += 1
+        return await super().entries(*args, **kwargs)
+
+
+async def test_one_reader_follows_the_log_and_watchers_that_see_nothing_read_nothing(deps, make_tenant):
+    a, b = await make_tenant(), await make_tenant()
+    store = CountingChangeStore(deps.changes.pool)
+    service = WatchService(dataclasses.replace(deps, changes=store))
+    idle = [Watcher(service.watch(b.writer, ChangeFilter(), None)) for _ in range(20)]
+    seeing = Watcher(service.watch(a.writer, ChangeFilter(), None))
+    while not all(w.batches for w in [*idle, seeing]):
+        await asyncio.sleep(0.02)
+    try:
+        for n in range(5):
+            await WriteService(deps).write(a.writer, [draft(f"a's note {n}")])
+        await seeing.until(5)
+        await asyncio.sleep(0.5)
+        assert all(w.events == [] for w in idle)
+        assert store.reads <= 5  # the one watcher that sees the notes; none of the twenty
+        assert store.feed_reads <= 6  # once a commit (or fewer), for all 21 watchers
+    finally:
+        for w in [*idle, seeing]:
+            await w.close()

@@ -1,4 +1,5 @@
-"""The change stream's domain types: what a Watch filters on and what it streams."""
+"""The change stream's domain types: what a Watch filters on and what it streams, and the log's
+entries as the process-wide feed holds them (ids and labels only, never content)."""
 from __future__ import annotations
 
 import enum
@@ -6,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
+from .caller import Caller
 from .model import Kind, MemoryRecord, Scope
 
 
@@ -48,3 +50,35 @@ class ChangeBatch:
 
     events: tuple[ChangeEvent, ...]
     position: int
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One change-log row: enough to tell which watchers might see it."""
+
+    position: int
+    tenant_id: str
+    change: ChangeKind
+    scope: Scope
+    domain: str | None
+    agent_id: str | None
+    kind: Kind
+    session_id: str | None
+    entity: str | None
+
+
+def might_see(caller: Caller, f: ChangeFilter, e: LogEntry) -> bool:
+    """Whether the caller's watch with filter f could stream this change. Never False for one it
+    would stream (a watcher skips reading the log for changes all False), and the log's reader
+    decides in the end; a session or entity the entry lacks (it lives in the history row) is a
+    maybe."""
+    if e.scope is Scope.GLOBAL:
+        visible = e.tenant_id == caller.tenant_id
+    elif e.scope is Scope.DOMAIN:
+        visible = e.domain in caller.domains
+    else:
+        visible = e.tenant_id == caller.tenant_id and caller.agent_id is not None and e.agent_id == caller.agent_id
+    return (visible and (not f.scopes or e.scope in f.scopes) and (not f.kinds or e.kind in f.kinds)
+            and (not f.change_kinds or e.change in f.change_kinds)
+            and (f.session_id is None or e.session_id in (None, f.session_id))
+            and (f.entity is None or e.entity in (None, f.entity)))

@@ -1,6 +1,8 @@
 """Watch: the caller's visible changes, streamed in commit order from the change log.
 
-The log is read page by page by position, only when the previous page has been handed on, so a
+One reader per process follows the log for every watcher (services/change_feed.py); a watcher
+reads the log itself only for changes it might see. It reads page by page by position, only when
+the previous page has been handed on, so a
 watcher that reads slowly (or not at all) costs the server one page, never a queue: at most
 PAGE_EVENTS events and about PAGE_BYTES of snapshots (plus one event, at most ~200 KB by the
 input limits) per watcher. A watcher that falls behind the retention (MEMPLANE_CHANGE_RETENTION_SECONDS)
@@ -23,14 +25,15 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 
 from ..core.caller import Caller
-from ..core.changes import ChangeBatch, ChangeFilter
+from ..core.changes import ChangeBatch, ChangeFilter, might_see
 from ..core.errors import Code, MemplaneError, invalid
 from ..core.validation import MAX_FILTER_VALUES, check_free_id
+from .change_feed import ChangeFeed
 from .deps import Deps
 
 PAGE_EVENTS = 64
 PAGE_BYTES = 1 << 20
-POLL_SECONDS = 2.0  # the log is read this often even when no notification arrives
+POLL_SECONDS = 2.0  # a watcher looks at the feed this often even when it does not wake it
 RECHECK_SECONDS = 1.0  # a stream's key is resolved again this often (the promise is within 2 s)
 PROGRESS_SECONDS = 15.0  # a caller who sees nothing still learns how far the log was read
 
@@ -103,7 +106,7 @@ def check_change_filter(f: ChangeFilter) -> ChangeFilter:
 class WatchService:
     def __init__(self, deps: Deps) -> None:
         self.store = deps.changes
-        self.listener = deps.change_listener
+        self.feed = ChangeFeed(deps.changes, deps.change_listener)
         self.retention_seconds = deps.settings.change_retention_seconds
         self.streams = StreamCounts(deps.settings.watch_max_streams_per_key, deps.settings.watch_max_streams_per_tenant)
 
@@ -119,8 +122,12 @@ class WatchService:
         caller.require_tenant()
         check_change_filter(f)
         with self.streams.held(caller):
-            async for batch in self._watch(caller, f, after, stop, reauthorize):
-                yield batch
+            await self.feed.open()
+            try:
+                async for batch in self._watch(caller, f, after, stop, reauthorize):
+                    yield batch
+            finally:
+                self.feed.close()
 
     async def _watch(
         self, caller: Caller, f: ChangeFilter, after: int | None, stop: asyncio.Event | None,
@@ -154,10 +161,16 @@ class WatchService:
         while True:
             if stop is not None and stop.is_set():
                 raise shutting_down()
-            wake = self.listener.wakeup()  # before reading: a change committed meanwhile still wakes us
+            wake = self.feed.advanced()  # before looking: a read meanwhile still wakes us
             if time.monotonic() - checked_at >= RECHECK_SECONDS:
                 await recheck(RECHECK_SECONDS)
-            through = await self.store.head()
+            through = self.feed.read_through or cursor
+            window = self.feed.since(cursor) if cursor < through else None
+            if window is not None and not any(might_see(caller, f, e) for e in window):
+                cursor = through  # nothing here this watcher could see: no read of its own
+                if cursor != sent and time.monotonic() - sent_at >= PROGRESS_SECONDS:
+                    yield ChangeBatch((), cursor)
+                    sent, sent_at = cursor, time.monotonic()
             while cursor < through:
                 events, more = await self.store.read(
                     caller, after=cursor, through=through, f=f, limit=PAGE_EVENTS, max_bytes=PAGE_BYTES

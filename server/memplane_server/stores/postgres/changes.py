@@ -8,7 +8,7 @@ import logging
 import asyncpg
 
 from ...core.caller import Caller
-from ...core.changes import ChangeEvent, ChangeFilter, ChangeKind
+from ...core.changes import ChangeEvent, ChangeFilter, ChangeKind, LogEntry
 from ...core.model import Kind, Scope
 from ...logs import OncePerCause, cause_of
 from .session import caller_session
@@ -81,6 +81,17 @@ class ChangeStore:
         ]
         more = bool(rows) and (rows[0]["fetched"] >= limit or len(rows) < rows[0]["fetched"])
         return events, more
+
+    async def entries(self, after: int, through: int, limit: int) -> list[LogEntry]:
+        """Every tenant's log entries in (after, through], oldest first, at most limit: what the
+        process-wide feed reads once for all its watchers (as the owner; no content)."""
+        rows = await self.pool.fetch(
+            "SELECT position, tenant_id, change, scope, domain, agent_id, kind, session_id, entity FROM memory_changes"
+            " WHERE position > $1 AND position <= $2 ORDER BY position LIMIT $3",
+            after, through, limit,
+        )
+        return [LogEntry(r["position"], r["tenant_id"], ChangeKind(r["change"]), Scope(r["scope"]), r["domain"],
+                         r["agent_id"], Kind(r["kind"]), r["session_id"], r["entity"]) for r in rows]
 
     async def prune(self, older_than_seconds: float, *, batch: int = 10_000) -> int:
         """Deletes changes older than the retention, oldest first (all tenants), and moves the
