@@ -205,6 +205,7 @@ async def test_row_level_security_alone_hides_other_tenants_changes(deps, make_t
     await writes.write(b.writer, [draft("B global")])
     through = await deps.changes.head()
     monkeypatch.setattr(changes_module, "visibility", lambda caller, p: "TRUE")
+    monkeypatch.setattr(changes_module, "reach", lambda caller, p: "TRUE")
 
     async def read(caller):
         events, _ = await deps.changes.read(caller, after=start, through=through, f=ChangeFilter(), limit=100,
@@ -330,3 +331,31 @@ async def test_one_reader_follows_the_log_and_watchers_that_see_nothing_read_not
     finally:
         for w in [*idle, seeing]:
             await w.close()
+
+
+async def test_a_filtered_resume_reads_through_the_callers_reach_not_every_tenants_log(deps, make_tenant):
+    """20,000 changes of another tenant lie in the range: the plan finds the caller's rows by the
+    reach indexes (migration 0032), not by walking the log's position index through them."""
+    from memplane_server.stores.postgres.changes import read_statement
+    from memplane_server.stores.postgres.session import caller_session
+
+    world, other = await make_tenant(), await make_tenant()
+    pool = deps.changes.pool
+    start = await deps.changes.head()
+    base = start + 1_000_000_000  # above every position given out, and gone again below
+    await pool.execute(
+        "INSERT INTO memory_changes (tenant_id, position, memory_id, change, action, scope, kind)"
+        " SELECT $1, $2 + g, gen_random_uuid(), 'created', 'created', 'global', 'event'"
+        " FROM generate_series(1, 20000) g", other.tenant_id, base)
+    try:
+        await pool.execute("ANALYZE memory_changes")
+        sql, values = read_statement(world.reader, after=start, through=base + 20000,
+                                     f=ChangeFilter(kinds=(Kind.LESSON,)), limit=64, max_bytes=1 << 20)
+        async with caller_session(pool, world.reader) as conn:
+            plan = "\n".join(r[0] for r in await conn.fetch(f"EXPLAIN {sql}", *values))
+            analyzed = "\n".join(r[0] for r in await conn.fetch(f"EXPLAIN (ANALYZE, BUFFERS) {sql}", *values))
+        assert "memory_changes_tenant_position" in plan, plan
+        assert "memory_changes_position" not in plan.replace("memory_changes_position_", ""), plan
+        print(analyzed)
+    finally:
+        await pool.execute("DELETE FROM memory_changes WHERE position > $1", base)

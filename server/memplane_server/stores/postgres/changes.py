@@ -42,34 +42,9 @@ class ChangeStore:
         """The caller's visible changes in (after, through] matching f, oldest first: at most
         `limit`, and no more after their snapshots reach max_bytes (the first always comes).
         The flag says whether the range may hold more."""
-        # An entry's session and entity are its history row's snapshot's (gone with an erasure, which
-        # leaves them nowhere), an 'erased' entry's its own (migration 0028).
-        session = "coalesce(m.session_id, h.snapshot->>'session_id')"
-        entity = "coalesce(m.entity, h.snapshot->>'entity')"
-        p = Params()
-        where = [f"m.position > {p.add(after)}", f"m.position <= {p.add(through)}", visibility(caller, p)]
-        if f.scopes:
-            where.append(f"m.scope = ANY({p.add([s.value for s in f.scopes])}::text[])")
-        if f.kinds:
-            where.append(f"m.kind = ANY({p.add([k.value for k in f.kinds])}::text[])")
-        if f.change_kinds:
-            where.append(f"m.change = ANY({p.add([c.value for c in f.change_kinds])}::text[])")
-        if f.session_id:
-            where.append(f"{session} = {p.add(f.session_id)}")
-        if f.entity:
-            where.append(f"{entity} = {p.add(f.entity)}")
-        # Cut by size inside PostgreSQL, so no more than about max_bytes reaches this process.
-        sql = (
-            "SELECT * FROM (SELECT q.*, sum(q.size) OVER (ORDER BY q.position) AS running, count(*) OVER () AS fetched"
-            f" FROM (SELECT m.position, m.change, m.action, m.memory_id, m.scope, m.kind, {session} AS session_id,"
-            f" {entity} AS entity,"
-            " m.changed_at, h.snapshot, coalesce(octet_length(h.snapshot::text), 0) AS size"
-            " FROM memory_changes m LEFT JOIN memory_history h ON h.tenant_id = m.tenant_id AND h.seq = m.history_seq"
-            f" WHERE {' AND '.join(where)} ORDER BY m.position LIMIT {p.add(limit)}) q) r"
-            f" WHERE r.running - r.size < {p.add(max_bytes)} ORDER BY r.position"
-        )
+        sql, values = read_statement(caller, after=after, through=through, f=f, limit=limit, max_bytes=max_bytes)
         async with caller_session(self.pool, caller) as conn:
-            rows = await conn.fetch(sql, *p.values)
+            rows = await conn.fetch(sql, *values)
         events = [
             ChangeEvent(
                 position=r["position"], change=ChangeKind(r["change"]), action=r["action"], memory_id=r["memory_id"],
@@ -118,6 +93,48 @@ class ChangeStore:
             total += int(deleted)
             if deleted < batch:
                 return total
+
+
+def reach(caller: Caller, p: Params) -> str:
+    """The log rows the caller can reach at all (implied by visibility), as the reach indexes of
+    migration 0032 hold them: its tenant's, and those of the domains it reads."""
+    parts = [f"m.tenant_id = {p.add(caller.tenant_id)}"]
+    if caller.domains:
+        parts.append(f"(m.domain = ANY({p.add(caller.readable_domains)}::text[]) AND m.domain IS NOT NULL)")
+    return "(" + " OR ".join(parts) + ")"
+
+
+def read_statement(caller: Caller, *, after: int, through: int, f: ChangeFilter, limit: int, max_bytes: int
+                   ) -> tuple[str, list]:
+    """The statement (and its parameters) behind ChangeStore.read, also for EXPLAIN."""
+    # An entry's session and entity are its history row's snapshot's (gone with an erasure, which
+    # leaves them nowhere), an 'erased' entry's its own (migration 0028).
+    session = "coalesce(m.session_id, h.snapshot->>'session_id')"
+    entity = "coalesce(m.entity, h.snapshot->>'entity')"
+    p = Params()
+    where = [f"m.position > {p.add(after)}", f"m.position <= {p.add(through)}", visibility(caller, p),
+             reach(caller, p)]
+    if f.scopes:
+        where.append(f"m.scope = ANY({p.add([s.value for s in f.scopes])}::text[])")
+    if f.kinds:
+        where.append(f"m.kind = ANY({p.add([k.value for k in f.kinds])}::text[])")
+    if f.change_kinds:
+        where.append(f"m.change = ANY({p.add([c.value for c in f.change_kinds])}::text[])")
+    if f.session_id:
+        where.append(f"{session} = {p.add(f.session_id)}")
+    if f.entity:
+        where.append(f"{entity} = {p.add(f.entity)}")
+    # Cut by size inside PostgreSQL, so no more than about max_bytes reaches this process.
+    sql = (
+        "SELECT * FROM (SELECT q.*, sum(q.size) OVER (ORDER BY q.position) AS running, count(*) OVER () AS fetched"
+        f" FROM (SELECT m.position, m.change, m.action, m.memory_id, m.scope, m.kind, {session} AS session_id,"
+        f" {entity} AS entity,"
+        " m.changed_at, h.snapshot, coalesce(octet_length(h.snapshot::text), 0) AS size"
+        " FROM memory_changes m LEFT JOIN memory_history h ON h.tenant_id = m.tenant_id AND h.seq = m.history_seq"
+        f" WHERE {' AND '.join(where)} ORDER BY m.position LIMIT {p.add(limit)}) q) r"
+        f" WHERE r.running - r.size < {p.add(max_bytes)} ORDER BY r.position"
+    )
+    return sql, p.values
 
 
 class ChangeListener:
