@@ -82,6 +82,7 @@ class ForgetRules:
                     if m.exists and m.tenant == caller.tenant_id and m.user == user and (wide or can_change(caller, m))}
         reach = Reach(lambda m: m.user == user) if wide else None
         what = f"Forget(erase_user_id, {mode})"
+        audit_before = await self.audit_log()
         result, err = await self.mutate(
             what, caller, erasure_service(self.deps).erase(caller, user, mode=mode, dry_run=dry_run),
             dry_run=dry_run or mode == "async", reach=reach)
@@ -105,6 +106,22 @@ class ForgetRules:
                             f" expected {len(expected)}:"
                             f" extra {[describe(self.oracle.mems[i]) for i in listed - expected]},"
                             f" missing {[describe(self.oracle.mems[i]) for i in expected - listed]}")
+        if not wide:
+            # Only an admin reads, and so redacts, the audit log: another key's erasure leaves it
+            # as it was, adds its own EraseUser entry at most, and its receipt names no audit rows.
+            audit_after = await self.audit_log()
+            added = [row for row in audit_after if row not in audit_before]
+            if audit_after[:len(audit_before)] != audit_before or any(
+                    (r["tenant_id"], r["action"]) != (caller.tenant_id, "EraseUser") for r in added):
+                raise Violation(f"{what} by {self.names.who(caller)} changed the audit log")
+            if "postgres.audit_events" in counts:
+                raise Violation(f"{what} by {self.names.who(caller)}: its receipt counts audit rows")
+            SEEN["erasures by a key that is no admin, audit log unchanged"] += 1
+
+    async def audit_log(self) -> list:
+        return [dict(r) for r in await self.deps.tenancy.pool.fetch(
+            "SELECT id, tenant_id, actor_key_id, action, target, details::text AS details FROM audit_events"
+            " WHERE tenant_id = ANY($1::text[]) ORDER BY id", self.world.tenants)]
 
     # -- forgets by policy
 
