@@ -359,3 +359,26 @@ async def test_a_filtered_resume_reads_through_the_callers_reach_not_every_tenan
         print(analyzed)
     finally:
         await pool.execute("DELETE FROM memory_changes WHERE position > $1", base)
+
+
+async def test_the_feed_wakes_only_the_watchers_whose_reach_a_commit_touches(deps, make_tenant):
+    from memplane_server.services.change_feed import ChangeFeed, reach_of
+
+    domain = f"d-{uuid.uuid4().hex[:8]}"
+    a, b, c = await make_tenant({domain: True}), await make_tenant({domain: False}), await make_tenant()
+    feed = ChangeFeed(deps.changes, deps.change_listener)
+    subs = {name: await feed.open(reach_of(w.tenant_id, w.writer.domains)) for name, w in (("a", a), ("b", b), ("c", c))}
+    try:
+        for label, draft_ in (("own", draft("a's own note")), ("shared", draft("shared", scope=Scope.DOMAIN, domain=domain))):
+            armed = {name: sub.armed() for name, sub in subs.items()}
+            before = feed.read_through
+            await WriteService(deps).write(a.writer, [draft_])
+            for _ in range(200):
+                if feed.read_through != before and armed["a"].is_set():
+                    break
+                await asyncio.sleep(0.02)
+            woken = {name for name, event in armed.items() if event.is_set()}
+            assert woken == ({"a"} if label == "own" else {"a", "b"}), (label, woken)
+    finally:
+        for sub in subs.values():
+            feed.close(sub)

@@ -3,7 +3,9 @@
 Each commit used to wake every watcher of the process, and each read the log's head and then the
 log itself: W watchers cost 2W queries a commit, whether or not they could see the change. Now
 one task reads the new entries once (ids and labels, no content), keeps the latest in a window,
-and wakes the watchers; a watcher reads the log itself (with its caller's visibility, row-level
+and wakes only the watchers whose reach (their tenant, the domains they read) the entries touch,
+so a commit costs a watcher of another tenant nothing at all; every watcher also looks by itself
+now and then (its key's re-check, its progress reports). A watcher reads the log itself (with its caller's visibility, row-level
 security and the memories' snapshots) only when an entry it might see is in the window
 (core/changes.might_see), or when it is behind the window (a resume from an old position).
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
+from collections.abc import Iterable
 
 from ..core.changes import LogEntry
 from ..logs import OncePerCause, cause_of
@@ -24,6 +27,32 @@ READ_ENTRIES = 5_000  # entries read in one query
 POLL_SECONDS = 2.0  # read this often even when no notification arrives
 
 
+def reach_of(tenant_id: str | None, domains: Iterable[str]) -> frozenset[str]:
+    """What a watcher's entries can come from: its tenant's rows and its readable domains'."""
+    return frozenset([f"t:{tenant_id}", *(f"d:{d}" for d in domains)])
+
+
+def _touched(e: LogEntry) -> tuple[str, ...]:
+    return (f"t:{e.tenant_id}", f"d:{e.domain}") if e.domain else (f"t:{e.tenant_id}",)
+
+
+class Subscription:
+    """One watcher's place in the feed: the reach it is woken for, and its wake-up event."""
+
+    def __init__(self, reach: frozenset[str]) -> None:
+        self.reach = reach
+        self._event = asyncio.Event()
+
+    def armed(self) -> asyncio.Event:
+        """A fresh event the feed sets when it next reads an entry within reach; take it before
+        looking at the window, so an entry read meanwhile still wakes the watcher."""
+        self._event = asyncio.Event()
+        return self._event
+
+    def wake(self) -> None:
+        self._event.set()
+
+
 class ChangeFeed:
     def __init__(self, store: ChangeStore, listener: ChangeListener) -> None:
         self.store = store
@@ -31,30 +60,40 @@ class ChangeFeed:
         self.window: deque[LogEntry] = deque(maxlen=WINDOW_ENTRIES)
         self.read_through: int | None = None  # every entry up to here has been read
         self.covers_after: int | None = None  # the window holds every entry in (covers_after, read_through]
-        self._advanced = asyncio.Event()
         self._task: asyncio.Task | None = None
+        self._by_reach: dict[str, set[Subscription]] = {}
         self._watchers = 0
         self._failures = OncePerCause(log)
 
-    async def open(self) -> None:
-        """Counts a watcher in; the first one starts the reader."""
+    async def open(self, reach: frozenset[str]) -> Subscription:
+        """Counts a watcher in (the first one starts the reader); it is woken for entries of reach."""
+        sub = Subscription(frozenset())
         self._watchers += 1
+        self.move(sub, reach)
         if self.read_through is None:
             head = await self.store.head()
             if self.read_through is None:
                 self.read_through = self.covers_after = head
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run())
+        return sub
 
-    def close(self) -> None:
+    def move(self, sub: Subscription, reach: frozenset[str]) -> None:
+        """Wakes the watcher for entries of another reach (its grants changed)."""
+        for key in sub.reach - reach:
+            self._by_reach[key].discard(sub)
+            if not self._by_reach[key]:
+                del self._by_reach[key]
+        for key in reach - sub.reach:
+            self._by_reach.setdefault(key, set()).add(sub)
+        sub.reach = reach
+
+    def close(self, sub: Subscription) -> None:
+        self.move(sub, frozenset())
         self._watchers -= 1
         if self._watchers <= 0 and self._task is not None:
             self._task.cancel()
             self._task = None
-
-    def advanced(self) -> asyncio.Event:
-        """The event set when the feed next reads further; take it before looking at the window."""
-        return self._advanced
 
     def since(self, after: int) -> list[LogEntry] | None:
         """The entries after `after` up to read_through, or None when the window no longer holds
@@ -84,13 +123,13 @@ class ChangeFeed:
         head = await self.store.head()
         while self.read_through is not None and self.read_through < head:
             entries = await self.store.entries(self.read_through, head, READ_ENTRIES)
+            touched: set[str] = set()
             for e in entries:
                 if len(self.window) == self.window.maxlen:
                     self.covers_after = self.window[0].position
                 self.window.append(e)
+                touched.update(_touched(e))
             self.read_through = entries[-1].position if len(entries) == READ_ENTRIES else head
-            self._publish()
-
-    def _publish(self) -> None:
-        event, self._advanced = self._advanced, asyncio.Event()
-        event.set()
+            for key in touched:
+                for sub in self._by_reach.get(key, ()):
+                    sub.wake()

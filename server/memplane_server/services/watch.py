@@ -28,7 +28,7 @@ from ..core.caller import Caller
 from ..core.changes import ChangeBatch, ChangeFilter, might_see
 from ..core.errors import Code, MemplaneError, invalid
 from ..core.validation import MAX_FILTER_VALUES, check_free_id
-from .change_feed import ChangeFeed
+from .change_feed import ChangeFeed, Subscription, reach_of
 from .deps import Deps
 
 PAGE_EVENTS = 64
@@ -122,16 +122,16 @@ class WatchService:
         caller.require_tenant()
         check_change_filter(f)
         with self.streams.held(caller):
-            await self.feed.open()
+            sub = await self.feed.open(reach_of(caller.tenant_id, caller.domains))
             try:
-                async for batch in self._watch(caller, f, after, stop, reauthorize):
+                async for batch in self._watch(caller, f, after, stop, reauthorize, sub):
                     yield batch
             finally:
-                self.feed.close()
+                self.feed.close(sub)
 
     async def _watch(
         self, caller: Caller, f: ChangeFilter, after: int | None, stop: asyncio.Event | None,
-        reauthorize: Callable[[float], Awaitable[Caller]] | None,
+        reauthorize: Callable[[float], Awaitable[Caller]] | None, sub: Subscription,
     ) -> AsyncIterator[ChangeBatch]:
         checked_at = time.monotonic()
 
@@ -144,6 +144,7 @@ class WatchService:
             if refused is not None:
                 raise refused
             caller, checked_at = now, time.monotonic()
+            self.feed.move(sub, reach_of(caller.tenant_id, caller.domains))
 
         head = await self.store.head()
         if after is None:
@@ -161,7 +162,7 @@ class WatchService:
         while True:
             if stop is not None and stop.is_set():
                 raise shutting_down()
-            wake = self.feed.advanced()  # before looking: a read meanwhile still wakes us
+            wake = sub.armed()  # before looking: an entry read meanwhile still wakes us
             if time.monotonic() - checked_at >= RECHECK_SECONDS:
                 await recheck(RECHECK_SECONDS)
             through = self.feed.read_through or cursor
