@@ -72,6 +72,15 @@ async def world(deps) -> dict:
                     "INSERT INTO memories (tenant_id, id, scope, layer, kind, content, confidence, status, occurred_at,"
                     " embedding) VALUES ($1, gen_random_uuid(), 'global', 'episodic', 'event', 'near', 0.9, 'active',"
                     " now(), $2)", big, near(seed, rank))
+        # The big tenant's own rows nearest the query: without them its nearest rows are random
+        # ones, as far from the query as the rest of the shared test database, and the walk may
+        # spend its 20,000 tuples (hnsw.max_scan_tuples) on other tests' rows before reaching any.
+        for rank in range(60):
+            offset = np.random.default_rng(7000 + rank).standard_normal(384).astype(np.float32)
+            await conn.execute(
+                "INSERT INTO memories (tenant_id, id, scope, layer, kind, content, confidence, status, occurred_at,"
+                " embedding) VALUES ($1, gen_random_uuid(), 'global', 'episodic', 'event', 'near the query', 0.9,"
+                " 'active', now(), $2)", big, query + (0.05 + 0.002 * rank) * offset / np.linalg.norm(offset))
         secret = {}
         for name, tenant, scope, agent in (("other tenant", other, "global", None), ("a2", big, "private", "a2")):
             secret[name] = await conn.fetchval(
