@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test generate bench
+.PHONY: serve test generate bench peers
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml scripts/install_deploy_tools.py scripts/install_browser.py
 	$(PYTHON) -m venv $(VENV)
@@ -25,3 +25,13 @@ generate: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/foundation.py
+
+# Mem0 OSS in a virtual environment of its own, for bench/peers.py (never needed by the server or the tests).
+PEERS := .venv-peers
+peers: $(STAMP) $(PEERS)/.installed
+
+$(PEERS)/.installed: bench/peers-requirements.txt
+	$(PYTHON) -m venv $(PEERS)
+	$(PEERS)/bin/python -m pip install --quiet --upgrade pip
+	$(PEERS)/bin/python -m pip install --quiet -r bench/peers-requirements.txt
+	touch $@

@@ -128,14 +128,17 @@ class SessionSearchRules(SearchRules):
             if not await windows.refresh_next():
                 break
         await IsolationMachine.build_windows(self)  # nothing left to build: its check alone
+        # This world's tenants only: the database is shared with the other tests, whose digests may
+        # wait for a rebuild no worker runs there.
         leaks = await self.deps.memories.pool.fetch(
             "SELECT d.session_id, tok FROM session_digests d, unnest(tsvector_to_array(d.keywords)) AS tok"
-            " WHERE NOT EXISTS (SELECT 1 FROM memories n"
+            " WHERE d.tenant_id = ANY($1::text[]) AND NOT EXISTS (SELECT 1 FROM memories n"
             "  WHERE n.tenant_id = d.tenant_id AND n.session_id = d.session_id AND n.scope = d.scope"
             "  AND coalesce(n.domain, '') = d.domain AND coalesce(n.agent_id, '') = d.agent_id"
-            "  AND n.status = 'active' AND n.kind = 'turn' AND tok = ANY(tsvector_to_array(n.keywords)))"
-        )
-        SEEN["session digests checked"] += await self.deps.memories.pool.fetchval("SELECT count(*) FROM session_digests")
+            "  AND n.status = 'active' AND n.kind = 'turn' AND tok = ANY(tsvector_to_array(n.keywords)))",
+            self.world.tenants)
+        SEEN["session digests checked"] += await self.deps.memories.pool.fetchval(
+            "SELECT count(*) FROM session_digests WHERE tenant_id = ANY($1::text[])", self.world.tenants)
         if leaks:
             raise Violation(f"session digests hold words from outside their session and visibility: {leaks[:5]}")
 

@@ -8,6 +8,7 @@ import asyncio
 import logging
 import math
 import os
+from collections.abc import Awaitable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -37,6 +38,7 @@ from .deps import Deps
 from .graph_channel import CHANNEL as GRAPH, GraphChannel, explain_links
 from .search_channels import PREFERENCES, QueryParts, in_order, lexical_channels, vector_channels
 from .session_channel import CHANNEL as SESSION, SessionChannel, explain_sessions
+from .stages import stage, staged
 from .usage import UsageCounts
 
 log = logging.getLogger(__name__)
@@ -53,6 +55,11 @@ class SearchQuery:
     scope_order: tuple[Scope, ...] = ()
     explain: bool = False
     time_zone: str | None = None
+
+
+async def _embedded(embeddings: list[Awaitable[np.ndarray]]) -> list[np.ndarray]:
+    with stage("embed"):
+        return await asyncio.gather(*embeddings)
 
 
 class SearchService:
@@ -91,6 +98,10 @@ class SearchService:
         return min(q.top_k or s.search_default_top_k, s.search_max_top_k)
 
     async def search(self, caller: Caller, q: SearchQuery) -> list[SearchHit]:
+        with stage("search"):
+            return await self._search(caller, q)
+
+    async def _search(self, caller: Caller, q: SearchQuery) -> list[SearchHit]:
         top_k = self._check(q)
         zone = parse_time_zone(q.time_zone)
         caller.require_tenant()
@@ -109,9 +120,10 @@ class SearchService:
         embeddings = [self.deps.embedder.embed_query((feel if settings.search_dialogue_emotion == 'both' else '') + text)]
         if transcript:
             embeddings.append(self.deps.embedder.embed_query(feel + transcript.focus(settings.search_dialogue_user_turns)))
-        embedded = asyncio.gather(*embeddings)
+        embedded = asyncio.ensure_future(_embedded(embeddings))
         try:
-            tokens, names, intent, span = await asyncio.to_thread(read_text)
+            with stage("parse"):
+                tokens, names, intent, span = await asyncio.to_thread(read_text)
         except BaseException:
             embedded.cancel()
             raise
@@ -131,12 +143,12 @@ class SearchService:
         family = vector_channels(self.deps.memories, settings, caller, q.filter, parts, limit=limit, as_of=q.as_of)
         planned = bool(family or lexical)  # persistent memory is searched
         runs = in_order({**running, **{name: asyncio.ensure_future(run()) for name, run in family.items()}})
-        session_run = asyncio.ensure_future(self.session.search(
-            caller, q.filter, vector, parts.terms, limit=limit, as_of=q.as_of)) if planned and self.session.enabled else None
+        session_run = asyncio.ensure_future(staged("session channel", self.session.search(
+            caller, q.filter, vector, parts.terms, limit=limit, as_of=q.as_of))) if planned and self.session.enabled else None
         if q.filter.session_id and q.filter.wants_layer(Layer.WORKING) and q.as_of is None:
-            runs["working"] = asyncio.ensure_future(self._working_channel(caller, q, vector, limit))
+            runs["working"] = asyncio.ensure_future(staged("working channel", self._working_channel(caller, q, vector, limit)))
         if planned and settings.search_rewrite:
-            runs["rewrites"] = asyncio.ensure_future(self._rewrite_channels(caller, q, limit))
+            runs["rewrites"] = asyncio.ensure_future(staged("rewrite channels", self._rewrite_channels(caller, q, limit)))
         results: dict[str, list[Scored]] = dict(zip(runs, await asyncio.gather(*runs.values())))
         always = [s.record for s in results.pop(PREFERENCES, [])]
         results.update(results.pop("rewrites", {}))
@@ -147,7 +159,8 @@ class SearchService:
             results[SESSION], weights[SESSION] = sessions.scored, self.session.weight
         graph = None
         if planned and self.graph.enabled:
-            graph = await self.graph.search(caller, q.filter, text, results, weights, limit=limit, as_of=q.as_of)
+            with stage("graph channel"):
+                graph = await self.graph.search(caller, q.filter, text, results, weights, limit=limit, as_of=q.as_of)
             results[GRAPH], weights[GRAPH] = graph.scored, self.graph.weight
         adjustments = Adjustments(
             intent=intent, time_range=span, now=now, recency_lambdas=settings.recency_lambdas,
@@ -155,23 +168,41 @@ class SearchService:
         )
         # Fusion is CPU work over a few hundred candidates: off the event loop, which serves other
         # calls meanwhile.
-        hits = await asyncio.to_thread(lambda: collapse_duplicates(fuse_and_adjust(results, weights, adjustments)))
-        if planned and feedback.wanted(settings) and (second := await feedback.feedback_channels(
-                self.deps.memories, self.deps.feedback, settings, caller, q.filter, parts, hits, limit=limit, as_of=q.as_of)):
-            results.update(second)
+        with stage("fusion"):
             hits = await asyncio.to_thread(lambda: collapse_duplicates(fuse_and_adjust(results, weights, adjustments)))
+        if planned and feedback.wanted(settings):
+            with stage("feedback"):
+                second = await feedback.feedback_channels(self.deps.memories, self.deps.feedback, settings, caller,
+                                                          q.filter, parts, hits, limit=limit, as_of=q.as_of)
+                if second:
+                    results.update(second)
+                    hits = await asyncio.to_thread(
+                        lambda: collapse_duplicates(fuse_and_adjust(results, weights, adjustments)))
         if settings.search_rerank:
-            hits = await self._reranked(q.text, hits, top_k, explain=q.explain)
-        hits = include_preferences(hits[:top_k], always, top_k, explain=q.explain)
-        hits = within_budget(hits, q.token_budget)
-        if q.explain:
-            explain_links(hits, graph.why if graph else {})
-            explain_sessions(hits, sessions.why if sessions else {})
-            await self._explain_conflicts(caller, hits)
-        if not hits:
-            self._signal_nothing_found(caller, q.text, q.filter.user_id)
-        self.usage.add(caller, [h.memory.id for h in hits if h.memory.layer is not Layer.WORKING])
+            with stage("rerank"):
+                hits = await self._reranked(q.text, hits, top_k, explain=q.explain)
+        with stage("finish"):
+            hits = include_preferences(hits[:top_k], always, top_k, explain=q.explain)
+            hits = within_budget(hits, q.token_budget)
+            hits = await self._whole(caller, hits)
+            if q.explain:
+                explain_links(hits, graph.why if graph else {})
+                explain_sessions(hits, sessions.why if sessions else {})
+                await self._explain_conflicts(caller, hits)
+            if not hits:
+                self._signal_nothing_found(caller, q.text, q.filter.user_id)
+            self.usage.add(caller, [h.memory.id for h in hits if h.memory.layer is not Layer.WORKING])
         return hits
+
+    async def _whole(self, caller: Caller, hits: list[SearchHit]) -> list[SearchHit]:
+        """The answered hits read whole (the channels read candidates: what ranking needs). A hit
+        forgotten since its channel read it is gone from the answer too."""
+        stored = [h.memory.id for h in hits if h.memory.layer is not Layer.WORKING]
+        if not stored:
+            return hits
+        whole = {r.id: r for r in await self.deps.memories.get_many(caller, stored)}
+        return [h if h.memory.layer is Layer.WORKING else replace(h, memory=whole[h.memory.id])
+                for h in hits if h.memory.layer is Layer.WORKING or h.memory.id in whole]
 
     def _lexical_meanwhile(self, caller: Caller, f: MemoryFilter) -> bool:
         """Whether the lexical channels run while the query is embedded (then each in a session of

@@ -1,7 +1,8 @@
 """The retrieval channels of Search, each one query of the store. Search runs the plan
 concurrently (the lexical channels from when the query's text is read, the vector-family ones
 from when it is embedded) and fuses the rankings; benchmarks run the same plan to time the SQL
-that a search cannot avoid."""
+that a search cannot avoid. Channels read candidates (what ranking needs of a memory); Search
+reads its answered hits whole."""
 from __future__ import annotations
 
 import asyncio
@@ -23,6 +24,7 @@ from ..core.model import Scored
 from ..stores.postgres.memories import MemoryStore
 from ..stores.postgres.lexical import FactQuery, KeywordQuery
 from ..stores.postgres.nearest import VectorQuery
+from .stages import staged
 
 # The keyword channels read this many times their share of candidates (their tokens only), so
 # that BM25's term statistics see the common words for what they are before the list is cut.
@@ -54,7 +56,8 @@ class SessionBatch(Generic[Q]):
     a pooled connection, and built its own records of the memories the others found too. A channel
     started alone (benchmarks time them one by one) runs alone."""
 
-    def __init__(self, run: Callable[[list[Q]], Awaitable[list[list[Scored]]]]) -> None:
+    def __init__(self, name: str, run: Callable[[list[Q]], Awaitable[list[list[Scored]]]]) -> None:
+        self._name = name  # of its stage (services/stages.py)
         self._run = run
         self._waiting: list[tuple[Q, asyncio.Future[list[Scored]]]] = []
         self._running: set[asyncio.Task] = set()
@@ -69,7 +72,7 @@ class SessionBatch(Generic[Q]):
 
     def _start(self) -> None:
         batch, self._waiting = self._waiting, []
-        task = asyncio.ensure_future(self._run([q for q, _ in batch]))
+        task = asyncio.ensure_future(staged(self._name, self._run([q for q, _ in batch])))
         self._running.add(task)
 
         def answer(done: asyncio.Task) -> None:
@@ -136,12 +139,15 @@ def lexical_channels(
     plan: Plan = {}
     if not persistent:
         return plan
-    shared: SessionBatch[KeywordQuery | FactQuery] = SessionBatch(lambda queries: store.lexical_searches(caller, queries))
+    def searches(queries: list[KeywordQuery | FactQuery]) -> Awaitable[list[list[Scored]]]:
+        return store.lexical_searches(caller, queries, candidates=True)
+
+    shared: SessionBatch[KeywordQuery | FactQuery] = SessionBatch("lexical SQL", searches)
 
     def batch() -> SessionBatch[KeywordQuery | FactQuery]:
         # Apart, each channel has a session of its own and PostgreSQL runs their statements side by
         # side: what a big tenant's keyword channels need to fit under the query's embedding.
-        return shared if together else SessionBatch(lambda queries: store.lexical_searches(caller, queries))
+        return shared if together else SessionBatch("lexical SQL", searches)
     if parts.terms:
         for suffix, w in (("", False), ("_context", True)):
             if w and not windows:
@@ -169,7 +175,8 @@ def vector_channels(
     plan: Plan = {}
     if not persistent:
         return plan
-    batch: SessionBatch[VectorQuery] = SessionBatch(lambda queries: store.vector_searches(caller, queries))
+    batch: SessionBatch[VectorQuery] = SessionBatch(
+        "vector SQL", lambda queries: store.vector_searches(caller, queries, candidates=True))
     plan["vector"] = lambda: batch.search(VectorQuery(f, parts.vector, limit, as_of))
     if windows:
         plan["vector_context"] = lambda: batch.search(VectorQuery(f, parts.vector, limit, as_of, True))

@@ -17,7 +17,7 @@ from ...core.model import MemoryFilter, Scored
 from ...core.time_expressions import TimeRange
 from ...core.tokens import tsquery_from_tokens
 from .plans import search_rows
-from .sql import MEMORY_COLUMNS, Params, filter_clauses, record_from_row, visibility
+from .sql import WHOLE, Params, RowShape, filter_clauses, visibility
 
 # The keyword match ranks at most about this many rows per candidate read back: at 100,000 memories
 # a term under the common share matched up to 5,000 rows, all ranked to keep 200 (migration 0027).
@@ -81,7 +81,7 @@ def _keyword_select(caller: Caller, q: KeywordQuery, p: Params, index: int) -> s
             f" ORDER BY k.rank DESC, k.created_at DESC LIMIT {p.add(q.pool)}")
 
 
-def _fact_select(caller: Caller, q: FactQuery) -> tuple[str, Params]:
+def _fact_select(caller: Caller, q: FactQuery, shape: RowShape) -> tuple[str, Params]:
     # The stored lowercase keys (migration 0013), not lower(): an index on them serves under RLS.
     p = Params(list(q.names))
     where = [visibility(caller, p), *filter_clauses(q.filter, p, as_of=q.as_of), "m.entity_key IS NOT NULL",
@@ -89,13 +89,14 @@ def _fact_select(caller: Caller, q: FactQuery) -> tuple[str, Params]:
     if q.valid is not None:
         where.append(f"coalesce(m.valid_from, m.occurred_at) < {p.add(q.valid.end)}")
         where.append(f"(m.valid_to IS NULL OR m.valid_to > {p.add(q.valid.start)})")
-    return (f"SELECT {MEMORY_COLUMNS}, (m.entity_key = ANY($1::text[]))::int"
+    return (f"SELECT {shape.columns}, (m.entity_key = ANY($1::text[]))::int"
             f" + (coalesce(m.attribute_key = ANY($1::text[]), false))::int AS matched"
             f" FROM memories m WHERE {' AND '.join(where)}"
             f" ORDER BY matched DESC, m.valid_from DESC NULLS LAST, m.created_at DESC LIMIT {p.add(q.limit)}"), p
 
 
-async def lexical(conn: asyncpg.Connection, caller: Caller, queries: Sequence[LexicalQuery]) -> list[list[Scored]]:
+async def lexical(conn: asyncpg.Connection, caller: Caller, queries: Sequence[LexicalQuery],
+                  shape: RowShape = WHOLE) -> list[list[Scored]]:
     """Each query's memories, in one session: the keyword queries' matches as one statement, the
     facts' statements while BM25 orders the matches (in a thread: CPU work), then the records the
     keyword queries chose, read at once (a memory two of them chose is read once)."""
@@ -116,8 +117,8 @@ async def lexical(conn: asyncpg.Connection, caller: Caller, queries: Sequence[Le
     try:
         for i, q in enumerate(queries):
             if isinstance(q, FactQuery):
-                sql, p = _fact_select(caller, q)
-                found[i] = [Scored(record_from_row(r), float(r["matched"])) for r in await search_rows(conn, sql, *p.values)]
+                sql, p = _fact_select(caller, q, shape)
+                found[i] = [Scored(shape.build(r), float(r["matched"])) for r in await search_rows(conn, sql, *p.values)]
     except BaseException:
         if chosen_by_query is not None:
             chosen_by_query.cancel()  # its thread ends on its own; the answer is dropped
@@ -127,8 +128,8 @@ async def lexical(conn: asyncpg.Connection, caller: Caller, queries: Sequence[Le
     if not ids:
         return found
     p = Params(ids)
-    by_id = {r["id"]: record_from_row(r) for r in await search_rows(
-        conn, f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id = ANY($1::uuid[]) AND {visibility(caller, p)}",
+    by_id = {r["id"]: shape.build(r) for r in await search_rows(
+        conn, f"SELECT {shape.columns} FROM memories m WHERE m.id = ANY($1::uuid[]) AND {visibility(caller, p)}",
         *p.values)}
     for (i, _), choice in zip(keyword, chosen):
         found[i] = [Scored(by_id[m.id], m.score) for m in choice if m.id in by_id]

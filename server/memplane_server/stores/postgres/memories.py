@@ -26,7 +26,7 @@ from .nearest import VectorQuery, Walks, nearest
 from .memory_writes import Stored, StoredDraft, WriteTransaction, append_history
 from .session import CUSTOM_PLANS, REUSED_PLANS, caller_session
 from .sql import (
-    MEMORY_COLUMNS, Params, aware, filter_clauses, record_from_json, record_from_row, visibility, writable,
+    CANDIDATE, MEMORY_COLUMNS, WHOLE, Params, aware, filter_clauses, record_from_json, record_from_row, visibility, writable,
 )
 
 _MAX_LISTED_IDS = 1000
@@ -152,10 +152,13 @@ class MemoryStore:
         """Nearest memories by their own vector, or (windows) by their turn window's."""
         return (await self.vector_searches(caller, [VectorQuery(f, query, limit, as_of, windows)]))[0]
 
-    async def vector_searches(self, caller: Caller, queries: Sequence[VectorQuery]) -> list[list[Scored]]:
-        """Several nearest-neighbour searches in one statement and one session (stores/postgres/nearest.py)."""
+    async def vector_searches(self, caller: Caller, queries: Sequence[VectorQuery], *, candidates: bool = False
+                              ) -> list[list[Scored]]:
+        """Several nearest-neighbour searches in one statement and one session (stores/postgres/nearest.py);
+        with candidates, each record holds only what ranking reads (sql.CANDIDATE_COLUMNS)."""
         async with self.session(caller) as conn:
-            return await nearest(conn, caller, queries, await self.walks.big(conn, caller.tenant_id))
+            return await nearest(conn, caller, queries, await self.walks.big(conn, caller.tenant_id),
+                                 CANDIDATE if candidates else WHOLE)
 
     async def keyword_search(
         self, caller: Caller, f: MemoryFilter, terms: Sequence[str], *, pool: int, as_of: datetime | None,
@@ -173,12 +176,14 @@ class MemoryStore:
         """The exact channel alone (stores/postgres/lexical.py)."""
         return (await self.lexical_searches(caller, [FactQuery(f, names, limit, as_of, valid)]))[0]
 
-    async def lexical_searches(self, caller: Caller, queries: Sequence[LexicalQuery]) -> list[list[Scored]]:
-        """Several keyword and exact searches in one session (stores/postgres/lexical.py)."""
+    async def lexical_searches(self, caller: Caller, queries: Sequence[LexicalQuery], *, candidates: bool = False
+                               ) -> list[list[Scored]]:
+        """Several keyword and exact searches in one session (stores/postgres/lexical.py); candidates as
+        for vector_searches."""
         # Their plans do not depend on the tenant's size (a function's matches, keys, ids): planned
         # again on every run they cost 1.2 ms of a 40 ms search on LoCoMo (bench/README.md).
         async with self.session(caller, plans=REUSED_PLANS) as conn:
-            return await lexical(conn, caller, queries)
+            return await lexical(conn, caller, queries, CANDIDATE if candidates else WHOLE)
 
     async def mark_used(
         self, caller: Caller, ids: Sequence[uuid.UUID] | Mapping[uuid.UUID, int], *, at: datetime | None = None,

@@ -15,7 +15,7 @@ import numpy as np
 from ...core.caller import Caller
 from ...core.model import MemoryFilter, MemoryRecord, Scored
 from .plans import search_rows
-from .sql import MEMORY_COLUMNS, Params, filter_clauses, record_from_row, visibility
+from .sql import WHOLE, Params, RowShape, filter_clauses, visibility
 
 # pgvector's iterative scan stops after hnsw.max_scan_tuples index tuples (20,000 by default): a
 # tenant below this share of the table would need about that many to fill a channel of 50 when a
@@ -39,14 +39,15 @@ class VectorQuery:
     windows: bool = False
 
 
-def _select(caller: Caller, q: VectorQuery, p: Params, vector: str, extra: str = "") -> str:
+def _select(caller: Caller, q: VectorQuery, p: Params, vector: str, extra: str = "", shape: RowShape = WHOLE) -> str:
     column = "m.context_embedding" if q.windows else "m.embedding"
     where = [visibility(caller, p), *filter_clauses(q.filter, p, as_of=q.as_of), f"{column} IS NOT NULL"]
-    return (f"SELECT {MEMORY_COLUMNS}, 1 - ({column} <=> {vector}) AS similarity{extra} FROM memories m"
+    return (f"SELECT {shape.columns}, 1 - ({column} <=> {vector}) AS similarity{extra} FROM memories m"
             f" WHERE {' AND '.join(where)} ORDER BY {column} <=> {vector} LIMIT {p.add(q.limit)}")
 
 
-def _shared_scan(caller: Caller, group: Sequence[tuple[int, VectorQuery]], p: Params, vector, name: str) -> list[str]:
+def _shared_scan(caller: Caller, group: Sequence[tuple[int, VectorQuery]], p: Params, vector, name: str,
+                 shape: RowShape) -> list[str]:
     """Queries with the same filter and as_of (the vector, turn-window and last-turn channels of one
     search) read the filter's rows once: each row's id and its distance to each query, by its own
     vector and by its window's, in one pass; each query takes its nearest ids from that and reads
@@ -64,14 +65,14 @@ def _shared_scan(caller: Caller, group: Sequence[tuple[int, VectorQuery]], p: Pa
     # Read back in the same statement, so under the same snapshot: the rows the scan found, under
     # the same visibility (and row-level security) again, nearest first (numbered, so that rows at
     # the same distance keep the order their sort gave them).
-    return [scan, *(f"(SELECT {MEMORY_COLUMNS}, 1 - s.d AS similarity, {i} AS query FROM (SELECT id, d,"
+    return [scan, *(f"(SELECT {shape.columns}, 1 - s.d AS similarity, {i} AS query FROM (SELECT id, d,"
                     f" row_number() OVER () AS n FROM (SELECT id, d{i} AS d FROM {name} WHERE d{i} IS NOT NULL"
                     f" ORDER BY d{i} LIMIT {p.add(q.limit)}) nearest) s JOIN memories m ON m.id = s.id"
                     f" WHERE {seen} ORDER BY s.n)" for i, q in group)]
 
 
-def nearest_statement(caller: Caller, queries: Sequence[VectorQuery], *, walk: bool = False
-                      ) -> tuple[str, Params]:
+def nearest_statement(caller: Caller, queries: Sequence[VectorQuery], *, walk: bool = False,
+                      shape: RowShape = WHOLE) -> tuple[str, Params]:
     """One query is the plain statement (the floor the benchmarks measure Search against is this
     statement). Several are a UNION ALL of the same statements, each keeping its ORDER BY and LIMIT,
     so each still walks its HNSW index (tests/integration/test_search_plans.py); a vector shared by
@@ -88,7 +89,7 @@ def nearest_statement(caller: Caller, queries: Sequence[VectorQuery], *, walk: b
         return placeholders[id(v)]
 
     if len(queries) == 1:
-        return _select(caller, queries[0], p, vector(queries[0].vector)), p
+        return _select(caller, queries[0], p, vector(queries[0].vector), shape=shape), p
     groups: list[list[tuple[int, VectorQuery]]] = []
     for i, q in enumerate(queries):
         same = next((g for g in groups if (not walk or q.filter.session_id is not None)
@@ -101,15 +102,15 @@ def nearest_statement(caller: Caller, queries: Sequence[VectorQuery], *, walk: b
     for group in groups:
         if len(group) == 1:
             i, q = group[0]
-            parts.append(f"({_select(caller, q, p, vector(q.vector), f', {i} AS query')})")
+            parts.append(f"({_select(caller, q, p, vector(q.vector), f', {i} AS query', shape)})")
         else:
-            scan, *selects = _shared_scan(caller, group, p, vector, f"shared{len(scans)}")
+            scan, *selects = _shared_scan(caller, group, p, vector, f"shared{len(scans)}", shape)
             scans.append(scan)
             parts.extend(selects)
     return ("WITH " + ", ".join(scans) + " " if scans else "") + " UNION ALL ".join(parts), p
 
 
-def scored_by_query(rows: Sequence[asyncpg.Record], count: int) -> list[list[Scored]]:
+def scored_by_query(rows: Sequence[asyncpg.Record], count: int, shape: RowShape = WHOLE) -> list[list[Scored]]:
     """Each query's rows in order; a memory found by several queries is built into a record once
     (building records is the costly part of a channel on the event loop)."""
     found: list[list[Scored]] = [[] for _ in range(count)]
@@ -117,7 +118,7 @@ def scored_by_query(rows: Sequence[asyncpg.Record], count: int) -> list[list[Sco
     for r in rows:
         record = records.get(r["id"])
         if record is None:
-            record = records[r["id"]] = record_from_row(r)
+            record = records[r["id"]] = shape.build(r)
         found[r["query"] if count > 1 else 0].append(Scored(record, float(r["similarity"])))
     return found
 
@@ -171,8 +172,8 @@ class Walks:
         return big
 
 
-async def nearest(conn: asyncpg.Connection, caller: Caller, queries: Sequence[VectorQuery], walk: bool
-                  ) -> list[list[Scored]]:
+async def nearest(conn: asyncpg.Connection, caller: Caller, queries: Sequence[VectorQuery], walk: bool,
+                  shape: RowShape = WHOLE) -> list[list[Scored]]:
     """Each query's nearest memories. With walk (a big tenant), the broad queries run as one
     statement planned with sorting off, after the others' (the time and preferences channels,
     which their btree indexes serve best, planned as usual); otherwise all run as one."""
@@ -186,7 +187,7 @@ async def nearest(conn: asyncpg.Connection, caller: Caller, queries: Sequence[Ve
             continue
         if n == 1:  # transaction-local: gone at the session's commit
             await conn.execute("SET LOCAL enable_sort = off")
-        sql, p = nearest_statement(caller, [queries[i] for i in group], walk=walk)
-        for i, scored in zip(group, scored_by_query(await search_rows(conn, sql, *p.values), len(group))):
+        sql, p = nearest_statement(caller, [queries[i] for i in group], walk=walk, shape=shape)
+        for i, scored in zip(group, scored_by_query(await search_rows(conn, sql, *p.values), len(group), shape)):
             found[i] = scored
     return found

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -147,6 +148,44 @@ def record_from_row(values: Mapping[str, Any]) -> MemoryRecord:
         consolidated_into=_uuid_or_none(get("consolidated_into")),
         lifecycle_weight=float(get("lifecycle_weight") or 1.0), review_flagged_at=_time(get("review_flagged_at")),
     )
+
+
+# What ranking a search's candidates needs of each (fusion, the adjustments, duplicates, the
+# graph and time rules): a channel reads 50 rows and a search several channels, of which 10 are
+# answered; building whole records (two JSON documents each, thirty fields) was the most CPU of a
+# search after its embedding (bench/README.md). The answered hits are read whole after ranking.
+CANDIDATE_COLUMNS = (
+    "m.tenant_id, m.id, m.scope, m.domain, m.agent_id, m.user_id, m.session_id, m.layer, m.kind,"
+    " m.content, m.entity, m.attribute, m.value, m.confidence, m.status, m.occurred_at, m.valid_from,"
+    " m.valid_to, m.created_at, m.consolidated_into, m.lifecycle_weight"
+)
+
+
+def candidate_from_row(values: Mapping[str, Any]) -> MemoryRecord:
+    """A candidate of a search: the fields ranking reads; the rest empty until it is read whole."""
+    return MemoryRecord(
+        id=values["id"], tenant_id=values["tenant_id"], scope=_SCOPES[values["scope"]], domain=values["domain"],
+        agent_id=values["agent_id"], user_id=values["user_id"], session_id=values["session_id"],
+        layer=_LAYERS[values["layer"]], kind=_KINDS[values["kind"]], content=values["content"], context="",
+        entity=values["entity"], attribute=values["attribute"], value=values["value"], tags=[], metadata={},
+        confidence=float(values["confidence"]), status=_STATUSES[values["status"]], supersedes=None,
+        source_type=None, source_id=None, occurred_at=aware(values["occurred_at"]),
+        valid_from=aware(values["valid_from"]), valid_to=aware(values["valid_to"]),
+        created_at=aware(values["created_at"]), updated_at=None, consolidated_into=values["consolidated_into"],
+        lifecycle_weight=float(values["lifecycle_weight"] or 1.0),
+    )
+
+
+@dataclass(frozen=True)
+class RowShape:
+    """The columns a statement reads of each memory and how a row of them becomes a record."""
+
+    columns: str
+    build: Callable[[Mapping[str, Any]], MemoryRecord]
+
+
+WHOLE = RowShape(MEMORY_COLUMNS, record_from_row)
+CANDIDATE = RowShape(CANDIDATE_COLUMNS, candidate_from_row)
 
 
 def record_to_json(r: MemoryRecord) -> dict[str, Any]:
