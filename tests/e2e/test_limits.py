@@ -54,6 +54,22 @@ def test_over_the_rate_the_server_says_when_to_retry(limited_server):
         assert codes[:3] == ["OK", "OK", "OK"] and "RESOURCE_EXHAUSTED" in codes[3:]
 
 
+def test_a_search_over_the_rate_is_refused_although_its_check_runs_beside_it(limited_server):
+    key = limited_server.key("tenant admin")
+    with grpc.insecure_channel(limited_server.target) as channel:
+        stub = memory_service_pb2_grpc.MemoryServiceStub(channel)
+        metadata = [("authorization", f"Bearer {key}")]
+        time.sleep(2)  # a full bucket
+        codes = []
+        for _ in range(5):
+            try:
+                stub.Search(memory_service_pb2.SearchRequest(query="anything at all"), metadata=metadata)
+                codes.append("OK")
+            except grpc.RpcError as err:
+                codes.append(err.code().name)
+        assert codes[:3] == ["OK", "OK", "OK"] and "RESOURCE_EXHAUSTED" in codes[3:]
+
+
 def test_the_sdk_waits_as_told_and_succeeds(limited_server):
     key = limited_server.key("tenant admin")
     with MemoryClient(limited_server.target, key) as client:
