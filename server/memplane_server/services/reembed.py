@@ -1,5 +1,7 @@
 """Moves a tenant's (or every) stored vector to the configured embedding model, resumably:
-only rows still on another model are read, so a stopped run continues where it was."""
+only rows still on another model are read, so a stopped run continues where it was. It runs
+beside a serving server, so its embedding is background work (at the lowest CPU priority, on at
+most MEMPLANE_BACKGROUND_EMBED_THREADS cores: llm/embedders.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -25,7 +27,7 @@ async def reembed(
         rows = await store.stale_batch(embedder.model_id, tenant_id, after, batch_size)
         if not rows:
             break
-        vectors = await embedder.embed_passages([r.embedding_text for r in rows])
+        vectors = await embedder.embed_passages([r.embedding_text for r in rows], background=True)
         done += await store.save(rows, vectors, embedder.model_id)
         after = (rows[-1].tenant_id, rows[-1].id)
         batches += 1
