@@ -56,6 +56,14 @@ def neighbour(texts: list[str], seconds: float) -> subprocess.Popen:
     return proc
 
 
+def rate_of(proc: subprocess.Popen) -> float:
+    """The neighbour's texts/s, once it has run its time."""
+    out = proc.stdout.read()
+    if proc.wait() != 0:
+        raise RuntimeError("the neighbour failed")
+    return float(out)
+
+
 def cpu_seconds(pid: int) -> float:
     """User and system CPU of a process and its live descendants."""
     ticks = os.sysconf("SC_CLK_TCK")
@@ -84,7 +92,7 @@ def main() -> int:
         it["session_id"] = f"budget-{i // 24}"
     texts = [it["content"] for it in items[:640]]
     idle = neighbour(texts, args.probe)
-    idle_rate = float(idle.communicate()[0])
+    idle_rate = rate_of(idle)
     print(f"neighbour idle: {idle_rate:.1f} texts/s", flush=True)
     with running_server("memplane-budget-") as server, MemoryClient(server.address, server.key) as client:
         t0 = time.perf_counter()
@@ -95,7 +103,7 @@ def main() -> int:
         busy = neighbour(texts, args.probe)
         cpu0, c0 = cpu_seconds(server.proc.pid), time.perf_counter()
         searchable = wait_for(client, lambda s: not s.sessions_awaiting_context, 3600, every=0.5)
-        busy_rate = float(busy.communicate()[0])
+        busy_rate = rate_of(busy)
         cpu1, c1 = cpu_seconds(server.proc.pid), time.perf_counter()
         upgrades_left = client.get_stats(timeout=60).sessions_awaiting_upgrade
         indexed = wait_for(client, lambda s: not s.sessions_awaiting_context and not s.sessions_awaiting_upgrade,

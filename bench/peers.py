@@ -29,7 +29,7 @@ Prints one table (p50, p95, recall, write rates, memory) with the ratios the acc
 the stages, and the EXPLAIN (ANALYZE, BUFFERS) of Memplane's statements and Mem0's for one
 question, after the other tenant's rows are in.
 
-Run:  make peers && .venv/bin/python bench/peers.py [--queries N] [--other-rows 10000]
+Run:  make peers && .venv/bin/python bench/peers.py [--turns N] [--queries N] [--other-rows 10000]
           [--single 100] [--json out.json]
 """
 from __future__ import annotations
@@ -345,6 +345,8 @@ def report(env: dict, box: dict, w: dict, runs: dict, rss: dict, total_s: float)
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--turns", type=int, default=0,
+                    help="only the first N turns written (0: all), and only questions whose evidence they hold")
     ap.add_argument("--queries", type=int, default=0, help="questions searched (0: all of categories 1-4)")
     ap.add_argument("--other-rows", type=int, default=10_000)
     ap.add_argument("--single", type=int, default=100, help="items written one per call by each")
@@ -356,6 +358,10 @@ def main() -> int:
     items, texts, turns_of = locomo_turn_items(samples)
     dia_of = {(cid, content): dia for (cid, dia), content in texts.items()}
     questions = questions_of(samples, turns_of)
+    if args.turns:
+        items = items[:args.turns]
+        kept = {(it["session_id"], it["metadata"]["dia_id"]) for it in items}
+        questions = [q for q in questions if all((q[0], g) in kept for g in q[3])]
     questions = questions[:args.queries] if args.queries else questions
     turns, _ = load_locomo()
     single = [{"content": t, "kind": "turn", "session_id": "single"}

@@ -40,9 +40,9 @@ EMBED_CAP = 300
 SHARED = nearest.nearest_statement
 
 
-def apart(caller, queries, *, walk=False):
+def apart(caller, queries, *, walk=False, shape=nearest.WHOLE):
     """Each channel its own scan: the grouping of a walked tenant, where broad queries share none."""
-    return SHARED(caller, queries, walk=True)
+    return SHARED(caller, queries, walk=True, shape=shape)
 
 
 async def others(dsn: str, n: int) -> None:

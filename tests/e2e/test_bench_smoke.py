@@ -81,3 +81,22 @@ def test_watch_streams_benchmark_runs_end_to_end():
     assert out.returncode == 0, out.stderr[-3000:]
     assert "opened 100; refused 3 RESOURCE_EXHAUSTED WATCH_STREAMS_PER_KEY" in out.stdout
     assert "events the watchers received (another tenant's writes): 0" in out.stdout
+
+
+@pytest.mark.skipif(not LOCOMO.exists(), reason="needs ../shared/bench beside the checkout, as CI has")
+def test_peers_benchmark_runs_beside_mem0_end_to_end():
+    made = subprocess.run(["make", "peers"], cwd=BENCH.parent, capture_output=True, text=True, timeout=900)
+    assert made.returncode == 0, made.stderr[-3000:]
+    out = subprocess.run([sys.executable, str(BENCH / "peers.py"), "--turns", "60", "--queries", "3",
+                          "--other-rows", "200", "--single", "3"], capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:] + out.stdout[-3000:]
+    assert "Mem0 OSS search()" in out.stdout and "ratio search p50 Memplane/Mem0" in out.stdout
+    assert "after 200 rows of another tenant" in out.stdout and "where Memplane's time goes" in out.stdout
+    assert "--- channel Mem0 statement 1" in out.stdout
+
+
+def test_background_budget_benchmark_runs_end_to_end():
+    out = subprocess.run([sys.executable, str(BENCH / "background_budget.py"), "--turns", "96", "--probe", "3"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "neighbour's embedding: idle" in out.stdout and "fully indexed / embedding alone" in out.stdout
