@@ -8,11 +8,14 @@ from .observations import normalized
 ALWAYS_PREFERENCES = 3
 
 
-def collapse_duplicates(hits: list[SearchHit]) -> list[SearchHit]:
-    """Keeps the best of hits that say the same thing (same kind, same normalised text)."""
+def collapse_duplicates(hits: list[SearchHit], limit: int | None = None) -> list[SearchHit]:
+    """Keeps the best of hits that say the same thing (same kind, same normalised text), the first
+    `limit` of them (all when None): what is answered needs no normalising past that."""
     seen: set[tuple[str, str]] = set()
     kept = []
     for hit in hits:
+        if limit is not None and len(kept) == limit:
+            break
         key = (hit.memory.kind.value, normalized(hit.memory.content))
         if key not in seen:
             seen.add(key)

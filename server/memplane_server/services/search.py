@@ -18,7 +18,7 @@ from ..core.caller import Caller
 from ..core.errors import invalid
 from ..core.intent import detect_intent, routed_weights
 from ..core.model import (
-    DEFAULT_SCOPE_ORDER, Layer, MemoryFilter, Scope, ScoreComponent, Scored, SearchHit,
+    DEFAULT_SCOPE_ORDER, Layer, MemoryFilter, MemoryRecord, Scope, ScoreComponent, Scored, SearchHit,
 )
 from ..core.ranking import collapse_duplicates, include_preferences, within_budget
 from ..core.scoring import Adjustments, fuse_and_adjust
@@ -60,6 +60,14 @@ class SearchQuery:
 async def _embedded(embeddings: list[Awaitable[np.ndarray]]) -> list[np.ndarray]:
     with stage("embed"):
         return await asyncio.gather(*embeddings)
+
+
+def _leading(results: dict[str, list[Scored]], preferences: list[MemoryRecord], top_k: int) -> list:
+    """The stored memories among each channel's first top_k and the preferences always answered."""
+    ids = {s.record.id: None for scored in results.values() for s in scored[:top_k]
+           if s.record.layer is not Layer.WORKING}
+    ids.update((p.id, None) for p in preferences)
+    return list(ids)
 
 
 class SearchService:
@@ -166,25 +174,34 @@ class SearchService:
             intent=intent, time_range=span, now=now, recency_lambdas=settings.recency_lambdas,
             scope_weights=q.scope_weights, scope_order=q.scope_order or DEFAULT_SCOPE_ORDER, explain=q.explain,
         )
-        # Fusion is CPU work over a few hundred candidates: off the event loop, which serves other
-        # calls meanwhile.
-        with stage("fusion"):
-            hits = await asyncio.to_thread(lambda: collapse_duplicates(fuse_and_adjust(results, weights, adjustments)))
-        if planned and feedback.wanted(settings):
-            with stage("feedback"):
-                second = await feedback.feedback_channels(self.deps.memories, self.deps.feedback, settings, caller,
-                                                          q.filter, parts, hits, limit=limit, as_of=q.as_of)
-                if second:
-                    results.update(second)
-                    hits = await asyncio.to_thread(
-                        lambda: collapse_duplicates(fuse_and_adjust(results, weights, adjustments)))
+        # Ranked past what is answered (rerank's pool, feedback's documents), no hit is read.
+        ranked = max(top_k, MAX_CANDIDATES if settings.search_rerank else 0, settings.search_feedback_docs)
+        # The answer is nearly always among the channels' leading hits: those are read whole while
+        # fusion runs (CPU work over a few hundred candidates: in a thread, off the event loop).
+        prefetched = asyncio.ensure_future(self._read_whole(caller, _leading(results, always, top_k)))
+        try:
+            with stage("fusion"):
+                hits = await asyncio.to_thread(
+                    lambda: collapse_duplicates(fuse_and_adjust(results, weights, adjustments), ranked))
+            if planned and feedback.wanted(settings):
+                with stage("feedback"):
+                    second = await feedback.feedback_channels(self.deps.memories, self.deps.feedback, settings, caller,
+                                                              q.filter, parts, hits, limit=limit, as_of=q.as_of)
+                    if second:
+                        results.update(second)
+                        hits = await asyncio.to_thread(
+                            lambda: collapse_duplicates(fuse_and_adjust(results, weights, adjustments), ranked))
+            whole = await prefetched
+        except BaseException:
+            prefetched.cancel()
+            raise
         if settings.search_rerank:
             with stage("rerank"):
                 hits = await self._reranked(q.text, hits, top_k, explain=q.explain)
         with stage("finish"):
             hits = include_preferences(hits[:top_k], always, top_k, explain=q.explain)
             hits = within_budget(hits, q.token_budget)
-            hits = await self._whole(caller, hits)
+            hits = await self._whole(caller, hits, whole)
             if q.explain:
                 explain_links(hits, graph.why if graph else {})
                 explain_sessions(hits, sessions.why if sessions else {})
@@ -194,13 +211,18 @@ class SearchService:
             self.usage.add(caller, [h.memory.id for h in hits if h.memory.layer is not Layer.WORKING])
         return hits
 
-    async def _whole(self, caller: Caller, hits: list[SearchHit]) -> list[SearchHit]:
-        """The answered hits read whole (the channels read candidates: what ranking needs). A hit
-        forgotten since its channel read it is gone from the answer too."""
+    async def _read_whole(self, caller: Caller, ids: list) -> dict:
+        with stage("whole rows"):
+            return {r.id: r for r in await self.deps.memories.get_many(caller, ids)} if ids else {}
+
+    async def _whole(self, caller: Caller, hits: list[SearchHit], whole: dict) -> list[SearchHit]:
+        """The answered hits read whole (the channels read candidates: what ranking needs): those
+        read while fusion ran, and the rest now. A hit forgotten since its channel read it is gone
+        from the answer too."""
         stored = [h.memory.id for h in hits if h.memory.layer is not Layer.WORKING]
-        if not stored:
-            return hits
-        whole = {r.id: r for r in await self.deps.memories.get_many(caller, stored)}
+        missing = [i for i in stored if i not in whole]
+        if missing:
+            whole = {**whole, **await self._read_whole(caller, missing)}
         return [h if h.memory.layer is Layer.WORKING else replace(h, memory=whole[h.memory.id])
                 for h in hits if h.memory.layer is Layer.WORKING or h.memory.id in whole]
 
