@@ -8,7 +8,7 @@ import time
 import grpc
 import pytest
 from memplane import AdminClient, MemoryClient, RetryPolicy
-from memplane.errors import ResourceExhaustedError
+from memplane.errors import ResourceExhaustedError, from_rpc_error
 from memplane.v1 import memory_service_pb2, memory_service_pb2_grpc
 
 from tests.conftest import make_shared_tmpdir
@@ -34,40 +34,35 @@ def limited_server(services_urls):
     proc.stop()
 
 
-def test_over_the_rate_the_server_says_when_to_retry(limited_server):
-    key = limited_server.key("tenant admin")
-    with grpc.insecure_channel(limited_server.target) as channel:
+def five_calls_from_a_full_bucket(server, call) -> list:
+    """The status of five calls in a row (a burst of 3 at 2/s), and the errors of those refused."""
+    key = server.key("tenant admin")
+    with grpc.insecure_channel(server.target) as channel:
         stub = memory_service_pb2_grpc.MemoryServiceStub(channel)
-        metadata = [("authorization", f"Bearer {key}")]
         time.sleep(2)  # a full bucket
-        codes = []
+        codes, errors = [], []
         for _ in range(5):
             try:
-                stub.GetStats(memory_service_pb2.GetStatsRequest(), metadata=metadata)
+                call(stub, [("authorization", f"Bearer {key}")])
                 codes.append("OK")
             except grpc.RpcError as err:
                 codes.append(err.code().name)
-                from memplane.errors import from_rpc_error
+                errors.append(from_rpc_error(err))
+    return codes, errors
 
-                error = from_rpc_error(err)
-                assert error.reason == "RATE_LIMITED" and 0 < error.retry_after <= 0.5
-        assert codes[:3] == ["OK", "OK", "OK"] and "RESOURCE_EXHAUSTED" in codes[3:]
+
+def test_over_the_rate_the_server_says_when_to_retry(limited_server):
+    codes, errors = five_calls_from_a_full_bucket(
+        limited_server, lambda stub, md: stub.GetStats(memory_service_pb2.GetStatsRequest(), metadata=md))
+    assert codes[:3] == ["OK", "OK", "OK"] and "RESOURCE_EXHAUSTED" in codes[3:]
+    assert all(e.reason == "RATE_LIMITED" and 0 < e.retry_after <= 0.5 for e in errors)
 
 
 def test_a_search_over_the_rate_is_refused_although_its_check_runs_beside_it(limited_server):
-    key = limited_server.key("tenant admin")
-    with grpc.insecure_channel(limited_server.target) as channel:
-        stub = memory_service_pb2_grpc.MemoryServiceStub(channel)
-        metadata = [("authorization", f"Bearer {key}")]
-        time.sleep(2)  # a full bucket
-        codes = []
-        for _ in range(5):
-            try:
-                stub.Search(memory_service_pb2.SearchRequest(query="anything at all"), metadata=metadata)
-                codes.append("OK")
-            except grpc.RpcError as err:
-                codes.append(err.code().name)
-        assert codes[:3] == ["OK", "OK", "OK"] and "RESOURCE_EXHAUSTED" in codes[3:]
+    codes, errors = five_calls_from_a_full_bucket(limited_server, lambda stub, md: stub.Search(
+        memory_service_pb2.SearchRequest(query="anything at all"), metadata=md))
+    assert codes[:3] == ["OK", "OK", "OK"] and "RESOURCE_EXHAUSTED" in codes[3:]
+    assert all(e.reason == "RATE_LIMITED" for e in errors)
 
 
 def test_the_sdk_waits_as_told_and_succeeds(limited_server):
@@ -108,8 +103,6 @@ def test_calls_without_a_valid_key_are_limited_per_address_and_valid_keys_are_no
                 stub.GetStats(memory_service_pb2.GetStatsRequest(), metadata=metadata)
                 reasons.append("OK")
             except grpc.RpcError as err:
-                from memplane.errors import from_rpc_error
-
                 reasons.append(f"{err.code().name} {from_rpc_error(err).reason}")
         assert reasons[:3] == ["UNAUTHENTICATED API_KEY_REQUIRED", "UNAUTHENTICATED INVALID_API_KEY",
                                "UNAUTHENTICATED API_KEY_REQUIRED"], reasons
