@@ -174,7 +174,8 @@ class SearchService:
             intent=intent, time_range=span, now=now, recency_lambdas=settings.recency_lambdas,
             scope_weights=q.scope_weights, scope_order=q.scope_order or DEFAULT_SCOPE_ORDER, explain=q.explain,
         )
-        # Ranked past what is answered (rerank's pool, feedback's documents), no hit is read.
+        # Duplicates are collapsed only as far as a hit can still be answered (top_k, rerank's pool,
+        # feedback's documents): past that no content needs normalising.
         ranked = max(top_k, MAX_CANDIDATES if settings.search_rerank else 0, settings.search_feedback_docs)
         # The answer is nearly always among the channels' leading hits: those are read whole while
         # fusion runs (CPU work over a few hundred candidates: in a thread, off the event loop).
