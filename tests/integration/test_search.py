@@ -11,6 +11,7 @@ from memplane_server.core.errors import MemplaneError
 from memplane_server.core.model import Kind, Layer, MemoryDraft, MemoryFilter, Scope
 from memplane_server.services.forget import ForgetService
 from memplane_server.services.search import SearchQuery, SearchService
+from memplane_server.services.stages import recording
 from memplane_server.services.write import WriteService
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -184,6 +185,17 @@ async def test_preferences_in_scope_are_always_included(deps, make_tenant):
                *[draft(f"Sprint {i} retro: the build pipeline was slow", Kind.EVENT) for i in range(6)])
     hits = await SearchService(deps).search(world.agent1, SearchQuery("build pipeline slow", top_k=3))
     assert len(hits) == 3 and hits[-1].memory.kind is Kind.PREFERENCE
+
+
+async def test_hits_among_the_channels_leading_candidates_come_whole_without_reading_them_again(deps, make_tenant):
+    world = await make_tenant()
+    stored = await seed(deps, world.writer, *[draft(f"Sprint {i} retro: the build pipeline was slow", Kind.EVENT,
+                                                    tags=["retro"], metadata={"sprint": i}) for i in range(4)])
+    with recording() as stages:
+        hits = await SearchService(deps).search(world.writer, SearchQuery("build pipeline slow", top_k=10))
+    assert {h.memory.id: h.memory.metadata for h in hits} == {m.id: m.metadata for m in stored}
+    assert all(h.memory.tags == ["retro"] for h in hits)
+    assert "whole rows" not in {s.name for s in stages}
 
 
 async def test_recency_decay_prefers_newer_when_configured(deps, make_tenant):

@@ -63,7 +63,7 @@ def parts_of(q: str) -> QueryParts:
 @pytest.mark.parametrize("query", QUERIES)
 async def test_no_channel_scans_the_tenant(deps, big, query):
     plan = plan_channels(deps.memories, deps.settings, big, MemoryFilter(), parts_of(query), limit=50,
-                         as_of=None)
+                         as_of=None, lead=10)
     assert {"vector", "keyword", "preferences"} <= set(plan)
     for name, run in plan.items():
         with explaining() as plans:
@@ -75,6 +75,20 @@ async def test_no_channel_scans_the_tenant(deps, big, query):
             # The matching statement runs inside the SECURITY DEFINER function: its plan comes
             # from auto_explain, and it must read the keyword keys' index.
             assert "-- inside a function" in text and "keyword_keys" in text, f"{name}:\n{text}"
+
+
+@pytest.mark.parametrize("query", QUERIES)
+async def test_each_channel_reads_its_leading_candidates_whole_and_the_rest_as_candidates(deps, big, query):
+    lead = 3
+    plan = plan_channels(deps.memories, deps.settings, big, MemoryFilter(), parts_of(query), limit=50,
+                         as_of=None, lead=lead)
+    found = dict(zip(plan, await asyncio.gather(*(run() for run in plan.values()))))
+    assert any(found.values())
+    for name, scored in found.items():
+        assert all(s.whole for s in scored[:lead]), name
+    whole = {s.record.id: s.record for scored in found.values() for s in scored if s.whole}
+    assert whole == {r.id: r for r in await deps.memories.get_many(big, list(whole))}
+    assert any(not s.whole and s.record.metadata == {} for scored in found.values() for s in scored)
 
 
 async def test_a_term_common_in_the_tenant_makes_no_match(deps, big):

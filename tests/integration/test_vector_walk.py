@@ -124,6 +124,18 @@ async def test_a_big_tenant_walks_the_graph_and_finds_what_exact_finds(deps, wor
         assert {s.record.id for s in found[:10]} == set(exact[:10])
 
 
+async def test_a_walk_that_reads_its_leading_rows_whole_still_walks_and_answers_the_same(world, store):
+    who, vector = caller(world["big"]), unit(NEAR_SEEDS[0])
+    with explaining() as plans:
+        (leading,) = await store.vector_searches(who, [VectorQuery(MemoryFilter(), vector, 50, lead=10)],
+                                                 candidates=True)
+    assert HNSW in plans[0] and "Seq Scan on memories" not in plans[0], plans[0]
+    (whole,), _ = await planned(store, who, [VectorQuery(MemoryFilter(), vector, 50)])
+    assert [(s.record.id, s.score) for s in leading] == [(s.record.id, s.score) for s in whole]
+    assert [s.whole for s in leading] == [True] * 10 + [False] * 40
+    assert [s.record for s in leading[:10]] == [s.record for s in whole[:10]]
+
+
 async def test_a_small_tenant_stays_exact(deps, world, store):
     vector = unit(5)
     (found,), plans = await planned(store, caller(world["small"]), [VectorQuery(MemoryFilter(), vector, 50)])

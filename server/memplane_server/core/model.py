@@ -207,6 +207,7 @@ class Scored:
 
     record: MemoryRecord
     score: float
+    whole: bool = False  # the record holds every field, not just what ranking reads
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from ..core.caller import Caller
 from ..core.errors import invalid
 from ..core.intent import detect_intent, routed_weights
 from ..core.model import (
-    DEFAULT_SCOPE_ORDER, Layer, MemoryFilter, MemoryRecord, Scope, ScoreComponent, Scored, SearchHit,
+    DEFAULT_SCOPE_ORDER, Layer, MemoryFilter, Scope, ScoreComponent, Scored, SearchHit,
 )
 from ..core.ranking import collapse_duplicates, include_preferences, within_budget
 from ..core.scoring import Adjustments, fuse_and_adjust
@@ -62,11 +62,16 @@ async def _embedded(embeddings: list[Awaitable[np.ndarray]]) -> list[np.ndarray]
         return await asyncio.gather(*embeddings)
 
 
-def _leading(results: dict[str, list[Scored]], preferences: list[MemoryRecord], top_k: int) -> list:
-    """The stored memories among each channel's first top_k and the preferences always answered."""
-    ids = {s.record.id: None for scored in results.values() for s in scored[:top_k]
-           if s.record.layer is not Layer.WORKING}
-    ids.update((p.id, None) for p in preferences)
+def _read_whole_by_channels(results: dict[str, list[Scored]], preferences: list[Scored]) -> dict:
+    """The memories a channel read whole, by id."""
+    return {s.record.id: s.record for scored in (*results.values(), preferences) for s in scored if s.whole}
+
+
+def _leading(results: dict[str, list[Scored]], preferences: list[Scored], top_k: int, whole: dict) -> list:
+    """The stored memories among each channel's first top_k and the preferences always answered
+    that no channel read whole."""
+    ids = {s.record.id: None for scored in (*(r[:top_k] for r in results.values()), preferences) for s in scored
+           if s.record.layer is not Layer.WORKING and s.record.id not in whole}
     return list(ids)
 
 
@@ -138,7 +143,7 @@ class SearchService:
         parts = QueryParts(None, list(dict.fromkeys(tokens)), names, intent, span)
         meanwhile = self._lexical_meanwhile(caller, q.filter)
         lexical = lexical_channels(self.deps.memories, settings, caller, q.filter, parts, limit=limit, as_of=q.as_of,
-                                   together=not meanwhile)
+                                   together=not meanwhile, lead=top_k)
         running = {name: asyncio.ensure_future(run()) for name, run in lexical.items()} if meanwhile else {}
         try:
             vector, *last_turn = await embedded
@@ -148,7 +153,8 @@ class SearchService:
             raise
         running.update((name, asyncio.ensure_future(run())) for name, run in lexical.items() if name not in running)
         parts = replace(parts, vector=vector, last_turn_vector=last_turn[0] if last_turn else None)
-        family = vector_channels(self.deps.memories, settings, caller, q.filter, parts, limit=limit, as_of=q.as_of)
+        family = vector_channels(self.deps.memories, settings, caller, q.filter, parts, limit=limit, as_of=q.as_of,
+                                 lead=top_k)
         planned = bool(family or lexical)  # persistent memory is searched
         runs = in_order({**running, **{name: asyncio.ensure_future(run()) for name, run in family.items()}})
         session_run = asyncio.ensure_future(staged("session channel", self.session.search(
@@ -158,7 +164,8 @@ class SearchService:
         if planned and settings.search_rewrite:
             runs["rewrites"] = asyncio.ensure_future(staged("rewrite channels", self._rewrite_channels(caller, q, limit)))
         results: dict[str, list[Scored]] = dict(zip(runs, await asyncio.gather(*runs.values())))
-        always = [s.record for s in results.pop(PREFERENCES, [])]
+        preferences = results.pop(PREFERENCES, [])
+        always = [s.record for s in preferences]
         results.update(results.pop("rewrites", {}))
         weights = routed_weights(intent, settings.channel_weights)
         weights.update({ch: weights.get("rewrite", 1.0) for ch in results if ch.startswith("rewrite")})
@@ -177,9 +184,11 @@ class SearchService:
         # Duplicates are collapsed only as far as a hit can still be answered (top_k, rerank's pool,
         # feedback's documents): past that no content needs normalising.
         ranked = max(top_k, MAX_CANDIDATES if settings.search_rerank else 0, settings.search_feedback_docs)
-        # The answer is nearly always among the channels' leading hits: those are read whole while
-        # fusion runs (CPU work over a few hundred candidates: in a thread, off the event loop).
-        prefetched = asyncio.ensure_future(self._read_whole(caller, _leading(results, always, top_k)))
+        # The answer is nearly always among the channels' leading hits: the channels read those
+        # whole, and those they did not (the graph's, the sessions') are read while fusion runs (CPU
+        # work over a few hundred candidates: in a thread, off the event loop).
+        read = _read_whole_by_channels(results, preferences)
+        prefetched = asyncio.ensure_future(self._read_whole(caller, _leading(results, preferences, top_k, read)))
         try:
             with stage("fusion"):
                 hits = await asyncio.to_thread(
@@ -192,7 +201,7 @@ class SearchService:
                         results.update(second)
                         hits = await asyncio.to_thread(
                             lambda: collapse_duplicates(fuse_and_adjust(results, weights, adjustments), ranked))
-            whole = await prefetched
+            whole = {**read, **await prefetched}
         except BaseException:
             prefetched.cancel()
             raise
@@ -213,8 +222,10 @@ class SearchService:
         return hits
 
     async def _read_whole(self, caller: Caller, ids: list) -> dict:
+        if not ids:
+            return {}
         with stage("whole rows"):
-            return {r.id: r for r in await self.deps.memories.get_many(caller, ids)} if ids else {}
+            return {r.id: r for r in await self.deps.memories.get_many(caller, ids)}
 
     async def _whole(self, caller: Caller, hits: list[SearchHit], whole: dict) -> list[SearchHit]:
         """The answered hits read whole (the channels read candidates: what ranking needs): those

@@ -1,8 +1,9 @@
 """The retrieval channels of Search, each one query of the store. Search runs the plan
 concurrently (the lexical channels from when the query's text is read, the vector-family ones
 from when it is embedded) and fuses the rankings; benchmarks run the same plan to time the SQL
-that a search cannot avoid. Channels read candidates (what ranking needs of a memory); Search
-reads its answered hits whole."""
+that a search cannot avoid. Channels read candidates (what ranking needs of a memory), and whole
+their `lead` first (Search's top_k: nearly always where its answer is), so that Search reads whole
+only the answered hits they did not."""
 from __future__ import annotations
 
 import asyncio
@@ -106,11 +107,12 @@ def within(f: MemoryFilter, span: TimeRange) -> MemoryFilter | None:
 
 def plan_channels(
     store: MemoryStore, settings: Settings, caller: Caller, f: MemoryFilter, parts: QueryParts, *,
-    limit: int, as_of: datetime | None,
+    limit: int, as_of: datetime | None, lead: int = 0,
 ) -> Plan:
-    """The persistent-memory channels this query runs (working memory is searched apart)."""
-    return in_order({**vector_channels(store, settings, caller, f, parts, limit=limit, as_of=as_of),
-                     **lexical_channels(store, settings, caller, f, parts, limit=limit, as_of=as_of)})
+    """The persistent-memory channels this query runs (working memory is searched apart); each reads
+    its `lead` first candidates whole."""
+    return in_order({**vector_channels(store, settings, caller, f, parts, limit=limit, as_of=as_of, lead=lead),
+                     **lexical_channels(store, settings, caller, f, parts, limit=limit, as_of=as_of, lead=lead)})
 
 
 def in_order(channels: dict[str, T]) -> dict[str, T]:
@@ -131,7 +133,7 @@ def _searched(settings: Settings, f: MemoryFilter) -> tuple[bool, bool]:
 
 def lexical_channels(
     store: MemoryStore, settings: Settings, caller: Caller, f: MemoryFilter, parts: QueryParts, *,
-    limit: int, as_of: datetime | None, together: bool = True,
+    limit: int, as_of: datetime | None, together: bool = True, lead: int = 0,
 ) -> Plan:
     """The channels that need only the query's text (its tokens and names), not its vectors; started
     together, they run in one session (apart: a session each)."""
@@ -154,7 +156,7 @@ def lexical_channels(
                 continue
             plan[f"keyword{suffix}"] = lambda w=w: batch().search(KeywordQuery(
                 f, parts.terms, limit * KEYWORD_POOL, as_of, lambda matches: best_matches(parts.terms, matches, limit),
-                w, settings.keyword_common_share))
+                w, settings.keyword_common_share, lead))
     if parts.names:
         facts, valid = f, None
         if (parts.intent is Intent.HISTORY or parts.time_range is not None) and not f.statuses:
@@ -162,13 +164,13 @@ def lexical_channels(
             # was X in 2022?", which asks for the version valid then.
             facts = replace(f, statuses=(Status.ACTIVE, Status.PENDING, Status.SUPERSEDED))
             valid = parts.time_range
-        plan["exact"] = lambda: batch().search(FactQuery(facts, parts.names, limit, as_of, valid))
+        plan["exact"] = lambda: batch().search(FactQuery(facts, parts.names, limit, as_of, valid, lead))
     return plan
 
 
 def vector_channels(
     store: MemoryStore, settings: Settings, caller: Caller, f: MemoryFilter, parts: QueryParts, *,
-    limit: int, as_of: datetime | None,
+    limit: int, as_of: datetime | None, lead: int = 0,
 ) -> Plan:
     """The channels that read the query's vectors; started together, they run as one statement."""
     persistent, windows = _searched(settings, f)
@@ -177,15 +179,16 @@ def vector_channels(
         return plan
     batch: SessionBatch[VectorQuery] = SessionBatch(
         "vector SQL", lambda queries: store.vector_searches(caller, queries, candidates=True))
-    plan["vector"] = lambda: batch.search(VectorQuery(f, parts.vector, limit, as_of))
+    plan["vector"] = lambda: batch.search(VectorQuery(f, parts.vector, limit, as_of, lead=lead))
     if windows:
-        plan["vector_context"] = lambda: batch.search(VectorQuery(f, parts.vector, limit, as_of, True))
+        plan["vector_context"] = lambda: batch.search(VectorQuery(f, parts.vector, limit, as_of, True, lead))
     if parts.last_turn_vector is not None:
-        plan["last_turn"] = lambda: batch.search(VectorQuery(f, parts.last_turn_vector, limit, as_of))
+        plan["last_turn"] = lambda: batch.search(VectorQuery(f, parts.last_turn_vector, limit, as_of, lead=lead))
     if parts.time_range is not None and (spanned := within(f, parts.time_range)) is not None:
-        plan["time"] = lambda: batch.search(VectorQuery(spanned, parts.vector, limit, as_of))
+        plan["time"] = lambda: batch.search(VectorQuery(spanned, parts.vector, limit, as_of, lead=lead))
     if not f.kinds or Kind.PREFERENCE in f.kinds:
         # Not a ranking: the closest preferences are always in the answer (core/ranking.py).
         plan[PREFERENCES] = lambda: batch.search(
-            VectorQuery(replace(f, kinds=(Kind.PREFERENCE,)), parts.vector, ALWAYS_PREFERENCES, as_of))
+            VectorQuery(replace(f, kinds=(Kind.PREFERENCE,)), parts.vector, ALWAYS_PREFERENCES, as_of,
+                        lead=ALWAYS_PREFERENCES if lead else 0))
     return plan

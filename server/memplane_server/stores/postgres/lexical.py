@@ -40,6 +40,7 @@ class KeywordQuery:
     choose: Callable[[list[KeywordMatch]], list[KeywordMatch]]
     windows: bool = False
     common_share: float = 1.0
+    lead: int = 0  # in a leading shape, the chosen rows read whole (sql.RowShape)
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class FactQuery:
     limit: int
     as_of: datetime | None
     valid: TimeRange | None = None
+    lead: int = 0  # as for KeywordQuery
 
 
 LexicalQuery = KeywordQuery | FactQuery
@@ -89,17 +91,21 @@ def _fact_select(caller: Caller, q: FactQuery, shape: RowShape) -> tuple[str, Pa
     if q.valid is not None:
         where.append(f"coalesce(m.valid_from, m.occurred_at) < {p.add(q.valid.end)}")
         where.append(f"(m.valid_to IS NULL OR m.valid_to > {p.add(q.valid.start)})")
-    return (f"SELECT {shape.columns}, (m.entity_key = ANY($1::text[]))::int"
-            f" + (coalesce(m.attribute_key = ANY($1::text[]), false))::int AS matched"
-            f" FROM memories m WHERE {' AND '.join(where)}"
-            f" ORDER BY matched DESC, m.valid_from DESC NULLS LAST, m.created_at DESC LIMIT {p.add(q.limit)}"), p
+    matched = ("(m.entity_key = ANY($1::text[]))::int + (coalesce(m.attribute_key = ANY($1::text[]), false))::int"
+               f" AS matched FROM memories m WHERE {' AND '.join(where)}"
+               f" ORDER BY matched DESC, m.valid_from DESC NULLS LAST, m.created_at DESC LIMIT {p.add(q.limit)}")
+    if not shape.leads or q.lead <= 0 or q.lead >= q.limit:
+        return f"SELECT {shape.select(str(q.lead > 0))}, {matched}", p
+    return (f"SELECT {shape.select(f'm.n <= {p.add(q.lead)}')}, m.matched FROM (SELECT x.*, row_number() OVER ()"
+            f" AS n FROM (SELECT m.*, {matched}) x) m ORDER BY m.n"), p
 
 
 async def lexical(conn: asyncpg.Connection, caller: Caller, queries: Sequence[LexicalQuery],
                   shape: RowShape = WHOLE) -> list[list[Scored]]:
     """Each query's memories, in one session: the keyword queries' matches as one statement, the
     facts' statements while BM25 orders the matches (in a thread: CPU work), then the records the
-    keyword queries chose, read at once (a memory two of them chose is read once)."""
+    keyword queries chose, read at once (a memory two of them chose is read once; in a leading shape
+    whole for what each query chose first)."""
     found: list[list[Scored]] = [[] for _ in queries]
     keyword = [(i, q) for i, q in enumerate(queries) if isinstance(q, KeywordQuery)]
     chosen_by_query: asyncio.Future[list[list[KeywordMatch]]] | None = None
@@ -118,7 +124,8 @@ async def lexical(conn: asyncpg.Connection, caller: Caller, queries: Sequence[Le
         for i, q in enumerate(queries):
             if isinstance(q, FactQuery):
                 sql, p = _fact_select(caller, q, shape)
-                found[i] = [Scored(shape.build(r), float(r["matched"])) for r in await search_rows(conn, sql, *p.values)]
+                found[i] = [Scored(shape.build(r), float(r["matched"]), shape.whole(r))
+                            for r in await search_rows(conn, sql, *p.values)]
     except BaseException:
         if chosen_by_query is not None:
             chosen_by_query.cancel()  # its thread ends on its own; the answer is dropped
@@ -128,9 +135,14 @@ async def lexical(conn: asyncpg.Connection, caller: Caller, queries: Sequence[Le
     if not ids:
         return found
     p = Params(ids)
-    by_id = {r["id"]: shape.build(r) for r in await search_rows(
-        conn, f"SELECT {shape.columns} FROM memories m WHERE m.id = ANY($1::uuid[]) AND {visibility(caller, p)}",
+    columns = shape.columns
+    if shape.leads:
+        first = {m.id: None for (_, q), choice in zip(keyword, chosen) for m in choice[:q.lead]}
+        columns = shape.select(f"m.id = ANY({p.add(list(first))}::uuid[])")
+    rows = {r["id"]: r for r in await search_rows(
+        conn, f"SELECT {columns} FROM memories m WHERE m.id = ANY($1::uuid[]) AND {visibility(caller, p)}",
         *p.values)}
+    records = {memory_id: shape.build(r) for memory_id, r in rows.items()}
     for (i, _), choice in zip(keyword, chosen):
-        found[i] = [Scored(by_id[m.id], m.score) for m in choice if m.id in by_id]
+        found[i] = [Scored(records[m.id], m.score, shape.whole(rows[m.id])) for m in choice if m.id in rows]
     return found

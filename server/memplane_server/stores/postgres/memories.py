@@ -26,7 +26,7 @@ from .nearest import VectorQuery, Walks, nearest
 from .memory_writes import Stored, StoredDraft, WriteTransaction, append_history
 from .session import CUSTOM_PLANS, REUSED_PLANS, caller_session
 from .sql import (
-    CANDIDATE, MEMORY_COLUMNS, WHOLE, Params, aware, filter_clauses, record_from_json, record_from_row, visibility, writable,
+    LEADING, MEMORY_COLUMNS, WHOLE, Params, aware, filter_clauses, record_from_json, record_from_row, visibility, writable,
 )
 
 _MAX_LISTED_IDS = 1000
@@ -155,10 +155,11 @@ class MemoryStore:
     async def vector_searches(self, caller: Caller, queries: Sequence[VectorQuery], *, candidates: bool = False
                               ) -> list[list[Scored]]:
         """Several nearest-neighbour searches in one statement and one session (stores/postgres/nearest.py);
-        with candidates, each record holds only what ranking reads (sql.CANDIDATE_COLUMNS)."""
+        with candidates, each record holds only what ranking reads (sql.CANDIDATE_COLUMNS) but those among
+        its query's `lead` nearest, read whole."""
         async with self.session(caller) as conn:
             return await nearest(conn, caller, queries, await self.walks.big(conn, caller.tenant_id),
-                                 CANDIDATE if candidates else WHOLE)
+                                 LEADING if candidates else WHOLE)
 
     async def keyword_search(
         self, caller: Caller, f: MemoryFilter, terms: Sequence[str], *, pool: int, as_of: datetime | None,
@@ -183,7 +184,7 @@ class MemoryStore:
         # Their plans do not depend on the tenant's size (a function's matches, keys, ids): planned
         # again on every run they cost 1.2 ms of a 40 ms search on LoCoMo (bench/README.md).
         async with self.session(caller, plans=REUSED_PLANS) as conn:
-            return await lexical(conn, caller, queries, CANDIDATE if candidates else WHOLE)
+            return await lexical(conn, caller, queries, LEADING if candidates else WHOLE)
 
     async def mark_used(
         self, caller: Caller, ids: Sequence[uuid.UUID] | Mapping[uuid.UUID, int], *, at: datetime | None = None,

@@ -37,13 +37,20 @@ class VectorQuery:
     limit: int
     as_of: datetime | None = None
     windows: bool = False
+    lead: int = 0  # in a leading shape, the nearest rows read whole (sql.RowShape)
 
 
 def _select(caller: Caller, q: VectorQuery, p: Params, vector: str, extra: str = "", shape: RowShape = WHOLE) -> str:
     column = "m.context_embedding" if q.windows else "m.embedding"
     where = [visibility(caller, p), *filter_clauses(q.filter, p, as_of=q.as_of), f"{column} IS NOT NULL"]
-    return (f"SELECT {shape.columns}, 1 - ({column} <=> {vector}) AS similarity{extra} FROM memories m"
-            f" WHERE {' AND '.join(where)} ORDER BY {column} <=> {vector} LIMIT {p.add(q.limit)}")
+    nearest = (f" FROM memories m WHERE {' AND '.join(where)} ORDER BY {column} <=> {vector}"
+               f" LIMIT {p.add(q.limit)}")
+    if not shape.leads or q.lead <= 0 or q.lead >= q.limit:
+        return f"SELECT {shape.select(str(q.lead > 0))}, 1 - ({column} <=> {vector}) AS similarity{extra}{nearest}"
+    # Numbered over the nearest (the sort or the graph walk under ORDER BY and LIMIT stays as it was).
+    return (f"SELECT {shape.select(f'm.n <= {p.add(q.lead)}')}, m.similarity{extra} FROM (SELECT x.*,"
+            f" row_number() OVER () AS n FROM (SELECT m.*, 1 - ({column} <=> {vector}) AS similarity{nearest}) x) m"
+            f" ORDER BY m.n")
 
 
 def _shared_scan(caller: Caller, group: Sequence[tuple[int, VectorQuery]], p: Params, vector, name: str,
@@ -65,7 +72,11 @@ def _shared_scan(caller: Caller, group: Sequence[tuple[int, VectorQuery]], p: Pa
     # Read back in the same statement, so under the same snapshot: the rows the scan found, under
     # the same visibility (and row-level security) again, nearest first (numbered, so that rows at
     # the same distance keep the order their sort gave them).
-    return [scan, *(f"(SELECT {shape.columns}, 1 - s.d AS similarity, {i} AS query FROM (SELECT id, d,"
+    def lead(q: VectorQuery) -> str:  # a parameter only where the shape reads it
+        return f"s.n <= {p.add(q.lead)}" if shape.leads else ""
+
+    return [scan, *(f"(SELECT {shape.select(lead(q))}, 1 - s.d AS similarity, {i} AS query"
+                    f" FROM (SELECT id, d,"
                     f" row_number() OVER () AS n FROM (SELECT id, d{i} AS d FROM {name} WHERE d{i} IS NOT NULL"
                     f" ORDER BY d{i} LIMIT {p.add(q.limit)}) nearest) s JOIN memories m ON m.id = s.id"
                     f" WHERE {seen} ORDER BY s.n)" for i, q in group)]
@@ -114,12 +125,12 @@ def scored_by_query(rows: Sequence[asyncpg.Record], count: int, shape: RowShape 
     """Each query's rows in order; a memory found by several queries is built into a record once
     (building records is the costly part of a channel on the event loop)."""
     found: list[list[Scored]] = [[] for _ in range(count)]
-    records: dict[object, MemoryRecord] = {}
+    records: dict[object, tuple[MemoryRecord, bool]] = {}
     for r in rows:
-        record = records.get(r["id"])
-        if record is None:
-            record = records[r["id"]] = shape.build(r)
-        found[r["query"] if count > 1 else 0].append(Scored(record, float(r["similarity"])))
+        record, whole = records.get(r["id"]) or (None, False)
+        if record is None or (not whole and shape.whole(r)):
+            record, whole = records[r["id"]] = shape.build(r), shape.whole(r)
+        found[r["query"] if count > 1 else 0].append(Scored(record, float(r["similarity"]), whole))
     return found
 
 

@@ -176,16 +176,41 @@ def candidate_from_row(values: Mapping[str, Any]) -> MemoryRecord:
     )
 
 
+# The columns a candidate lacks: a search's channels read them for the rows it will most likely
+# answer (each channel's leading top_k), so that those need no second round trip after ranking.
+WHOLE_ONLY = ("context", "tags", "metadata", "supersedes", "source_type", "source_id", "updated_at",
+              "last_used_at", "use_count", "embedding_model", "sources", "conflicts_with", "review_flagged_at")
+
+
+def _leading_columns(condition: str) -> str:
+    return (CANDIDATE_COLUMNS + "".join(f", CASE WHEN {condition} THEN m.{c} END AS {c}" for c in WHOLE_ONLY)
+            + f", ({condition}) AS whole")
+
+
+def _leading_from_row(values: Mapping[str, Any]) -> MemoryRecord:
+    return record_from_row(values) if values["whole"] else candidate_from_row(values)
+
+
 @dataclass(frozen=True)
 class RowShape:
-    """The columns a statement reads of each memory and how a row of them becomes a record."""
+    """The columns a statement reads of each memory and how a row of them becomes a record. A leading
+    shape reads candidates, and whole the rows a condition picks (each query's leading rows); all
+    parts of one statement then have the same columns, whatever their conditions."""
 
     columns: str
     build: Callable[[Mapping[str, Any]], MemoryRecord]
+    leads: bool = False
+
+    def select(self, lead: str = "FALSE") -> str:
+        """The column list, with `lead` (an SQL condition) choosing the rows read whole."""
+        return _leading_columns(lead) if self.leads else self.columns
+
+    def whole(self, row: Mapping[str, Any]) -> bool:
+        return bool(row["whole"]) if self.leads else self is WHOLE
 
 
 WHOLE = RowShape(MEMORY_COLUMNS, record_from_row)
-CANDIDATE = RowShape(CANDIDATE_COLUMNS, candidate_from_row)
+LEADING = RowShape(CANDIDATE_COLUMNS, _leading_from_row, leads=True)
 
 
 def record_to_json(r: MemoryRecord) -> dict[str, Any]:
