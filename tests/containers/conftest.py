@@ -1,0 +1,103 @@
+"""The image, compose file and chart run for real under podman (scripts/install_container_runtime.py
+installs it; `make deploy-test` runs these). Where podman cannot run containers, every test here is
+skipped and says why, so a run without them is visibly partial."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import pytest
+
+from scripts import build_image
+
+RUNTIME_MISSING: str | None = None
+if shutil.which("podman") is None:
+    RUNTIME_MISSING = "podman is not installed (make deploy-test installs it: scripts/install_container_runtime.py)"
+elif os.geteuid() != 0:
+    RUNTIME_MISSING = "podman runs containers here only as root (scripts/install_container_runtime.py)"
+
+
+def pytest_collection_modifyitems(items):
+    if RUNTIME_MISSING is not None:
+        for item in items:
+            item.add_marker(pytest.mark.skip(reason=f"container checks skipped: {RUNTIME_MISSING}"))
+
+
+def podman(*args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(["podman", *args], capture_output=True, text=True, check=check, timeout=timeout)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def image() -> str:
+    """The project's image, built from the Dockerfile on a base made here (scripts/build_image.py)."""
+    if not build_image.exists(build_image.BASE):
+        build_image.make_base(build_image.BASE)
+    size = build_image.build(build_image.TAG, build_image.BASE)
+    print(f"\nimage {build_image.TAG}: {size / 1e6:.0f} MB")
+    return build_image.TAG
+
+
+@dataclass
+class Started:
+    name: str
+
+    def logs(self) -> str:
+        out = podman("logs", self.name, check=False)
+        return out.stdout + out.stderr
+
+    def exec(self, *command: str, check: bool = True) -> subprocess.CompletedProcess:
+        return podman("exec", self.name, *command, check=check)
+
+    def wait_for_log(self, pattern: str, seconds: float = 180) -> re.Match:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if found := re.search(pattern, self.logs()):
+                return found
+            if podman("inspect", "--format", "{{.State.Running}}", self.name, check=False).stdout.strip() != "true":
+                raise AssertionError(f"{self.name} exited:\n{self.logs()[-4000:]}")
+            time.sleep(0.5)
+        raise AssertionError(f"{self.name} never logged {pattern!r}:\n{self.logs()[-4000:]}")
+
+    def wait_healthy(self, seconds: float = 120) -> None:
+        """Runs the image's HEALTHCHECK until it passes, as the engine's timer would (podman's timers
+        need systemd, which these machines do not run)."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if podman("healthcheck", "run", self.name, check=False, timeout=30).returncode == 0:
+                return
+            time.sleep(1)
+        raise AssertionError(f"{self.name} never turned healthy:\n{self.logs()[-4000:]}")
+
+
+@contextmanager
+def container(image: str, *args: str, options: tuple[str, ...] = ()) -> Iterator[Started]:
+    """A detached container of the image (options before it, the command's arguments after), removed
+    after with its anonymous volumes."""
+    name = f"memplane-test-{uuid.uuid4().hex[:8]}"
+    podman("run", "-d", "--name", name, *options, image, *args)
+    try:
+        yield Started(name)
+    finally:
+        podman("rm", "-f", "-v", "-t", "10", name, check=False)
+
+
+def serving(started: Started) -> tuple[str, str]:
+    """Waits until the server listens and answers its health check; its address and tenant admin key."""
+    address = started.wait_for_log(r"memplane listening on (\S+)").group(1)
+    key = started.wait_for_log(r"tenant admin key:\s+(mpk_\S+)").group(1)
+    started.wait_healthy()
+    return address, key
