@@ -22,9 +22,15 @@ test: $(STAMP)
 
 # The image, compose file and chart run for real under podman (tests/containers), which this
 # installs and configures first (as root; elsewhere the checks skip and say why). CI runs it too.
+# Then the suites that matter run again with the server's database traffic through a real
+# PgBouncer in transaction mode (tests/conftest.py, database_settings).
+POOLED_SUITES := tests/integration/test_search.py tests/integration/test_write.py \
+	tests/integration/test_write_requests.py tests/integration/test_watch.py tests/integration/test_isolation_*.py \
+	tests/e2e/test_memory_rpcs.py tests/e2e/test_watch.py tests/e2e/test_watch_access.py tests/e2e/test_worker.py
 deploy-test: $(STAMP)
 	$(BIN)/python scripts/install_container_runtime.py
 	$(BIN)/python -m pytest tests/containers
+	MEMPLANE_TEST_PGBOUNCER=1 $(BIN)/python -m pytest $(POOLED_SUITES)
 
 generate: $(STAMP)
 	$(BIN)/python scripts/gen_proto.py

@@ -55,6 +55,34 @@ def services_urls():
         shutil.rmtree(data, ignore_errors=True)
 
 
+# Set to run the product's database traffic through a real PgBouncer in transaction mode
+# (tests/support/pgbouncer.py; `make deploy-test` runs the suites that matter so).
+THROUGH_PGBOUNCER = "MEMPLANE_TEST_PGBOUNCER"
+
+
+@pytest.fixture(scope="session")
+def database_settings(services_urls):
+    """Maps a direct URL of a test database to the database settings the product is given: the URL
+    itself, or (THROUGH_PGBOUNCER set) the same database through PgBouncer, pooled, with the direct
+    URL for migrations and LISTEN. Tests' own helpers keep the direct URL."""
+    if not os.environ.get(THROUGH_PGBOUNCER):
+        yield lambda url: {"database_url": url}
+        return
+    from urllib.parse import urlsplit, urlunsplit
+
+    from tests.support.pgbouncer import PgBouncer
+
+    bouncer = PgBouncer(make_shared_tmpdir("memplane-pgbouncer-"), services_urls[0])
+    through = urlsplit(bouncer.start())
+
+    def settings(url: str) -> dict:
+        pooled = urlunsplit(urlsplit(url)._replace(netloc=through.netloc))
+        return {"database_url": pooled, "database_pooled": True, "migration_database_url": url}
+
+    yield settings
+    bouncer.stop()
+
+
 @pytest.fixture
 def fake_llm():
     """A local OpenAI-compatible server standing in for an LLM provider (tests/support/fake_llm.py)."""

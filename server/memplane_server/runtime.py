@@ -171,7 +171,8 @@ class Runtime:
         s = self.settings
         # Before the pool: its connections need the vector type to exist.
         await prepare_schema(s, self.database_url)
-        self.pool = await create_pool(self.database_url, size=s.db_pool_size, ef_search=s.hnsw_ef_search)
+        self.pool = await create_pool(self.database_url, size=s.db_pool_size, ef_search=s.hnsw_ef_search,
+                                      pooled=s.database_pooled)
         # Bounded waits: a Redis that hangs must turn into UNAVAILABLE, not a call that never ends.
         # One quick retry replaces a pooled connection that a Redis restart broke; redis-py's
         # default (three with backoff) made every call wait 3 s while Redis was down.
@@ -200,7 +201,7 @@ class Runtime:
             keyword_stats=KeywordStatsStore(self.pool), feedback=FeedbackStore(self.pool),
             entities=EntityStore(self.pool), digests=DigestStore(self.pool),
             working=WorkingStore(self.redis_client, s.working_max_items), embedder=embedder, llm=model,
-            changes=ChangeStore(self.pool), change_listener=ChangeListener(self.database_url),
+            changes=ChangeStore(self.pool), change_listener=ChangeListener(s.migration_database_url or self.database_url),
             idempotency=IdempotencyStore(self.redis_client, s.idempotency_ttl_seconds),
         )
         return self.deps

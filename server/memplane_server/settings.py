@@ -28,6 +28,12 @@ class Settings(BaseSettings):
     migration_database_url: str | None = Field(
         None, description="PostgreSQL DSN migrations use (direct, not through a pooler); unset = database_url"
     )
+    # A transaction-mode pooler hands each transaction any server connection: nothing may ride on
+    # one (prepared statements, startup settings, LISTEN) between transactions.
+    database_pooled: bool = Field(
+        False, description="MEMPLANE_DATABASE_URL is a transaction-mode pooler (PgBouncer): no prepared statements"
+        " kept, no setting on the connection; LISTEN and migrations use MEMPLANE_MIGRATION_DATABASE_URL (direct)"
+    )
     migrate_on_start: bool = Field(
         True, description="serve/worker apply migrations at start; false: they refuse an unmigrated database"
     )
@@ -201,6 +207,9 @@ class Settings(BaseSettings):
         # Without database_url the embedded database is used, which no other URL can reach.
         if self.migration_database_url and not self.database_url:
             raise ValueError("MEMPLANE_MIGRATION_DATABASE_URL needs MEMPLANE_DATABASE_URL (the same database)")
+        if self.database_pooled and not self.migration_database_url:
+            raise ValueError("MEMPLANE_DATABASE_POOLED needs MEMPLANE_MIGRATION_DATABASE_URL: the same database reached"
+                             " directly, for migrations and LISTEN")
         return self
 
     @model_validator(mode="after")

@@ -19,9 +19,9 @@ PLATFORM = Caller(key_id="test-platform", role=Role.PLATFORM_ADMIN, tenant_id=No
 
 
 @pytest.fixture(scope="session")
-def settings(services_urls) -> Settings:
+def settings(services_urls, database_settings) -> Settings:
     database_url, redis_url = services_urls
-    return Settings(database_url=database_url, redis_url=redis_url, bootstrap_tenant="", workers=0)
+    return Settings(**database_settings(database_url), redis_url=redis_url, bootstrap_tenant="", workers=0)
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")

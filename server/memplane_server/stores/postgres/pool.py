@@ -25,16 +25,29 @@ def search_settings(ef_search: int) -> dict[str, str]:
     }
 
 
-async def create_pool(dsn: str, *, size: int, ef_search: int) -> asyncpg.Pool:
+class SearchConnection(asyncpg.Connection):
+    """A connection that knows the search settings each caller's transaction sets again
+    (stores/postgres/session.py): through a transaction-mode pooler the startup parameters never
+    reach the server connection a transaction gets."""
+
+    search_settings: dict[str, str] = {}
+
+
+async def create_pool(dsn: str, *, size: int, ef_search: int, pooled: bool = False) -> asyncpg.Pool:
+    """pooled: dsn is a transaction-mode pooler (PgBouncer), which keeps no prepared statement and
+    refuses startup parameters it does not know."""
     async def init(conn: asyncpg.Connection) -> None:
         await register_vector(conn)
         await conn.set_type_codec("jsonb", encoder=_json_dumps, decoder=json.loads, schema="pg_catalog")
         conn.add_query_logger(_trace_statement)
 
-    # Startup parameters, not SET: they hold for the connection's life, whatever a release resets.
+    settings = search_settings(ef_search)
+    # Startup parameters, not SET: they hold for the connection's life, whatever a release resets
+    # (for what runs outside a caller's transaction: workers' sweeps, admin statements).
+    on_connection = {"statement_cache_size": 0} if pooled else {"server_settings": settings}
     return await asyncpg.create_pool(
-        dsn, min_size=1, max_size=size, init=init, command_timeout=60, server_settings=search_settings(ef_search),
-        reset=_nothing_to_reset,
+        dsn, min_size=1, max_size=size, init=init, command_timeout=60, reset=_nothing_to_reset,
+        connection_class=type("PoolConnection", (SearchConnection,), {"search_settings": settings}), **on_connection,
     )
 
 
