@@ -19,7 +19,9 @@ import subprocess
 from pathlib import Path
 
 PACKAGES = {"podman": "podman", "runc": "runc", "podman-compose": "podman-compose", "debootstrap": "debootstrap",
-            "pgbouncer": "pgbouncer"}
+            "pgbouncer": "pgbouncer",
+            # service names resolve between containers on a compose network (CNI's dnsname plugin)
+            "golang-github-containernetworking-plugin-dnsname": "/usr/lib/cni/dnsname"}
 DROP_IN = Path("/etc/containers/containers.conf.d/memplane.conf")
 SETTINGS = """# Written by memplane's scripts/install_container_runtime.py: runc with cgroupfs (crun fails on
 # hybrid cgroups without systemd) and no default ulimits (the sandbox refuses to raise them).

@@ -101,3 +101,24 @@ def serving(started: Started) -> tuple[str, str]:
     key = started.wait_for_log(r"tenant admin key:\s+(mpk_\S+)").group(1)
     started.wait_healthy()
     return address, key
+
+
+STANDINS = build_image.ROOT / "tests" / "containers" / "standins"
+# The images docker-compose.yml names that no registry here serves, by the stand-in that replaces
+# each under the same name (tests/containers/standins): the file users run stays as it is.
+STANDIN_IMAGES = {
+    "postgres": "docker.io/pgvector/pgvector:0.8.1-pg17",
+    "redis": "docker.io/library/redis:7.4-alpine",
+    "collector": "docker.io/otel/opentelemetry-collector-contrib:0.139.0",
+    "prometheus": "docker.io/prom/prometheus:v3.7.3",
+}
+
+
+@pytest.fixture(scope="session")
+def standins(image) -> dict[str, str]:
+    """The stand-ins, built on the project's image (it holds PostgreSQL with pgvector, Redis, Python
+    and the OpenTelemetry protocol already)."""
+    for name, tag in STANDIN_IMAGES.items():
+        podman("build", "--format", "docker", "--build-arg", f"MEMPLANE_IMAGE={image}", "-f",
+               str(STANDINS / f"Containerfile.{name}"), "-t", tag, str(STANDINS))
+    return STANDIN_IMAGES
