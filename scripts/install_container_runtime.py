@@ -1,6 +1,6 @@
 """Installs and configures the container runtime the container checks run on (tests/containers):
 Debian's podman with runc, podman-compose, debootstrap (the local base image: scripts/build_image.py)
-and pgbouncer.
+pgbouncer, and what compose networks and pods need (dnsname, catatonit).
 
 These machines have no Docker daemon and reach no image registry, but podman runs containers as
 root once two defaults are changed, which a drop-in file does: crun fails on this kernel's hybrid
@@ -21,7 +21,9 @@ from pathlib import Path
 PACKAGES = {"podman": "podman", "runc": "runc", "podman-compose": "podman-compose", "debootstrap": "debootstrap",
             "pgbouncer": "pgbouncer",
             # service names resolve between containers on a compose network (CNI's dnsname plugin)
-            "golang-github-containernetworking-plugin-dnsname": "/usr/lib/cni/dnsname"}
+            "golang-github-containernetworking-plugin-dnsname": "/usr/lib/cni/dnsname",
+            # the init of the pause image a pod's infra container runs (`podman kube play`)
+            "catatonit": "catatonit"}
 DROP_IN = Path("/etc/containers/containers.conf.d/memplane.conf")
 SETTINGS = """# Written by memplane's scripts/install_container_runtime.py: runc with cgroupfs (crun fails on
 # hybrid cgroups without systemd) and no default ulimits (the sandbox refuses to raise them).
