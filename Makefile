@@ -27,10 +27,15 @@ test: $(STAMP)
 POOLED_SUITES := tests/integration/test_search.py tests/integration/test_write.py \
 	tests/integration/test_write_requests.py tests/integration/test_watch.py tests/integration/test_isolation_*.py \
 	tests/e2e/test_memory_rpcs.py tests/e2e/test_watch.py tests/e2e/test_watch_access.py tests/e2e/test_worker.py
+# And the Redis suites with the product on a real 3-master Redis Cluster.
+CLUSTER_SUITES := tests/integration/test_working_expiry.py tests/integration/test_idempotency_and_auth.py \
+	tests/integration/test_write_requests.py tests/integration/test_erasure.py tests/integration/test_erasure_reach.py \
+	tests/e2e/test_memory_rpcs.py tests/e2e/test_limits.py tests/e2e/test_replay.py
 deploy-test: $(STAMP)
 	$(BIN)/python scripts/install_container_runtime.py
 	$(BIN)/python -m pytest tests/containers
 	MEMPLANE_TEST_PGBOUNCER=1 $(BIN)/python -m pytest $(POOLED_SUITES)
+	MEMPLANE_TEST_REDIS_CLUSTER=1 $(BIN)/python -m pytest $(CLUSTER_SUITES)
 
 generate: $(STAMP)
 	$(BIN)/python scripts/gen_proto.py

@@ -83,6 +83,25 @@ def database_settings(services_urls):
     bouncer.stop()
 
 
+# Set to give the product a real 3-master Redis Cluster instead of one node
+# (tests/support/redis_cluster.py; `make deploy-test` runs the Redis suites so).
+ON_REDIS_CLUSTER = "MEMPLANE_TEST_REDIS_CLUSTER"
+
+
+@pytest.fixture(scope="session")
+def redis_url_for():
+    """Maps a test Redis URL to the one the product is given: itself, or (ON_REDIS_CLUSTER set) the
+    session's cluster, which has one database: the keys of tests sharing it are apart by tenant."""
+    if not os.environ.get(ON_REDIS_CLUSTER):
+        yield lambda url: url
+        return
+    from tests.support.redis_cluster import LocalRedisCluster
+
+    cluster = LocalRedisCluster(make_shared_tmpdir("memplane-redis-cluster-")).start()
+    yield lambda url: cluster.url
+    cluster.stop()
+
+
 @pytest.fixture
 def fake_llm():
     """A local OpenAI-compatible server standing in for an LLM provider (tests/support/fake_llm.py)."""

@@ -60,7 +60,7 @@ from .stores.postgres.migrations import applied_version, latest_version, migrate
 from .stores.postgres.pool import create_pool, database_ping
 from .stores.postgres.schema import VECTOR_DIM
 from .stores.postgres.tenancy import TenancyStore
-from .stores.redis.client import TracedRedis
+from .stores.redis.client import connect as connect_redis
 from .stores.redis.idempotency import IdempotencyStore
 from .stores.redis.rate_limit import RateLimiter
 from .stores.redis.working import WorkingStore
@@ -176,10 +176,8 @@ class Runtime:
         # Bounded waits: a Redis that hangs must turn into UNAVAILABLE, not a call that never ends.
         # One quick retry replaces a pooled connection that a Redis restart broke; redis-py's
         # default (three with backoff) made every call wait 3 s while Redis was down.
-        self.redis_client = TracedRedis.from_url(
-            self.redis_url, socket_timeout=REDIS_TIMEOUT_SECONDS, socket_connect_timeout=REDIS_TIMEOUT_SECONDS,
-            retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), 1),
-        )
+        self.redis_client = connect_redis(
+            self.redis_url, timeout=REDIS_TIMEOUT_SECONDS, retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), 1))
         await self.redis_client.ping()
         embedder = create_embedder(
             s.embedding_model, dim=VECTOR_DIM, threads=s.embed_threads, batch_size=s.embed_batch_size,

@@ -22,7 +22,8 @@ class Settings(BaseSettings):
     listen: str = Field("127.0.0.1:50051", description="host:port the gRPC server binds")
     data_dir: Path = Field(default_factory=_default_data_dir, description="embedded PostgreSQL/Redis data")
     database_url: str | None = Field(None, description="PostgreSQL DSN; unset starts the embedded one")
-    redis_url: str | None = Field(None, description="Redis URL; unset starts the embedded one")
+    redis_url: str | None = Field(
+        None, description="Redis URL, or redis+cluster://host:port for a Redis Cluster; unset starts the embedded one")
     # Migrations hold a session-level advisory lock, which a transaction-mode pooler (PgBouncer)
     # would leave on a pooled connection: they need a direct connection when database_url is one.
     migration_database_url: str | None = Field(

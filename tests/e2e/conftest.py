@@ -106,14 +106,14 @@ async def fresh_database(dsn: str, name: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def server(services_urls, database_settings):
+def server(services_urls, database_settings, redis_url_for):
     database_url, redis_url = services_urls
     e2e_url = asyncio.run(fresh_database(database_url, "memplane_e2e"))
     data = make_shared_tmpdir("memplane-e2e-")
     proc = ServerProcess({
         **{f"MEMPLANE_{name.upper()}": str(value).lower() if isinstance(value, bool) else value
            for name, value in database_settings(e2e_url).items()},
-        "MEMPLANE_REDIS_URL": redis_url.rsplit("/", 1)[0] + "/1",
+        "MEMPLANE_REDIS_URL": redis_url_for(redis_url.rsplit("/", 1)[0] + "/1"),
         "MEMPLANE_DATA_DIR": str(data),
         "MEMPLANE_BOOTSTRAP_TENANT": "acme",
         "MEMPLANE_SHUTDOWN_GRACE_SECONDS": "2",

@@ -19,9 +19,10 @@ PLATFORM = Caller(key_id="test-platform", role=Role.PLATFORM_ADMIN, tenant_id=No
 
 
 @pytest.fixture(scope="session")
-def settings(services_urls, database_settings) -> Settings:
+def settings(services_urls, database_settings, redis_url_for) -> Settings:
     database_url, redis_url = services_urls
-    return Settings(**database_settings(database_url), redis_url=redis_url, bootstrap_tenant="", workers=0)
+    return Settings(**database_settings(database_url), redis_url=redis_url_for(redis_url), bootstrap_tenant="",
+                    workers=0)
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")

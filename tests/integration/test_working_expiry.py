@@ -14,7 +14,7 @@ from memplane_server.core.model import Kind, Layer, MemoryDraft, MemoryFilter
 from memplane_server.services.memories import MemoriesService
 from memplane_server.services.working import WorkingService
 from memplane_server.services.write import WriteService
-from memplane_server.stores.redis.client import TracedRedis
+from memplane_server.stores.redis.client import connect
 from memplane_server.stores.redis.working import (
     LEGACY_EXPIRY_INDEX, TENANTS, WorkingSession, WorkingStore, expiry_index,
 )
@@ -30,7 +30,7 @@ def turn(content: str, session_id: str) -> MemoryDraft:
 @pytest_asyncio.fixture(loop_scope="session")
 async def second_redis(settings):
     """A connection pool of its own, as another process's sweeper would have."""
-    client = TracedRedis.from_url(settings.redis_url)
+    client = connect(settings.redis_url, timeout=5)
     yield client
     await client.aclose()
 

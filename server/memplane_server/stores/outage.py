@@ -20,7 +20,11 @@ _POSTGRES_ERRORS = (
     # protocol state ("cannot switch to state 15"): seen only while the database was killed.
     asyncpg.exceptions._base.InternalClientError,
 )
-_REDIS_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+_REDIS_ERRORS = (
+    redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
+    # A Redis Cluster while a failover moves slots: down, a slot with no master yet, or "try again".
+    redis.exceptions.ClusterError, redis.exceptions.TryAgainError, redis.exceptions.SlotNotCoveredError,
+)
 # PostgreSQL rolled the whole transaction back so that a concurrent one could go on: nothing of it
 # was kept, and the same call sent again normally succeeds.
 _CONTENTION_ERRORS = (asyncpg.exceptions.DeadlockDetectedError, asyncpg.exceptions.SerializationError)
