@@ -37,6 +37,7 @@ from .services.lifecycle import LifecycleService
 from .services.memories import MemoriesService
 from .services.operations import OperationsService
 from .services.rate_limits import RateLimits
+from .services.read_routing import ReadRouting
 from .services.reflect import ReflectService
 from .services.registry import Services
 from .services.search import SearchService
@@ -60,6 +61,7 @@ from .stores.postgres.migrations import applied_version, latest_version, migrate
 from .stores.postgres.pool import create_pool, database_ping
 from .stores.postgres.schema import VECTOR_DIM
 from .stores.postgres.tenancy import TenancyStore
+from .stores.postgres.replica import ReadPools
 from .stores.redis.client import connect as connect_redis
 from .stores.redis.idempotency import IdempotencyStore
 from .stores.redis.rate_limit import RateLimiter
@@ -164,6 +166,7 @@ class Runtime:
     database_url: str
     redis_url: str
     pool: asyncpg.Pool | None = None
+    standby_pool: asyncpg.Pool | None = None
     redis_client: redis.Redis | None = None
     deps: Deps | None = None
 
@@ -173,6 +176,9 @@ class Runtime:
         await prepare_schema(s, self.database_url)
         self.pool = await create_pool(self.database_url, size=s.db_pool_size, ef_search=s.hnsw_ef_search,
                                       pooled=s.database_pooled)
+        if s.read_database_url:
+            self.standby_pool = await create_pool(s.read_database_url, size=s.db_pool_size, ef_search=s.hnsw_ef_search,
+                                                  pooled=s.database_pooled)
         # Bounded waits: a Redis that hangs must turn into UNAVAILABLE, not a call that never ends.
         # One quick retry replaces a pooled connection that a Redis restart broke; redis-py's
         # default (three with backoff) made every call wait 3 s while Redis was down.
@@ -192,7 +198,8 @@ class Runtime:
         )
         self.deps = Deps(
             settings=s, memories=MemoryStore(
-                self.pool, default_max_memories=s.max_memories_per_tenant, walk_min_memories=s.search_walk_min_memories),
+                self.pool, default_max_memories=s.max_memories_per_tenant, walk_min_memories=s.search_walk_min_memories,
+                reads=ReadPools(self.pool, self.standby_pool)),
             tenancy=TenancyStore(self.pool), jobs=JobStore(self.pool),
             contexts=ContextStore(self.pool), conflicts=ConflictStore(self.pool),
             decisions=DecisionStore(self.pool),
@@ -211,11 +218,13 @@ class Runtime:
             await self.deps.change_listener.close()
         if self.redis_client is not None:
             await self.redis_client.aclose()
-        if self.pool is not None:
+        for pool in (self.standby_pool, self.pool):
+            if pool is None:
+                continue
             try:
-                await asyncio.wait_for(self.pool.close(), POOL_CLOSE_SECONDS)
+                await asyncio.wait_for(pool.close(), POOL_CLOSE_SECONDS)
             except asyncio.TimeoutError:  # a connection stuck on a dead server: do not wait for it
-                self.pool.terminate()
+                pool.terminate()
 
 
 def build_services(deps: Deps, runtime: Runtime) -> Services:
@@ -248,6 +257,7 @@ def build_services(deps: Deps, runtime: Runtime) -> Services:
                                failures=RateLimiter(runtime.redis_client, per_second=s.auth_failures_per_second,
                                                     burst=s.auth_failures_burst)),
         availability=Availability(database_ping(runtime.pool)),
+        reads=ReadRouting(deps.memories.reads, s.read_wait_ms),
     )
 
 

@@ -35,6 +35,12 @@ class Settings(BaseSettings):
         False, description="MEMPLANE_DATABASE_URL is a transaction-mode pooler (PgBouncer): no prepared statements"
         " kept, no setting on the connection; LISTEN and migrations use MEMPLANE_MIGRATION_DATABASE_URL (direct)"
     )
+    read_database_url: str | None = Field(
+        None, description="PostgreSQL DSN of a hot standby of database_url: Search, GetMemory and ListMemories read"
+        " there, and wait for the caller's own writes (read_wait_ms) else read the primary; unset = the primary")
+    read_wait_ms: int = Field(
+        200, ge=0, le=10_000, description="longest wait for the standby to replay a caller's own writes before a"
+        " read goes to the primary instead")
     migrate_on_start: bool = Field(
         True, description="serve/worker apply migrations at start; false: they refuse an unmigrated database"
     )
@@ -208,6 +214,8 @@ class Settings(BaseSettings):
         # Without database_url the embedded database is used, which no other URL can reach.
         if self.migration_database_url and not self.database_url:
             raise ValueError("MEMPLANE_MIGRATION_DATABASE_URL needs MEMPLANE_DATABASE_URL (the same database)")
+        if self.read_database_url and not self.database_url:
+            raise ValueError("MEMPLANE_READ_DATABASE_URL needs MEMPLANE_DATABASE_URL (its primary)")
         if self.database_pooled and not self.migration_database_url:
             raise ValueError("MEMPLANE_DATABASE_POOLED needs MEMPLANE_MIGRATION_DATABASE_URL: the same database reached"
                              " directly, for migrations and LISTEN")

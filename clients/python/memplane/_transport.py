@@ -18,6 +18,7 @@ import grpc
 import grpc.aio
 
 from ._auth import Metadata, auth_metadata
+from ._consistency import WritePosition
 from ._requests import PreparedCall
 from ._retry import RetryPolicy, RetryState, ensure_request_id, is_retryable_call
 from ._watch import WatchCursor
@@ -111,16 +112,16 @@ class SyncTransport:
         self._settings = settings
         self._rpcs = _rpcs(channel)
         self._sleep = sleep
+        self._written = WritePosition()
 
     def call(self, prepared: PreparedCall[T], timeout: float | None) -> T:
         """Sends the call, retrying per policy; raises a MemplaneError subclass on failure."""
         rpc = self._rpcs[prepared.method]
         state = self._settings.start(prepared, timeout)
+        metadata = self._written.metadata(prepared.method, self._settings.metadata)
         while True:
             try:
-                response = rpc(
-                    prepared.request, timeout=state.next_attempt_timeout(), metadata=self._settings.metadata
-                )
+                response, call = rpc.with_call(prepared.request, timeout=state.next_attempt_timeout(), metadata=metadata)
             except grpc.RpcError as exc:
                 error = from_rpc_error(exc)
                 delay = state.delay_before_retry(error)
@@ -128,6 +129,7 @@ class SyncTransport:
                     raise error from exc
                 self._sleep(delay)
             else:
+                self._written.learn(call.trailing_metadata())
                 return prepared.convert(response)
 
     def watch(self, cursor: WatchCursor, *, timeout: float | None, resume: bool) -> Iterator[Any]:
@@ -171,16 +173,17 @@ class AsyncTransport:
         self._settings = settings
         self._rpcs = _rpcs(channel)
         self._sleep = sleep
+        self._written = WritePosition()
 
     async def call(self, prepared: PreparedCall[T], timeout: float | None) -> T:
         """Sends the call, retrying per policy; raises a MemplaneError subclass on failure."""
         rpc = self._rpcs[prepared.method]
         state = self._settings.start(prepared, timeout)
+        metadata = self._written.metadata(prepared.method, self._settings.metadata)
         while True:
             try:
-                response = await rpc(
-                    prepared.request, timeout=state.next_attempt_timeout(), metadata=self._settings.metadata
-                )
+                call = rpc(prepared.request, timeout=state.next_attempt_timeout(), metadata=metadata)
+                response = await call
             except grpc.RpcError as exc:
                 error = from_rpc_error(exc)
                 delay = state.delay_before_retry(error)
@@ -188,6 +191,7 @@ class AsyncTransport:
                     raise error from exc
                 await self._sleep(delay)
             else:
+                self._written.learn(await call.trailing_metadata())
                 return prepared.convert(response)
 
     async def watch(self, cursor: WatchCursor, *, timeout: float | None, resume: bool) -> AsyncIterator[Any]:

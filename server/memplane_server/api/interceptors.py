@@ -24,6 +24,7 @@ from ..services.auth import Authenticator
 from ..services.availability import Availability
 from ..services.idempotency import Idempotency
 from ..services.rate_limits import RateLimits
+from ..services.read_routing import ReadRouting
 from ..core.attribution import reset_work_tenant, set_work_tenant
 from .context import (
     current_caller, reset_caller, reset_reauthorize, reset_request_key, set_caller, set_reauthorize, set_request_key,
@@ -340,6 +341,51 @@ def _retrieve(task: asyncio.Task) -> None:
     """Marks the exception of a read abandoned for its rate check as seen (it is not the call's answer)."""
     if not task.cancelled():
         task.exception()
+
+
+# Calls whose reads may go to the read standby, and the metadata of read-your-writes: each change
+# answers with the primary's WAL position after it, and a read names the highest its caller saw.
+STANDBY_READ_METHODS = frozenset(
+    f"/memplane.v1.MemoryService/{name}" for name in ("Search", "GetMemory", "ListMemories"))
+WRITTEN_UP_TO = "x-memplane-written-up-to"
+READ_AFTER = "x-memplane-read-after"
+
+
+class ReadRoutingInterceptor(grpc.aio.ServerInterceptor):
+    """With a read standby (services/read_routing.py): Search, GetMemory and ListMemories read on it
+    unless it lags the caller's own writes; the unary calls of MemoryService that may change memory
+    answer with where the primary's WAL stood after them. Without one it wraps nothing."""
+
+    def __init__(self, routing: ReadRouting) -> None:
+        self.routing = routing
+
+    async def intercept_service(self, continuation, details):
+        handler = await continuation(details)
+        method = details.method
+        if not self.routing.enabled or not method.startswith("/memplane.v1.MemoryService/"):
+            return handler
+        if method in STANDBY_READ_METHODS:
+            return _wrap_unary(handler, self._on_standby)
+        return handler if method in READ_METHODS else _wrap_unary(handler, self._with_position)
+
+    def _on_standby(self, behavior: Behavior) -> Behavior:
+        async def routed(request, context):
+            after = dict(context.invocation_metadata() or ()).get(READ_AFTER)
+            token = await self.routing.route(after)
+            try:
+                return await behavior(request, context)
+            finally:
+                self.routing.done(token)
+
+        return routed
+
+    def _with_position(self, behavior: Behavior) -> Behavior:
+        async def positioned(request, context):
+            response = await behavior(request, context)
+            context.set_trailing_metadata(((WRITTEN_UP_TO, await self.routing.written_up_to()),))
+            return response
+
+        return positioned
 
 
 class IdempotencyInterceptor(grpc.aio.ServerInterceptor):

@@ -17,7 +17,7 @@ from .admin_servicer import AdminServicer
 from .drain import Drain
 from .interceptors import (
     AuthInterceptor, DrainInterceptor, ErrorInterceptor, IdempotencyInterceptor, MetricsInterceptor,
-    RateLimitInterceptor,
+    RateLimitInterceptor, ReadRoutingInterceptor,
 )
 from .memory_servicer import MemoryServicer
 from .operations_servicer import OperationsServicer
@@ -44,6 +44,7 @@ def build_server(services: Services, drain: Drain) -> tuple[grpc.aio.Server, hea
         DrainInterceptor(drain),
         AuthInterceptor(services.auth, services.rate_limits),
         RateLimitInterceptor(services.rate_limits),
+        ReadRoutingInterceptor(services.reads),  # outside idempotency: a replayed write has a position too
         IdempotencyInterceptor(services.idempotency),
     ]
     server = grpc.aio.server(

@@ -19,6 +19,7 @@ from .lifecycle import LifecycleService
 from .memories import MemoriesService
 from .operations import OperationsService
 from .rate_limits import RateLimits
+from .read_routing import ReadRouting
 from .reflect import ReflectService
 from .search import SearchService
 from .watch import WatchService
@@ -48,3 +49,4 @@ class Services:
     idempotency: Idempotency
     rate_limits: RateLimits
     availability: Availability
+    reads: ReadRouting

@@ -33,6 +33,7 @@ class FakeRpc:
     def __init__(self) -> None:
         self.outcomes: list = []
         self.attempts: list[dict] = []
+        self.trailing: tuple = ()  # the trailing metadata of each answer
 
     def __call__(self, request, *, timeout=None, metadata=None):
         self.attempts.append({"request": type(request).FromString(request.SerializeToString()),
@@ -42,10 +43,36 @@ class FakeRpc:
             raise outcome
         return outcome
 
+    def with_call(self, request, *, timeout=None, metadata=None):
+        return self(request, timeout=timeout, metadata=metadata), FakeCall(self.trailing)
+
+
+class FakeCall:
+    def __init__(self, trailing: tuple) -> None:
+        self._trailing = trailing
+
+    def trailing_metadata(self) -> tuple:
+        return self._trailing
+
+
+class AsyncFakeCall:
+    """What a grpc.aio call gives: awaited for the answer, then its trailing metadata."""
+
+    def __init__(self, answer, trailing: tuple) -> None:
+        self._answer, self._trailing = answer, trailing
+
+    def __await__(self):
+        async def answer():
+            return self._answer()
+        return answer().__await__()
+
+    async def trailing_metadata(self) -> tuple:
+        return self._trailing
+
 
 class AsyncFakeRpc(FakeRpc):
-    async def __call__(self, request, *, timeout=None, metadata=None):
-        return super().__call__(request, timeout=timeout, metadata=metadata)
+    def __call__(self, request, *, timeout=None, metadata=None):
+        return AsyncFakeCall(lambda: FakeRpc.__call__(self, request, timeout=timeout, metadata=metadata), self.trailing)
 
 
 class FakeChannel:
@@ -243,3 +270,28 @@ async def test_async_watch_resumes_too():
     got = [item.position async for item in transport.watch(cursor, timeout=None, resume=True)]
     assert got == [11, 12, 21]
     assert channel.rpcs["Watch"].attempts[1]["request"].after_position == 12
+
+
+def test_reads_carry_the_furthest_write_position_the_server_gave():
+    channel = FakeChannel()
+    transport = SyncTransport(channel, settings())
+    for position in ("0/16B3748", "0/9", "1/0"):  # "1/0" is past "0/16B3748" and "0/9" is not
+        channel.rpcs["Write"].outcomes.append(WRITE_OK)
+        channel.rpcs["Write"].trailing = (("x-memplane-written-up-to", position),)
+        transport.call(write_call(), timeout=None)
+    channel.rpcs["Search"].outcomes.append(svc_pb.SearchResponse())
+    transport.call(_requests.search("q", top_k=1, token_budget=0, as_of=None, scope_weights=None, explain=False,
+                                    time_zone=None, filters={}), timeout=None)
+    assert channel.rpcs["Search"].attempts[0]["metadata"] == (*METADATA, ("x-memplane-read-after", "1/0"))
+    assert channel.rpcs["Write"].attempts[0]["metadata"] == METADATA  # changes carry none
+
+
+async def test_the_async_transport_learns_write_positions_too():
+    channel = FakeChannel(AsyncFakeRpc)
+    transport = AsyncTransport(channel, settings())
+    channel.rpcs["Write"].outcomes.append(WRITE_OK)
+    channel.rpcs["Write"].trailing = (("x-memplane-written-up-to", "0/2A"),)
+    await transport.call(write_call(), timeout=None)
+    channel.rpcs["GetMemory"].outcomes.append(svc_pb.GetMemoryResponse())
+    await transport.call(_requests.get_memory("m1"), timeout=None)
+    assert channel.rpcs["GetMemory"].attempts[0]["metadata"] == (*METADATA, ("x-memplane-read-after", "0/2A"))

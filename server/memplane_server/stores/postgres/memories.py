@@ -24,6 +24,7 @@ from ...core.requests import RequestKey
 from .lexical import FactQuery, KeywordQuery, LexicalQuery, lexical
 from .nearest import VectorQuery, Walks, nearest
 from .memory_writes import Stored, StoredDraft, WriteTransaction, append_history
+from .replica import ReadPools
 from .session import CUSTOM_PLANS, REUSED_PLANS, caller_session
 from .sql import (
     LEADING, MEMORY_COLUMNS, WHOLE, Params, aware, filter_clauses, record_from_json, record_from_row, visibility, writable,
@@ -68,13 +69,19 @@ async def _derived_traces(conn: asyncpg.Connection, ids: Sequence[uuid.UUID]) ->
 
 
 class MemoryStore:
-    def __init__(self, pool: asyncpg.Pool, *, default_max_memories: int, walk_min_memories: int = 2000) -> None:
+    def __init__(self, pool: asyncpg.Pool, *, default_max_memories: int, walk_min_memories: int = 2000,
+                 reads: ReadPools | None = None) -> None:
         self.pool = pool
+        self.reads = reads or ReadPools(pool)
         self.default_max_memories = default_max_memories
         self.walks = Walks(walk_min_memories)
 
     def session(self, caller: Caller, *, plans: str = CUSTOM_PLANS):
         return caller_session(self.pool, caller, plans=plans)
+
+    def read_session(self, caller: Caller, *, plans: str = CUSTOM_PLANS):
+        """For statements that only read: on the standby when the current call may read there."""
+        return caller_session(self.reads.for_reads(), caller, plans=plans)
 
     async def insert(
         self, caller: Caller, items: Sequence[StoredDraft], *, embedding_model: str, actor: str,
@@ -102,7 +109,7 @@ class MemoryStore:
     async def get(self, caller: Caller, memory_id: uuid.UUID) -> MemoryRecord | None:
         p = Params(memory_id)
         where = ["m.id = $1", visibility(caller, p)]
-        async with self.session(caller) as conn:
+        async with self.read_session(caller) as conn:
             row = await conn.fetchrow(f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {' AND '.join(where)}", *p.values)
         return record_from_row(row) if row else None
 
@@ -126,7 +133,7 @@ class MemoryStore:
         """The visible memories among the ids, in no particular order."""
         p = Params(list(memory_ids))
         where = ["m.id = ANY($1::uuid[])", visibility(caller, p)]
-        async with self.session(caller) as conn:
+        async with self.read_session(caller) as conn:
             rows = await conn.fetch(f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {' AND '.join(where)}", *p.values)
         return [record_from_row(r) for r in rows]
 
@@ -137,7 +144,7 @@ class MemoryStore:
         where = [visibility(caller, p), *filter_clauses(f, p)]
         if after is not None:
             where.append(f"(m.created_at, m.id) < ({p.add(after[0])}, {p.add(after[1])})")
-        async with self.session(caller) as conn:
+        async with self.read_session(caller) as conn:
             rows = await conn.fetch(
                 f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {' AND '.join(where)}"
                 f" ORDER BY m.created_at DESC, m.id DESC LIMIT {p.add(limit)}",
@@ -157,7 +164,7 @@ class MemoryStore:
         """Several nearest-neighbour searches in one statement and one session (stores/postgres/nearest.py);
         with candidates, each record holds only what ranking reads (sql.CANDIDATE_COLUMNS) but those among
         its query's `lead` nearest, read whole."""
-        async with self.session(caller) as conn:
+        async with self.read_session(caller) as conn:
             return await nearest(conn, caller, queries, await self.walks.big(conn, caller.tenant_id),
                                  LEADING if candidates else WHOLE)
 
@@ -183,7 +190,7 @@ class MemoryStore:
         for vector_searches."""
         # Their plans do not depend on the tenant's size (a function's matches, keys, ids): planned
         # again on every run they cost 1.2 ms of a 40 ms search on LoCoMo (bench/README.md).
-        async with self.session(caller, plans=REUSED_PLANS) as conn:
+        async with self.read_session(caller, plans=REUSED_PLANS) as conn:
             return await lexical(conn, caller, queries, LEADING if candidates else WHOLE)
 
     async def mark_used(
