@@ -7,6 +7,7 @@ are run as the kubelet runs them. What no runner here does (Services, the HPA, P
 NetworkPolicies) stays covered by tests/deploy's schema checks (docs/operations.md)."""
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import subprocess
@@ -25,6 +26,7 @@ from memplane import MemoryClient
 from scripts import build_image
 from tests.containers.conftest import free_port, podman
 from tests.deploy.conftest import tool
+from tests.e2e.conftest import fresh_database
 
 CHART = build_image.ROOT / "deploy" / "helm" / "memplane"
 LIVENESS = "liveness"  # the health service name of the startup and liveness probes
@@ -103,7 +105,9 @@ class Released:
 def release(image, services_urls, tmp_path_factory) -> Iterator[Released]:
     folder = tmp_path_factory.mktemp("chart")
     name, port = f"check{uuid.uuid4().hex[:6]}", free_port()
-    (folder / "values.yaml").write_text(yaml.safe_dump(values(image, *services_urls, port)))
+    # A database of its own: the server bootstraps its tenant only into an empty one.
+    database_url = asyncio.run(fresh_database(services_urls[0], "memplane_chart"))
+    (folder / "values.yaml").write_text(yaml.safe_dump(values(image, database_url, services_urls[1], port)))
     rendered = subprocess.run([tool("helm"), "template", name, str(CHART), "-f", str(folder / "values.yaml")],
                               capture_output=True, text=True, check=True).stdout
     manifests = [m for m in yaml.safe_load_all(rendered) if m]

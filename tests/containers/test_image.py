@@ -3,6 +3,7 @@ read-only root filesystem, configured by MEMPLANE_* variables alone, healthy by 
 with nothing fetched at start; and it serves, migrates and works against outside databases."""
 from __future__ import annotations
 
+import asyncio
 import textwrap
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from memplane import MemoryClient
 from scripts import build_image
 from tests.containers.conftest import container, free_port, podman, serving
+from tests.e2e.conftest import fresh_database
 
 # The image's own user (Dockerfile), which runAsNonRoot checks by number.
 IMAGE_UID = "10001"
@@ -47,7 +49,9 @@ def test_the_sdk_outside_the_container_writes_and_searches(image):
 
 
 def test_migrate_then_worker_and_server_run_against_outside_databases(image, services_urls):
-    database_url, redis_url = services_urls
+    # A database of its own: the server bootstraps its tenant only into an empty one.
+    database_url = asyncio.run(fresh_database(services_urls[0], "memplane_containers"))
+    redis_url = services_urls[1]
     outside = ("--read-only", "--network=host", "-e", f"MEMPLANE_DATABASE_URL={database_url}",
                "-e", f"MEMPLANE_REDIS_URL={redis_url}", "-e", "MEMPLANE_MIGRATE_ON_START=false")
     migrated = podman("run", "--rm", *outside, image, "migrate", check=False)
