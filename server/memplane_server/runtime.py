@@ -206,7 +206,7 @@ class Runtime:
             keyword_stats=KeywordStatsStore(self.pool), feedback=FeedbackStore(self.pool),
             entities=EntityStore(self.pool), digests=DigestStore(self.pool),
             working=WorkingStore(self.redis_client, s.working_max_items), embedder=embedder, llm=model,
-            changes=ChangeStore(self.pool), change_listener=ChangeListener(s.migration_database_url or self.database_url),
+            changes=ChangeStore(self.pool, self.standby_pool), change_listener=ChangeListener(s.migration_database_url or self.database_url),
             idempotency=IdempotencyStore(self.redis_client, s.idempotency_ttl_seconds),
         )
         return self.deps

@@ -110,3 +110,24 @@ def test_a_standby_behind_the_callers_write_sends_its_read_to_the_primary(server
             except NotFoundError:
                 assert time.monotonic() < deadline
                 time.sleep(0.01)
+
+
+def test_watch_catch_up_misses_no_change_the_standby_has_not_replayed(server, databases):
+    """A page of changes is read on the standby only when it holds every position the page covers:
+    with replay paused, the changes written meanwhile still reach a watcher catching up."""
+    _, standby_url = databases
+    key = server.key("tenant admin")
+    with MemoryClient(server.target, key) as writer, MemoryClient(server.target, key) as watcher:
+        session = f"watched-{time.monotonic_ns()}"
+        writer.write([{"content": f"before {i}", "kind": "event", "session_id": session} for i in range(3)])
+        replay(standby_url, paused=True)
+        try:
+            writer.write([{"content": f"while paused {i}", "kind": "event", "session_id": session} for i in range(2)])
+            seen = []
+            for event in watcher.watch(after_position=0, session_id=session, timeout=20):
+                seen.append(event.memory.content)
+                if len(seen) == 5:
+                    break
+        finally:
+            replay(standby_url, paused=False)
+    assert seen == [f"before {i}" for i in range(3)] + [f"while paused {i}" for i in range(2)]

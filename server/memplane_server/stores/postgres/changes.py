@@ -20,17 +20,20 @@ CHANNEL = "memplane_changes"
 RECONNECT_SECONDS = 1.0
 
 
+_HEAD = ("SELECT greatest((SELECT coalesce(max(position), 0) FROM memory_changes),"
+         " (SELECT pruned_through FROM memory_change_state))")
+
+
 class ChangeStore:
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, standby: asyncpg.Pool | None = None) -> None:
         self.pool = pool
+        self.standby = standby  # MEMPLANE_READ_DATABASE_URL: where pages are read when it has them
+        self._standby_failures = OncePerCause(log)
 
     async def head(self) -> int:
         """The highest committed position (0 on an empty log). Every position below it is
         committed or will never be: positions are given out in commit order."""
-        return int(await self.pool.fetchval(
-            "SELECT greatest((SELECT coalesce(max(position), 0) FROM memory_changes),"
-            " (SELECT pruned_through FROM memory_change_state))"
-        ))
+        return int(await self.pool.fetchval(_HEAD))
 
     async def pruned_through(self) -> int:
         """Every change up to this position has been pruned."""
@@ -43,8 +46,10 @@ class ChangeStore:
         `limit`, and no more after their snapshots reach max_bytes (the first always comes).
         The flag says whether the range may hold more."""
         sql, values = read_statement(caller, after=after, through=through, f=f, limit=limit, max_bytes=max_bytes)
-        async with caller_session(self.pool, caller) as conn:
-            rows = await conn.fetch(sql, *values)
+        rows = await self._read_on_standby(caller, through, sql, values)
+        if rows is None:
+            async with caller_session(self.pool, caller) as conn:
+                rows = await conn.fetch(sql, *values)
         events = [
             ChangeEvent(
                 position=r["position"], change=ChangeKind(r["change"]), action=r["action"], memory_id=r["memory_id"],
@@ -56,6 +61,22 @@ class ChangeStore:
         ]
         more = bool(rows) and (rows[0]["fetched"] >= limit or len(rows) < rows[0]["fetched"])
         return events, more
+
+    async def _read_on_standby(self, caller: Caller, through: int, sql: str, values: list) -> list | None:
+        """The page from the standby when it holds every position up to through, else None. Its own
+        head at or past through says so: positions are given out in commit order, so every change
+        at or below through committed before it, and replay only moves forward."""
+        if self.standby is None:
+            return None
+        try:
+            if int(await self.standby.fetchval(_HEAD)) < through:
+                return None
+            async with caller_session(self.standby, caller) as conn:
+                return await conn.fetch(sql, *values)
+        except Exception as exc:  # the standby is down: the primary answers
+            self._standby_failures.log(cause_of(exc), "reading changes on the standby failed; reading the primary: %s",
+                                       type(exc).__name__, level=logging.WARNING, exc_info=False)
+            return None
 
     async def entries(self, after: int, through: int, limit: int) -> list[LogEntry]:
         """Every tenant's log entries in (after, through], oldest first, at most limit: what the
