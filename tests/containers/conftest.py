@@ -42,12 +42,15 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def image() -> str:
-    """The project's image, built from the Dockerfile on a base made here (scripts/build_image.py)."""
+def image(request) -> str:
+    """The project's image, built from the Dockerfile on a base made here (scripts/build_image.py);
+    its size is written to the run's report."""
     if not build_image.exists(build_image.BASE):
         build_image.make_base(build_image.BASE)
     size = build_image.build(build_image.TAG, build_image.BASE)
-    print(f"\nimage {build_image.TAG}: {size / 1e6:.0f} MB")
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"\nimage {build_image.TAG} built on {build_image.BASE}: {size / 1e6:.0f} MB")
     return build_image.TAG
 
 
