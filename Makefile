@@ -6,7 +6,8 @@ STAMP := $(VENV)/.installed
 
 .PHONY: serve test deploy-test generate bench peers
 
-$(STAMP): pyproject.toml clients/python/pyproject.toml scripts/install_deploy_tools.py scripts/install_browser.py
+$(STAMP): pyproject.toml clients/python/pyproject.toml scripts/install_deploy_tools.py scripts/install_browser.py \
+		scripts/debian_packages.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e clients/python -e '.[dev]'

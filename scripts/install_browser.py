@@ -8,10 +8,9 @@ system; elsewhere it says what is missing, and the browser tests skip, naming it
 """
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from pathlib import Path
+
+from debian_packages import apt_install
 
 CHROMIUM = Path("/usr/bin/chromium")
 PACKAGES = {"chromium": CHROMIUM, "fonts-wqy-zenhei": Path("/usr/share/fonts/truetype/wqy/wqy-zenhei.ttc")}
@@ -19,20 +18,8 @@ PACKAGES = {"chromium": CHROMIUM, "fonts-wqy-zenhei": Path("/usr/share/fonts/tru
 
 def main() -> int:
     missing = [name for name, path in PACKAGES.items() if not path.exists()]
-    if not missing:
-        return 0
-    if shutil.which("apt-get") is None or os.geteuid() != 0:
-        print(f"browser tests: cannot install {', '.join(missing)} (needs apt-get as root)"
-              + ("; the panel's browser tests will be skipped" if "chromium" in missing else ""))
-        return 0
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing]
-    # The package lists may be missing or old on a fresh machine: update them once if the install fails.
-    if subprocess.run(install, env=env).returncode != 0:
-        subprocess.run(["apt-get", "update", "-q"], env=env)
-        if subprocess.run(install, env=env).returncode != 0:
-            print(f"browser tests: apt-get could not install {', '.join(missing)}; the panel's browser tests "
-                  "will be skipped")
+    if missing:
+        apt_install(missing, "the panel's browser tests")
     return 0
 
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from pathlib import Path
+
+from debian_packages import apt_install
 
 PACKAGES = {"podman": "podman", "runc": "runc", "podman-compose": "podman-compose", "debootstrap": "debootstrap",
             "pgbouncer": "pgbouncer",
@@ -38,18 +39,8 @@ runtime = "runc"
 
 def main() -> int:
     missing = [package for package, command in PACKAGES.items() if shutil.which(command) is None]
-    if missing:
-        if shutil.which("apt-get") is None or os.geteuid() != 0:
-            print(f"container checks: cannot install {', '.join(missing)} (needs apt-get as root); they will be skipped")
-            return 0
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing]
-        # The package lists may be missing or old on a fresh machine: update them once if the install fails.
-        if subprocess.run(install, env=env).returncode != 0:
-            subprocess.run(["apt-get", "update", "-q"], env=env)
-            if subprocess.run(install, env=env).returncode != 0:
-                print(f"container checks: apt-get could not install {', '.join(missing)}; they will be skipped")
-                return 0
+    if missing and not apt_install(missing, "the container checks"):
+        return 0
     if os.geteuid() == 0 and (not DROP_IN.exists() or DROP_IN.read_text() != SETTINGS):
         DROP_IN.parent.mkdir(parents=True, exist_ok=True)
         DROP_IN.write_text(SETTINGS)
