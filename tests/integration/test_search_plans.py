@@ -179,11 +179,17 @@ async def test_vector_channels_sharing_a_narrow_filter_share_one_scan_and_answer
 
 
 class CountingSessions(MemoryStore):
+    """Counts the sessions the store opens, for writes and for reads (the channels only read)."""
+
     opened = 0
 
     def session(self, caller, **kwargs):
         self.opened += 1
         return super().session(caller, **kwargs)
+
+    def read_session(self, caller, **kwargs):
+        self.opened += 1
+        return super().read_session(caller, **kwargs)
 
 
 async def test_lexical_channels_started_together_share_one_session_and_answer_as_alone(deps, big):
