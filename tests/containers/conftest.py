@@ -48,9 +48,11 @@ def image(request) -> str:
     if not build_image.exists(build_image.BASE):
         build_image.make_base(build_image.BASE)
     size = build_image.build(build_image.TAG, build_image.BASE)
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(f"\nimage {build_image.TAG} built on {build_image.BASE}: {size / 1e6:.0f} MB")
+    plugins = request.config.pluginmanager
+    reporter, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")
+    if reporter is not None and capture is not None:
+        with capture.global_and_fixture_disabled():  # past the capture of the fixture's output
+            reporter.write_line(f"\nimage {build_image.TAG} built on {build_image.BASE}: {size / 1e6:.0f} MB")
     return build_image.TAG
 
 
