@@ -17,7 +17,7 @@ from ...core.model import MemoryFilter, Scored
 from ...core.time_expressions import TimeRange
 from ...core.tokens import tsquery_from_tokens
 from .plans import search_rows
-from .sql import WHOLE, Params, RowShape, filter_clauses, visibility
+from .sql import WHOLE, Params, RowShape, filter_clauses, ranked_select, visibility
 
 # The keyword match ranks at most about this many rows per candidate read back: at 100,000 memories
 # a term under the common share matched up to 5,000 rows, all ranked to keep 200 (migration 0027).
@@ -91,13 +91,10 @@ def _fact_select(caller: Caller, q: FactQuery, shape: RowShape) -> tuple[str, Pa
     if q.valid is not None:
         where.append(f"coalesce(m.valid_from, m.occurred_at) < {p.add(q.valid.end)}")
         where.append(f"(m.valid_to IS NULL OR m.valid_to > {p.add(q.valid.start)})")
-    matched = ("(m.entity_key = ANY($1::text[]))::int + (coalesce(m.attribute_key = ANY($1::text[]), false))::int"
-               f" AS matched FROM memories m WHERE {' AND '.join(where)}"
-               f" ORDER BY matched DESC, m.valid_from DESC NULLS LAST, m.created_at DESC LIMIT {p.add(q.limit)}")
-    if not shape.leads or q.lead <= 0 or q.lead >= q.limit:
-        return f"SELECT {shape.select(str(q.lead > 0))}, {matched}", p
-    return (f"SELECT {shape.select(f'm.n <= {p.add(q.lead)}')}, m.matched FROM (SELECT x.*, row_number() OVER ()"
-            f" AS n FROM (SELECT m.*, {matched}) x) m ORDER BY m.n"), p
+    rest = (f"FROM memories m WHERE {' AND '.join(where)}"
+            f" ORDER BY matched DESC, m.valid_from DESC NULLS LAST, m.created_at DESC LIMIT {p.add(q.limit)}")
+    score = "(m.entity_key = ANY($1::text[]))::int + (coalesce(m.attribute_key = ANY($1::text[]), false))::int"
+    return ranked_select(shape, p, lead=q.lead, limit=q.limit, score=score, name="matched", rest=rest), p
 
 
 async def lexical(conn: asyncpg.Connection, caller: Caller, queries: Sequence[LexicalQuery],

@@ -15,7 +15,7 @@ import numpy as np
 from ...core.caller import Caller
 from ...core.model import MemoryFilter, MemoryRecord, Scored
 from .plans import search_rows
-from .sql import WHOLE, Params, RowShape, filter_clauses, visibility
+from .sql import WHOLE, Params, RowShape, filter_clauses, ranked_select, visibility
 
 # pgvector's iterative scan stops after hnsw.max_scan_tuples index tuples (20,000 by default): a
 # tenant below this share of the table would need about that many to fill a channel of 50 when a
@@ -43,14 +43,9 @@ class VectorQuery:
 def _select(caller: Caller, q: VectorQuery, p: Params, vector: str, extra: str = "", shape: RowShape = WHOLE) -> str:
     column = "m.context_embedding" if q.windows else "m.embedding"
     where = [visibility(caller, p), *filter_clauses(q.filter, p, as_of=q.as_of), f"{column} IS NOT NULL"]
-    nearest = (f" FROM memories m WHERE {' AND '.join(where)} ORDER BY {column} <=> {vector}"
-               f" LIMIT {p.add(q.limit)}")
-    if not shape.leads or q.lead <= 0 or q.lead >= q.limit:
-        return f"SELECT {shape.select(str(q.lead > 0))}, 1 - ({column} <=> {vector}) AS similarity{extra}{nearest}"
-    # Numbered over the nearest (the sort or the graph walk under ORDER BY and LIMIT stays as it was).
-    return (f"SELECT {shape.select(f'm.n <= {p.add(q.lead)}')}, m.similarity{extra} FROM (SELECT x.*,"
-            f" row_number() OVER () AS n FROM (SELECT m.*, 1 - ({column} <=> {vector}) AS similarity{nearest}) x) m"
-            f" ORDER BY m.n")
+    rest = f"FROM memories m WHERE {' AND '.join(where)} ORDER BY {column} <=> {vector} LIMIT {p.add(q.limit)}"
+    return ranked_select(shape, p, lead=q.lead, limit=q.limit, score=f"1 - ({column} <=> {vector})",
+                         name="similarity", rest=rest, extra=extra)
 
 
 def _shared_scan(caller: Caller, group: Sequence[tuple[int, VectorQuery]], p: Params, vector, name: str,

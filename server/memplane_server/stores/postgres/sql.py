@@ -213,6 +213,17 @@ WHOLE = RowShape(MEMORY_COLUMNS, record_from_row)
 LEADING = RowShape(CANDIDATE_COLUMNS, _leading_from_row, leads=True)
 
 
+def ranked_select(shape: RowShape, p: Params, *, lead: int, limit: int, score: str, name: str, rest: str,
+                  extra: str = "") -> str:
+    """SELECT of ranked memories: rest is `FROM memories m WHERE ... ORDER BY ... LIMIT limit`, score
+    the expression answered as `name`. In a leading shape the first `lead` are read whole, numbered
+    over the ranking in a wrap that leaves the ranking's plan (a sort or an index walk) as it was."""
+    if not shape.leads or lead <= 0 or lead >= limit:
+        return f"SELECT {shape.select(str(lead > 0))}, {score} AS {name}{extra} {rest}"
+    return (f"SELECT {shape.select(f'm.n <= {p.add(lead)}')}, m.{name}{extra} FROM (SELECT x.*, row_number() OVER ()"
+            f" AS n FROM (SELECT m.*, {score} AS {name} {rest}) x) m ORDER BY m.n")
+
+
 def record_to_json(r: MemoryRecord) -> dict[str, Any]:
     """The history snapshot of a memory (no vector)."""
 
