@@ -281,3 +281,53 @@ async def test_keyword_matches_carry_the_counts_bm25_reads(deps, big):
         full = parse_tsvector(texts[match.id])
         assert match.terms == {t: c for t, c in full.items() if t in terms}
         assert match.length == sum(full.values())
+
+
+async def test_a_sessions_preferences_and_time_channels_share_its_scan_and_answer_as_alone(deps, big):
+    """Narrowed by kind (preferences) or by time (a span the query names), a channel reads the rows
+    of the vector channels' scan: one scan for all, each channel's answer the same as alone."""
+    async with deps.memories.pool.acquire() as conn:  # as the owner, beside row-level security
+        await conn.execute(
+            "INSERT INTO memories (tenant_id, id, scope, layer, kind, content, confidence, status, occurred_at,"
+            " session_id, keywords, embedding) SELECT $1, gen_random_uuid(), 'global', 'semantic', 'preference',"
+            " 'likes ' || g, 0.9, 'active', $2, 'session-75', to_tsvector('simple', 'likes'),"
+            " (SELECT array_agg(random()::real - 0.5) FROM generate_series(1, 384) WHERE g > 0)::vector"
+            " FROM generate_series(1, 3) AS g", big.tenant_id, datetime(2023, 3, 3, tzinfo=timezone.utc))
+    exact = MemoryStore(deps.memories.pool, default_max_memories=0, walk_min_memories=10 * ROWS)
+    plan = plan_channels(exact, deps.settings, big, MemoryFilter(session_id="session-75"), parts_of(QUERIES[2]),
+                         limit=5, as_of=None)
+    family = ["vector", "vector_context", "time", "preferences"]
+    assert set(family) <= set(plan)
+    alone, together, plans = await alone_and_together(plan, family)
+    assert len(plans) == 1 and plans[0].count("CTE Scan on shared0") == 4, plans[0]
+    # The session's one turn with a vector and its three preferences, all in March 2023.
+    assert len(alone["vector"]) == len(alone["time"]) == 4 and len(alone["preferences"]) == 3
+    assert together == alone
+
+
+async def test_a_sessions_vector_statement_is_planned_once_per_connection_and_answers_as_planned_each_time(deps, big):
+    """Every part of a session's vector statement sorts its scan exactly, so one generic plan serves
+    every search; a broad filter's statement is still planned for each (test above)."""
+    pool = await create_pool(deps.settings.database_url, size=1, ef_search=deps.settings.hnsw_ef_search)
+    try:
+        store = MemoryStore(pool, default_max_memories=0, walk_min_memories=10 * ROWS)
+        answers = []
+        for session in ("session-75", "session-80") * 4:
+            plan = plan_channels(store, deps.settings, big, MemoryFilter(session_id=session), parts_of(QUERIES[2]),
+                                 limit=5, as_of=None)
+            found = await asyncio.gather(*(plan[name]() for name in ("vector", "vector_context", "preferences")))
+            answers.append([[(s.record.id, s.score) for s in scored] for scored in found])
+        async with pool.acquire() as conn:
+            prepared = await conn.fetch("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements"
+                                        " WHERE statement LIKE 'WITH shared%'")
+    finally:
+        await pool.close()
+    assert prepared and all(r["generic_plans"] >= 8 and r["custom_plans"] == 0 for r in prepared), prepared
+    planned_each_time = {}
+    for session in ("session-75", "session-80"):
+        plan = plan_channels(deps.memories, deps.settings, big, MemoryFilter(session_id=session), parts_of(QUERIES[2]),
+                             limit=5, as_of=None)
+        planned_each_time[session] = [[(s.record.id, s.score) for s in await plan[name]()]
+                                      for name in ("vector", "vector_context", "preferences")]
+    assert answers == [planned_each_time[s] for s in ("session-75", "session-80") * 4]
+    assert all(answers[0][:2])

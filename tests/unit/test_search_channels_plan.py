@@ -62,3 +62,4 @@ def test_a_filter_without_turns_runs_no_window_channel():
     assert not {"vector_context", "keyword_context"} & plan(parts(), MemoryFilter(kinds=(Kind.FACT, Kind.EVENT)))
     assert not {"vector_context", "keyword_context"} & plan(parts(), MemoryFilter(layers=(Layer.SEMANTIC,)))
     assert {"vector_context", "keyword_context"} <= plan(parts(), MemoryFilter(kinds=(Kind.TURN,)))
+

@@ -10,7 +10,7 @@ import math
 import os
 from collections.abc import Awaitable
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, tzinfo
 
 import numpy as np
 
@@ -27,16 +27,19 @@ from ..core.timezones import parse_time_zone
 from ..core.tokens import keyword_tokens, lookup_names
 from ..core.transcript import read_transcript
 from ..core.validation import MAX_FILTER_VALUES
-from ..core.working import item_to_record
+from ..core.working import SessionContents, item_to_record
 from ..llm.query_rewrite import QueryRewriter
 from ..logs import OncePerCause, cause_of
 from ..llm.rerank import MAX_CANDIDATES, Reranker
 from ..stores.postgres.nearest import broad
+from ..stores.postgres.session import SessionAhead
 from ..stores.redis.working import WorkingSession
 from . import feedback
 from .deps import Deps
 from .graph_channel import CHANNEL as GRAPH, GraphChannel, explain_links
-from .search_channels import PREFERENCES, QueryParts, in_order, lexical_channels, vector_channels
+from .search_channels import (
+    PREFERENCES, QueryParts, in_order, lexical_channels, searches_persistent, vector_channels,
+)
 from .session_channel import CHANNEL as SESSION, SessionChannel, explain_sessions
 from .stages import stage, staged
 from .usage import UsageCounts
@@ -119,21 +122,34 @@ class SearchService:
         zone = parse_time_zone(q.time_zone)
         caller.require_tenant()
         settings = self.deps.settings
-        limit = max(settings.search_candidates, top_k)
         now = q.as_of or self.deps.clock()
 
         transcript = read_transcript(q.text)
         text = transcript.words(settings.search_dialogue_user_only) if transcript else q.text
         feel = " ".join(transcript.feelings()) + "\n" if transcript and settings.search_dialogue_emotion != "off" else ""
+        embeddings = [self.deps.embedder.embed_query((feel if settings.search_dialogue_emotion == 'both' else '') + text)]
+        if transcript:
+            embeddings.append(self.deps.embedder.embed_query(feel + transcript.focus(settings.search_dialogue_user_turns)))
+        embedded = asyncio.ensure_future(_embedded(embeddings))
+        # The channels' sessions open while the query is embedded (stores/postgres/session.py).
+        vector_ahead = self.deps.memories.vector_session_ahead(caller, q.filter) if searches_persistent(q.filter) else None
+        opened = [vector_ahead] if vector_ahead is not None else []
+        try:
+            return await self._searched(caller, q, top_k, zone, now, text, embedded, vector_ahead, opened)
+        finally:
+            for session in opened:
+                await session.close()
+
+    async def _searched(self, caller: Caller, q: SearchQuery, top_k: int, zone: tzinfo | None, now: datetime,
+                        text: str, embedded: asyncio.Future, vector_ahead: SessionAhead | None,
+                        opened: list[SessionAhead]) -> list[SearchHit]:
+        settings = self.deps.settings
+        limit = max(settings.search_candidates, top_k)
 
         def read_text():  # segmentation and pattern matching: CPU work, off the event loop
             tokens = keyword_tokens(text)
             return tokens, lookup_names(text), detect_intent(text), parse_time_range(text, now, zone)
 
-        embeddings = [self.deps.embedder.embed_query((feel if settings.search_dialogue_emotion == 'both' else '') + text)]
-        if transcript:
-            embeddings.append(self.deps.embedder.embed_query(feel + transcript.focus(settings.search_dialogue_user_turns)))
-        embedded = asyncio.ensure_future(_embedded(embeddings))
         try:
             with stage("parse"):
                 tokens, names, intent, span = await asyncio.to_thread(read_text)
@@ -141,26 +157,35 @@ class SearchService:
             embedded.cancel()
             raise
         parts = QueryParts(None, list(dict.fromkeys(tokens)), names, intent, span)
+        # The session's working memory is read from Redis while the query is embedded, ranked after.
+        working = None
+        if q.filter.session_id and q.filter.wants_layer(Layer.WORKING) and q.as_of is None:
+            working = asyncio.ensure_future(self.deps.working.read(
+                WorkingSession(caller.require_tenant(), caller.agent_id, q.filter.session_id), with_vectors=True))
         meanwhile = self._lexical_meanwhile(caller, q.filter)
+        lexical_ahead = None
+        if not meanwhile and (parts.terms or parts.names) and searches_persistent(q.filter):
+            lexical_ahead = self.deps.memories.lexical_session_ahead(caller)
+            opened.append(lexical_ahead)
         lexical = lexical_channels(self.deps.memories, settings, caller, q.filter, parts, limit=limit, as_of=q.as_of,
-                                   together=not meanwhile, lead=top_k)
+                                   together=not meanwhile, lead=top_k, ahead=lexical_ahead)
         running = {name: asyncio.ensure_future(run()) for name, run in lexical.items()} if meanwhile else {}
         try:
             vector, *last_turn = await embedded
         except BaseException:
-            for run in running.values():
+            for run in (*running.values(), *([working] if working is not None else [])):
                 run.cancel()
             raise
         running.update((name, asyncio.ensure_future(run())) for name, run in lexical.items() if name not in running)
         parts = replace(parts, vector=vector, last_turn_vector=last_turn[0] if last_turn else None)
         family = vector_channels(self.deps.memories, settings, caller, q.filter, parts, limit=limit, as_of=q.as_of,
-                                 lead=top_k)
+                                 lead=top_k, ahead=vector_ahead)
         planned = bool(family or lexical)  # persistent memory is searched
         runs = in_order({**running, **{name: asyncio.ensure_future(run()) for name, run in family.items()}})
         session_run = asyncio.ensure_future(staged("session channel", self.session.search(
             caller, q.filter, vector, parts.terms, limit=limit, as_of=q.as_of))) if planned and self.session.enabled else None
-        if q.filter.session_id and q.filter.wants_layer(Layer.WORKING) and q.as_of is None:
-            runs["working"] = asyncio.ensure_future(staged("working channel", self._working_channel(caller, q, vector, limit)))
+        if working is not None:
+            runs["working"] = asyncio.ensure_future(staged("working channel", self._working_channel(q, working, vector, limit)))
         if planned and settings.search_rewrite:
             runs["rewrites"] = asyncio.ensure_future(staged("rewrite channels", self._rewrite_channels(caller, q, limit)))
         results: dict[str, list[Scored]] = dict(zip(runs, await asyncio.gather(*runs.values())))
@@ -289,10 +314,10 @@ class SearchService:
             reranked.append(SearchHit(hit.memory, pool[place].score, hit.explanation + note if explain else []))
         return reranked + hits[MAX_CANDIDATES:]
 
-    async def _working_channel(self, caller: Caller, q: SearchQuery, query_vector: np.ndarray, limit: int) -> list[Scored]:
+    async def _working_channel(self, q: SearchQuery, reading: Awaitable[SessionContents], query_vector: np.ndarray,
+                               limit: int) -> list[Scored]:
         f = q.filter
-        session = WorkingSession(caller.require_tenant(), caller.agent_id, f.session_id or "")
-        contents = await self.deps.working.read(session, with_vectors=True)
+        contents = await reading
         items = [
             i for i in contents.items
             if i.id in contents.vectors

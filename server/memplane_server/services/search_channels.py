@@ -25,6 +25,7 @@ from ..core.model import Scored
 from ..stores.postgres.memories import MemoryStore
 from ..stores.postgres.lexical import FactQuery, KeywordQuery
 from ..stores.postgres.nearest import VectorQuery
+from ..stores.postgres.session import SessionAhead
 from .stages import staged
 
 # The keyword channels read this many times their share of candidates (their tokens only), so
@@ -55,11 +56,14 @@ class SessionBatch(Generic[Q]):
     """Channels started together (in one turn of the event loop, as Search starts its plan) run in
     one store call, in one session: each channel alone paid BEGIN, the caller's settings, COMMIT and
     a pooled connection, and built its own records of the memories the others found too. A channel
-    started alone (benchmarks time them one by one) runs alone."""
+    started alone (benchmarks time them one by one) runs alone. The first call may run in a session
+    opened ahead (`ahead`: while the query was embedded)."""
 
-    def __init__(self, name: str, run: Callable[[list[Q]], Awaitable[list[list[Scored]]]]) -> None:
+    def __init__(self, name: str, run: Callable[[list[Q], SessionAhead | None], Awaitable[list[list[Scored]]]],
+                 ahead: SessionAhead | None = None) -> None:
         self._name = name  # of its stage (services/stages.py)
         self._run = run
+        self._ahead = ahead
         self._waiting: list[tuple[Q, asyncio.Future[list[Scored]]]] = []
         self._running: set[asyncio.Task] = set()
 
@@ -73,7 +77,8 @@ class SessionBatch(Generic[Q]):
 
     def _start(self) -> None:
         batch, self._waiting = self._waiting, []
-        task = asyncio.ensure_future(staged(self._name, self._run([q for q, _ in batch])))
+        ahead, self._ahead = self._ahead, None  # a session runs once
+        task = asyncio.ensure_future(staged(self._name, self._run([q for q, _ in batch], ahead)))
         self._running.add(task)
 
         def answer(done: asyncio.Task) -> None:
@@ -122,9 +127,14 @@ def in_order(channels: dict[str, T]) -> dict[str, T]:
     return {**{name: channels[name] for name in CHANNEL_ORDER if name in channels}, **channels}
 
 
+def searches_persistent(f: MemoryFilter) -> bool:
+    """Whether the filter reaches persistent memory (any channel but the working one)."""
+    return not (f.layers and all(layer is Layer.WORKING for layer in f.layers))
+
+
 def _searched(settings: Settings, f: MemoryFilter) -> tuple[bool, bool]:
     """Whether the filter reaches persistent memory at all, and turn windows."""
-    if f.layers and all(layer is Layer.WORKING for layer in f.layers):
+    if not searches_persistent(f):
         return False, False
     # Only turns have windows (services/context.py): a filter without them finds none there.
     turns = (not f.kinds or Kind.TURN in f.kinds) and (not f.layers or Layer.EPISODIC in f.layers)
@@ -133,18 +143,19 @@ def _searched(settings: Settings, f: MemoryFilter) -> tuple[bool, bool]:
 
 def lexical_channels(
     store: MemoryStore, settings: Settings, caller: Caller, f: MemoryFilter, parts: QueryParts, *,
-    limit: int, as_of: datetime | None, together: bool = True, lead: int = 0,
+    limit: int, as_of: datetime | None, together: bool = True, lead: int = 0, ahead: SessionAhead | None = None,
 ) -> Plan:
     """The channels that need only the query's text (its tokens and names), not its vectors; started
-    together, they run in one session (apart: a session each)."""
+    together, they run in one session (`ahead` when given; apart: a session each)."""
     persistent, windows = _searched(settings, f)
     plan: Plan = {}
     if not persistent:
         return plan
-    def searches(queries: list[KeywordQuery | FactQuery]) -> Awaitable[list[list[Scored]]]:
-        return store.lexical_searches(caller, queries, candidates=True)
+    def searches(queries: list[KeywordQuery | FactQuery], session: SessionAhead | None
+                 ) -> Awaitable[list[list[Scored]]]:
+        return store.lexical_searches(caller, queries, candidates=True, ahead=session)
 
-    shared: SessionBatch[KeywordQuery | FactQuery] = SessionBatch("lexical SQL", searches)
+    shared: SessionBatch[KeywordQuery | FactQuery] = SessionBatch("lexical SQL", searches, ahead if together else None)
 
     def batch() -> SessionBatch[KeywordQuery | FactQuery]:
         # Apart, each channel has a session of its own and PostgreSQL runs their statements side by
@@ -170,15 +181,17 @@ def lexical_channels(
 
 def vector_channels(
     store: MemoryStore, settings: Settings, caller: Caller, f: MemoryFilter, parts: QueryParts, *,
-    limit: int, as_of: datetime | None, lead: int = 0,
+    limit: int, as_of: datetime | None, lead: int = 0, ahead: SessionAhead | None = None,
 ) -> Plan:
-    """The channels that read the query's vectors; started together, they run as one statement."""
+    """The channels that read the query's vectors; started together, they run as one statement (in
+    `ahead` when given)."""
     persistent, windows = _searched(settings, f)
     plan: Plan = {}
     if not persistent:
         return plan
     batch: SessionBatch[VectorQuery] = SessionBatch(
-        "vector SQL", lambda queries: store.vector_searches(caller, queries, candidates=True))
+        "vector SQL", lambda queries, session: store.vector_searches(caller, queries, candidates=True, ahead=session),
+        ahead)
     plan["vector"] = lambda: batch.search(VectorQuery(f, parts.vector, limit, as_of, lead=lead))
     if windows:
         plan["vector_context"] = lambda: batch.search(VectorQuery(f, parts.vector, limit, as_of, True, lead))

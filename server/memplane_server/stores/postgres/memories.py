@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -22,10 +22,10 @@ from ...core.time_expressions import TimeRange
 from .contexts import WINDOW_KINDS, mark_sessions
 from ...core.requests import RequestKey
 from .lexical import FactQuery, KeywordQuery, LexicalQuery, lexical
-from .nearest import VectorQuery, Walks, nearest
+from .nearest import VectorQuery, Walks, generic_plan_serves, nearest
 from .memory_writes import Stored, StoredDraft, WriteTransaction, append_history
 from .replica import ReadPools
-from .session import CUSTOM_PLANS, REUSED_PLANS, caller_session
+from .session import CUSTOM_PLANS, GENERIC_PLANS, REUSED_PLANS, SessionAhead, caller_session
 from .sql import (
     LEADING, MEMORY_COLUMNS, WHOLE, Params, aware, filter_clauses, record_from_json, record_from_row, visibility, writable,
 )
@@ -159,14 +159,32 @@ class MemoryStore:
         """Nearest memories by their own vector, or (windows) by their turn window's."""
         return (await self.vector_searches(caller, [VectorQuery(f, query, limit, as_of, windows)]))[0]
 
-    async def vector_searches(self, caller: Caller, queries: Sequence[VectorQuery], *, candidates: bool = False
-                              ) -> list[list[Scored]]:
-        """Several nearest-neighbour searches in one statement and one session (stores/postgres/nearest.py);
-        with candidates, each record holds only what ranking reads (sql.CANDIDATE_COLUMNS) but those among
-        its query's `lead` nearest, read whole."""
-        async with self.read_session(caller) as conn:
+    async def vector_searches(self, caller: Caller, queries: Sequence[VectorQuery], *, candidates: bool = False,
+                              ahead: SessionAhead | None = None) -> list[list[Scored]]:
+        """Several nearest-neighbour searches in one statement and one session (stores/postgres/nearest.py),
+        `ahead` when one was opened for them (vector_session_ahead); with candidates, each record holds
+        only what ranking reads (sql.CANDIDATE_COLUMNS) but those among its query's `lead` nearest, read
+        whole."""
+        plans = GENERIC_PLANS if generic_plan_serves(queries) else CUSTOM_PLANS
+
+        async def search(conn: asyncpg.Connection) -> list[list[Scored]]:
+            if ahead is not None and ahead.plans != plans:  # opened by the filter's likely plan, not this one
+                await conn.execute("SELECT set_config('plan_cache_mode', $1, true)", plans)
             return await nearest(conn, caller, queries, await self.walks.big(conn, caller.tenant_id),
                                  LEADING if candidates else WHOLE)
+        if ahead is not None:
+            return await ahead.run(search)
+        async with self.read_session(caller, plans=plans) as conn:
+            return await search(conn)
+
+    def vector_session_ahead(self, caller: Caller, f: MemoryFilter) -> SessionAhead:
+        """A session for vector_searches under f, opened now."""
+        plans = GENERIC_PLANS if f.session_id is not None else CUSTOM_PLANS
+        return SessionAhead(self.read_session(caller, plans=plans), plans)
+
+    def lexical_session_ahead(self, caller: Caller) -> SessionAhead:
+        """A session for lexical_searches, opened now."""
+        return SessionAhead(self.read_session(caller, plans=REUSED_PLANS), REUSED_PLANS)
 
     async def keyword_search(
         self, caller: Caller, f: MemoryFilter, terms: Sequence[str], *, pool: int, as_of: datetime | None,
@@ -184,14 +202,18 @@ class MemoryStore:
         """The exact channel alone (stores/postgres/lexical.py)."""
         return (await self.lexical_searches(caller, [FactQuery(f, names, limit, as_of, valid)]))[0]
 
-    async def lexical_searches(self, caller: Caller, queries: Sequence[LexicalQuery], *, candidates: bool = False
-                               ) -> list[list[Scored]]:
-        """Several keyword and exact searches in one session (stores/postgres/lexical.py); candidates as
-        for vector_searches."""
+    async def lexical_searches(self, caller: Caller, queries: Sequence[LexicalQuery], *, candidates: bool = False,
+                               ahead: SessionAhead | None = None) -> list[list[Scored]]:
+        """Several keyword and exact searches in one session (stores/postgres/lexical.py), `ahead`
+        when one was opened for them (lexical_session_ahead); candidates as for vector_searches."""
+        def search(conn: asyncpg.Connection) -> Awaitable[list[list[Scored]]]:
+            return lexical(conn, caller, queries, LEADING if candidates else WHOLE)
+        if ahead is not None:
+            return await ahead.run(search)
         # Their plans do not depend on the tenant's size (a function's matches, keys, ids): planned
         # again on every run they cost 1.2 ms of a 40 ms search on LoCoMo (bench/README.md).
         async with self.read_session(caller, plans=REUSED_PLANS) as conn:
-            return await lexical(conn, caller, queries, LEADING if candidates else WHOLE)
+            return await search(conn)
 
     async def mark_used(
         self, caller: Caller, ids: Sequence[uuid.UUID] | Mapping[uuid.UUID, int], *, at: datetime | None = None,

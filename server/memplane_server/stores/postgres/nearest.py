@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import asyncpg
@@ -48,33 +48,99 @@ def _select(caller: Caller, q: VectorQuery, p: Params, vector: str, extra: str =
                          name="similarity", rest=rest, extra=extra)
 
 
+def _narrows(base: MemoryFilter, f: MemoryFilter) -> bool:
+    """Whether f keeps base's rows of some kinds or times only (the preferences and time channels
+    beside the vector ones): base's rows narrowed by f's kinds and range are exactly f's."""
+    if replace(f, kinds=base.kinds, occurred_after=base.occurred_after, occurred_before=base.occurred_before) != base:
+        return False
+    if base.kinds and not set(f.kinds or base.kinds) <= set(base.kinds):
+        return False
+    return not ((base.occurred_after and (f.occurred_after is None or f.occurred_after < base.occurred_after)) or (
+        base.occurred_before and (f.occurred_before is None or f.occurred_before > base.occurred_before)))
+
+
+def _narrowed(scan: str, base: MemoryFilter, f: MemoryFilter, p: Params) -> list[str]:
+    """The conditions on a shared scan's rows (of base) that leave those of f, which narrows it."""
+    where = []
+    if f.kinds != base.kinds:
+        where.append(f"{scan}.kind = ANY({p.add([k.value for k in f.kinds])}::text[])")
+    if f.occurred_after != base.occurred_after:
+        where.append(f"{scan}.occurred_at >= {p.add(f.occurred_after)}")
+    if f.occurred_before != base.occurred_before:
+        where.append(f"{scan}.occurred_at < {p.add(f.occurred_before)}")
+    return where
+
+
 def _shared_scan(caller: Caller, group: Sequence[tuple[int, VectorQuery]], p: Params, vector, name: str,
                  shape: RowShape) -> list[str]:
     """Queries with the same filter and as_of (the vector, turn-window and last-turn channels of one
-    search) read the filter's rows once: each row's id and its distance to each query, by its own
-    vector and by its window's, in one pass; each query takes its nearest ids from that and reads
-    the memory columns of just those rows back by id. Alone, each sorted the same rows, reading
-    their vectors (TOAST) twice. The scan holds ids and distances only, so a filter keeping
-    thousands of rows holds tens of bytes each, where whole rows would hold their text too."""
+    search), or that filter narrowed by kind or time (the preferences and time channels), read its
+    rows once: each row's id and its distance to each query, by its own vector and by its window's,
+    in one pass (with the kind and time where a query narrows by them); each query takes its nearest
+    ids from that and reads the memory columns of just those rows back by id. Alone, each sorted
+    the same rows, reading their vectors (TOAST) twice. The scan holds ids and distances only, so a
+    filter keeping thousands of rows holds tens of bytes each, where whole rows would hold their
+    text too. Every part is an exact sort of the rows the filter keeps: no plan can change its
+    answer."""
     base = group[0][1]
     seen = visibility(caller, p)
     columns = sorted({"m.context_embedding" if q.windows else "m.embedding" for _, q in group})
     where = [seen, *filter_clauses(base.filter, p, as_of=base.as_of),
              "(" + " OR ".join(f"{c} IS NOT NULL" for c in columns) + ")"]
+    by_kind = any(q.filter.kinds != base.filter.kinds for _, q in group)
+    by_time = any((q.filter.occurred_after, q.filter.occurred_before)
+                  != (base.filter.occurred_after, base.filter.occurred_before) for _, q in group)
+    kept = (", m.kind" if by_kind else "") + (", m.occurred_at" if by_time else "")
     distances = ", ".join(
         f"{'m.context_embedding' if q.windows else 'm.embedding'} <=> {vector(q.vector)} AS d{i}" for i, q in group)
-    scan = f"{name} AS MATERIALIZED (SELECT m.id, {distances} FROM memories m WHERE {' AND '.join(where)})"
+    scan = f"{name} AS MATERIALIZED (SELECT m.id{kept}, {distances} FROM memories m WHERE {' AND '.join(where)})"
     # Read back in the same statement, so under the same snapshot: the rows the scan found, under
     # the same visibility (and row-level security) again, nearest first (numbered, so that rows at
     # the same distance keep the order their sort gave them).
     def lead(q: VectorQuery) -> str:  # a parameter only where the shape reads it
         return f"s.n <= {p.add(q.lead)}" if shape.leads else ""
 
+    def nearest(i: int, q: VectorQuery) -> str:
+        conditions = " AND ".join([f"d{i} IS NOT NULL", *_narrowed(name, base.filter, q.filter, p)])
+        return f"SELECT id, d{i} AS d FROM {name} WHERE {conditions} ORDER BY d{i} LIMIT {p.add(q.limit)}"
+
     return [scan, *(f"(SELECT {shape.select(lead(q))}, 1 - s.d AS similarity, {i} AS query"
                     f" FROM (SELECT id, d,"
-                    f" row_number() OVER () AS n FROM (SELECT id, d{i} AS d FROM {name} WHERE d{i} IS NOT NULL"
-                    f" ORDER BY d{i} LIMIT {p.add(q.limit)}) nearest) s JOIN memories m ON m.id = s.id"
+                    f" row_number() OVER () AS n FROM ({nearest(i, q)}) nearest) s JOIN memories m ON m.id = s.id"
                     f" WHERE {seen} ORDER BY s.n)" for i, q in group)]
+
+
+def _groups(queries: Sequence[VectorQuery], walk: bool) -> list[list[tuple[int, VectorQuery]]]:
+    """The queries that share a scan: the same filter (or it narrowed by kind or time, see
+    `_narrows`) and as_of; in a walked tenant only a session's, since its broad queries walk the
+    graph instead."""
+    groups: list[list[tuple[int, VectorQuery]]] = []
+    for i in sorted(range(len(queries)), key=lambda n: _breadth(queries[n].filter)):
+        q = queries[i]
+        same = next((g for g in groups if (not walk or q.filter.session_id is not None)
+                     and g[0][1].as_of == q.as_of and _narrows(g[0][1].filter, q.filter)), None)
+        if same is None:
+            groups.append([(i, q)])
+        else:
+            same.append((i, q))
+    return groups
+
+
+def _breadth(f: MemoryFilter) -> int:
+    """Fewer kind and time conditions first (the sort is stable), so that a group is led by the
+    filter the others narrow."""
+    return bool(f.kinds) + bool(f.occurred_after) + bool(f.occurred_before)
+
+
+def generic_plan_serves(queries: Sequence[VectorQuery]) -> bool:
+    """Whether one plan made for any values serves these queries as well as one made for theirs:
+    several queries of one session (the conversation an agent searches) sharing one scan. Each part
+    is an exact sort of the scan's rows (no plan can change the answer), and the scan finds the
+    session's rows by its index whatever the tenant and session. Planning that statement anew cost
+    1.4 ms of a search's 5 ms of SQL on LoCoMo (bench/README.md); other statements are planned for
+    their values, since a generic plan may walk the HNSW graph where an exact sort was needed."""
+    return (len(queries) > 1 and all(q.filter.session_id is not None for q in queries)
+            and len(_groups(queries, walk=True)) == 1)
 
 
 def nearest_statement(caller: Caller, queries: Sequence[VectorQuery], *, walk: bool = False,
@@ -82,8 +148,8 @@ def nearest_statement(caller: Caller, queries: Sequence[VectorQuery], *, walk: b
     """One query is the plain statement (the floor the benchmarks measure Search against is this
     statement). Several are a UNION ALL of the same statements, each keeping its ORDER BY and LIMIT,
     so each still walks its HNSW index (tests/integration/test_search_plans.py); a vector shared by
-    several is sent once. Queries with the same filter and as_of share one scan of its rows
-    (`_shared_scan`) in a tenant sorted exactly; in a walked one (walk) only a session's do: its
+    several is sent once. Queries with the same filter (or it narrowed by kind or time) and as_of
+    share one scan of its rows (`_shared_scan`) in a tenant sorted exactly; in a walked one (walk) only a session's do: its
     broad queries walk the graph instead, and another narrow filter (a user's, a kind's) may keep
     most of a big tenant, which each query's own plan may serve better than a scan of all of it."""
     p = Params()
@@ -96,14 +162,7 @@ def nearest_statement(caller: Caller, queries: Sequence[VectorQuery], *, walk: b
 
     if len(queries) == 1:
         return _select(caller, queries[0], p, vector(queries[0].vector), shape=shape), p
-    groups: list[list[tuple[int, VectorQuery]]] = []
-    for i, q in enumerate(queries):
-        same = next((g for g in groups if (not walk or q.filter.session_id is not None)
-                     and (g[0][1].filter, g[0][1].as_of) == (q.filter, q.as_of)), None)
-        if same is None:
-            groups.append([(i, q)])
-        else:
-            same.append((i, q))
+    groups = _groups(queries, walk)
     scans, parts = [], []
     for group in groups:
         if len(group) == 1:

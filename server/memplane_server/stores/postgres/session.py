@@ -2,12 +2,17 @@
 so row-level security enforces visibility even if a query's own predicate were wrong."""
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from typing import TypeVar
 
 import asyncpg
 
 from ...core.caller import Caller
+
+log = logging.getLogger(__name__)
 
 APP_ROLE = "memplane_app"
 
@@ -17,6 +22,9 @@ CUSTOM_PLANS = "force_custom_plan"
 # PostgreSQL's default, for statements whose best plan does not depend on the tenant: after five runs
 # of a statement a connection reuses its generic plan when that costs no more than the custom ones did.
 REUSED_PLANS = "auto"
+# For statements whose every plan gives the same answer at about the same cost: planned once per
+# connection, never again (`auto` keeps planning one whose generic estimate looks dearer).
+GENERIC_PLANS = "force_generic_plan"
 
 
 @asynccontextmanager
@@ -41,3 +49,53 @@ async def caller_session(pool: asyncpg.Pool, caller: Caller, *, plans: str = CUS
             search["hnsw.ef_search"],
         )
         yield conn
+
+
+T = TypeVar("T")
+# Sessions whose commit runs after their rows were answered: held here until it is done, so that
+# no task is collected while it still has the connection.
+_committing: set[asyncio.Task] = set()
+
+
+class SessionAhead:
+    """A read session opened before its statements are known: Search opens its channels' sessions
+    when it starts embedding the query, so that the connection, BEGIN and the caller's settings
+    (three round trips, about 0.4 ms of the event loop) are done while it waits, not after. Its
+    commit is not waited for either: the statements only read, and their rows are in hand. Run
+    once, or closed unused."""
+
+    def __init__(self, session: AbstractAsyncContextManager[asyncpg.Connection], plans: str) -> None:
+        self.plans = plans
+        # Made before the session is entered, so that closing finds whatever the opening got to.
+        self._stack = AsyncExitStack()
+        self._opening = asyncio.ensure_future(self._stack.enter_async_context(session))
+        self._ran = False
+
+    async def run(self, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+        self._ran = True
+        conn = await self._opening
+        try:
+            answer = await work(conn)
+        except BaseException as exc:
+            await self._stack.__aexit__(type(exc), exc, exc.__traceback__)  # rolled back, released
+            raise
+        closing = asyncio.ensure_future(self._stack.aclose())
+        _committing.add(closing)
+        closing.add_done_callback(_committed)
+        return answer
+
+    async def close(self) -> None:
+        """Ends the session if it was never run (a search that failed or was cancelled first)."""
+        if self._ran:
+            return
+        self._ran = True
+        self._opening.cancel()  # an opening under way unwinds itself; a finished one is on the stack
+        await asyncio.gather(self._opening, return_exceptions=True)
+        await self._stack.aclose()
+
+
+def _committed(task: asyncio.Task) -> None:
+    _committing.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        # The rows were answered; a connection that failed at commit is the pool's to replace.
+        log.debug("a read session's commit failed: %r", task.exception())

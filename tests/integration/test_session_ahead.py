@@ -1,0 +1,77 @@
+"""A read session opened ahead of its statements (Search opens its channels' sessions while the query
+is embedded): it answers in the caller's settings, its commit is not waited for, and however it
+ends (run, failed, closed unused, closed while still opening) its connection goes back to the pool."""
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+import pytest
+
+from memplane_server.core.caller import Caller, Role
+from memplane_server.stores.postgres.pool import create_pool
+from memplane_server.stores.postgres.session import CUSTOM_PLANS, SessionAhead, caller_session
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+CALLER = Caller(key_id="ahead", role=Role.WRITER, tenant_id="tenant-ahead", agent_id=None, domains={})
+
+
+async def one_connection_pool(deps) -> asyncpg.Pool:
+    return await create_pool(deps.settings.database_url, size=1, ef_search=deps.settings.hnsw_ef_search)
+
+
+async def back_in_pool(pool: asyncpg.Pool) -> bool:
+    """Whether the pool's one connection can be had again, outside any transaction."""
+    async with asyncio.timeout(5):
+        async with pool.acquire() as conn:
+            return await conn.fetchval("SELECT 1") == 1 and not conn.is_in_transaction()
+
+
+async def test_a_session_opened_ahead_runs_in_the_callers_settings_and_frees_its_connection(deps):
+    pool = await one_connection_pool(deps)
+    try:
+        ahead = SessionAhead(caller_session(pool, CALLER, plans=CUSTOM_PLANS), CUSTOM_PLANS)
+        await asyncio.sleep(0.05)  # opened meanwhile, as while a query is embedded
+        tenant, role = await ahead.run(lambda conn: conn.fetchrow(
+            "SELECT current_setting('memplane.tenant_id'), current_user"))
+        assert (tenant, role) == ("tenant-ahead", "memplane_app")
+        assert await back_in_pool(pool)  # the commit after the answer let the connection go
+        await ahead.close()  # a run session: nothing left to close
+    finally:
+        await pool.close()
+
+
+async def test_work_that_fails_rolls_back_and_frees_the_connection(deps):
+    pool = await one_connection_pool(deps)
+    try:
+        ahead = SessionAhead(caller_session(pool, CALLER, plans=CUSTOM_PLANS), CUSTOM_PLANS)
+        with pytest.raises(asyncpg.UndefinedTableError):
+            await ahead.run(lambda conn: conn.fetch("SELECT * FROM no_such_table"))
+        assert await back_in_pool(pool)
+    finally:
+        await pool.close()
+
+
+async def test_a_session_never_run_is_closed_and_frees_its_connection(deps):
+    pool = await one_connection_pool(deps)
+    try:
+        ahead = SessionAhead(caller_session(pool, CALLER, plans=CUSTOM_PLANS), CUSTOM_PLANS)
+        await asyncio.sleep(0.05)
+        await ahead.close()
+        assert await back_in_pool(pool)
+    finally:
+        await pool.close()
+
+
+async def test_a_session_closed_while_waiting_for_a_connection_takes_none(deps):
+    pool = await one_connection_pool(deps)
+    try:
+        held = await pool.acquire()
+        ahead = SessionAhead(caller_session(pool, CALLER, plans=CUSTOM_PLANS), CUSTOM_PLANS)
+        await asyncio.sleep(0.05)  # waiting: the pool's one connection is held
+        await ahead.close()
+        await pool.release(held)
+        assert await back_in_pool(pool)
+    finally:
+        await pool.close()
