@@ -218,3 +218,25 @@ async def test_identical_texts_collapse_to_one_hit(deps, make_tenant):
     await seed(deps, world.writer, draft("The printer is on floor 2", Kind.EVENT), draft("the printer is on floor 2.", Kind.EVENT))
     hits = await SearchService(deps).search(world.writer, SearchQuery("printer floor"))
     assert len(hits) == 1
+
+
+async def test_with_a_core_to_spare_the_vector_session_opens_while_the_query_is_embedded(deps, make_tenant):
+    """Opened ahead (a core beside the embedding, or a remote model) or not, the answer is the same."""
+    world = await make_tenant()
+    await seed(deps, world.agent1, draft("we moved the billing database to Postgres 16", Kind.TURN, session_id="s7"),
+               draft("Bob prefers tea", Kind.PREFERENCE, session_id="s7"),
+               draft("lunch is at noon", Kind.TURN, session_id="s7"))
+    query = SearchQuery("billing database", filter=MemoryFilter(session_id="s7"), top_k=3)
+    answers = {}
+    for spare in (False, True):
+        service = SearchService(deps)
+        service._spare_core = spare
+        opened = []
+        original = deps.memories.vector_session_ahead
+        deps.memories.vector_session_ahead = lambda *a, **k: opened.append(1) or original(*a, **k)
+        try:
+            answers[spare] = ([(h.memory.id, h.score) for h in await service.search(world.agent1, query)], len(opened))
+        finally:
+            del deps.memories.vector_session_ahead
+    assert answers[True][0] == answers[False][0] and answers[True][0][0]
+    assert (answers[False][1], answers[True][1]) == (0, 1)

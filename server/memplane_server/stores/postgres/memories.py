@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -172,19 +172,12 @@ class MemoryStore:
                 await conn.execute("SELECT set_config('plan_cache_mode', $1, true)", plans)
             return await nearest(conn, caller, queries, await self.walks.big(conn, caller.tenant_id),
                                  LEADING if candidates else WHOLE)
-        if ahead is not None:
-            return await ahead.run(search)
-        async with self.read_session(caller, plans=plans) as conn:
-            return await search(conn)
+        return await (ahead or SessionAhead(self.read_session(caller, plans=plans), plans)).run(search)
 
     def vector_session_ahead(self, caller: Caller, f: MemoryFilter) -> SessionAhead:
         """A session for vector_searches under f, opened now."""
         plans = GENERIC_PLANS if f.session_id is not None else CUSTOM_PLANS
         return SessionAhead(self.read_session(caller, plans=plans), plans)
-
-    def lexical_session_ahead(self, caller: Caller) -> SessionAhead:
-        """A session for lexical_searches, opened now."""
-        return SessionAhead(self.read_session(caller, plans=REUSED_PLANS), REUSED_PLANS)
 
     async def keyword_search(
         self, caller: Caller, f: MemoryFilter, terms: Sequence[str], *, pool: int, as_of: datetime | None,
@@ -202,18 +195,14 @@ class MemoryStore:
         """The exact channel alone (stores/postgres/lexical.py)."""
         return (await self.lexical_searches(caller, [FactQuery(f, names, limit, as_of, valid)]))[0]
 
-    async def lexical_searches(self, caller: Caller, queries: Sequence[LexicalQuery], *, candidates: bool = False,
-                               ahead: SessionAhead | None = None) -> list[list[Scored]]:
-        """Several keyword and exact searches in one session (stores/postgres/lexical.py), `ahead`
-        when one was opened for them (lexical_session_ahead); candidates as for vector_searches."""
-        def search(conn: asyncpg.Connection) -> Awaitable[list[list[Scored]]]:
-            return lexical(conn, caller, queries, LEADING if candidates else WHOLE)
-        if ahead is not None:
-            return await ahead.run(search)
+    async def lexical_searches(self, caller: Caller, queries: Sequence[LexicalQuery], *, candidates: bool = False
+                               ) -> list[list[Scored]]:
+        """Several keyword and exact searches in one session (stores/postgres/lexical.py); candidates as
+        for vector_searches."""
         # Their plans do not depend on the tenant's size (a function's matches, keys, ids): planned
         # again on every run they cost 1.2 ms of a 40 ms search on LoCoMo (bench/README.md).
-        async with self.read_session(caller, plans=REUSED_PLANS) as conn:
-            return await search(conn)
+        session = SessionAhead(self.read_session(caller, plans=REUSED_PLANS), REUSED_PLANS)
+        return await session.run(lambda conn: lexical(conn, caller, queries, LEADING if candidates else WHOLE))
 
     async def mark_used(
         self, caller: Caller, ids: Sequence[uuid.UUID] | Mapping[uuid.UUID, int], *, at: datetime | None = None,

@@ -58,11 +58,11 @@ _committing: set[asyncio.Task] = set()
 
 
 class SessionAhead:
-    """A read session opened before its statements are known: Search opens its channels' sessions
-    when it starts embedding the query, so that the connection, BEGIN and the caller's settings
-    (three round trips, about 0.4 ms of the event loop) are done while it waits, not after. Its
-    commit is not waited for either: the statements only read, and their rows are in hand. Run
-    once, or closed unused."""
+    """A read session opened when made, run once (or closed unused); its commit is not waited for,
+    since its statements only read and their rows are in hand. Search makes its vector channels'
+    session before their statements are known, while the query is embedded, where a core is spare
+    for it: the connection, BEGIN and the caller's settings (three round trips, about 0.4 ms of the
+    event loop) are then done while it waits, not after."""
 
     def __init__(self, session: AbstractAsyncContextManager[asyncpg.Connection], plans: str) -> None:
         self.plans = plans
