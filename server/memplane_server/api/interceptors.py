@@ -56,26 +56,56 @@ Behavior = Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]
 StreamBehavior = Callable[[Any, grpc.aio.ServicerContext], AsyncIterator[Any]]
 
 
-def _wrap_unary(handler: grpc.RpcMethodHandler | None, wrap: Callable[[Behavior], Behavior], serializer=None):
-    if handler is None or handler.unary_unary is None:
+class CallInterceptor(grpc.aio.ServerInterceptor):
+    """One step around the server's RPCs. What every step needs is done here once: passing by the
+    public methods (health checks, reflection) unless the step is `public`, the methods it `takes`,
+    and wrapping a unary call (`around_unary`) or a server stream (`around_stream`) in a handler of
+    the same kind, with the request parser and the response serializer the step may replace."""
+
+    public = False
+
+    def takes(self, method: str) -> bool:
+        return True
+
+    def request_deserializer(self, parse: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
+        return parse
+
+    def response_serializer(self, serialize: Callable[[Any], bytes]) -> Callable[[Any], bytes]:
+        return serialize
+
+    async def around_unary(self, behavior: Behavior, request: Any, context: grpc.aio.ServicerContext,
+                           details: grpc.HandlerCallDetails) -> Any:
+        return await behavior(request, context)
+
+    async def around_stream(self, behavior: StreamBehavior, request: Any, context: grpc.aio.ServicerContext,
+                            details: grpc.HandlerCallDetails) -> AsyncIterator[Any]:
+        async for response in behavior(request, context):
+            yield response
+
+    async def intercept_service(self, continuation, details):
+        handler = await continuation(details)
+        method = details.method
+        if handler is None or (not self.public and method.startswith(PUBLIC_PREFIXES)) or not self.takes(method):
+            return handler
+        parse = self.request_deserializer(handler.request_deserializer)
+        if handler.unary_stream is not None:
+            streamed = handler.unary_stream
+
+            async def stream(request, context):
+                async for response in self.around_stream(streamed, request, context, details):
+                    yield response
+
+            return grpc.unary_stream_rpc_method_handler(
+                stream, request_deserializer=parse, response_serializer=handler.response_serializer)
+        if handler.unary_unary is not None:
+            called = handler.unary_unary
+
+            async def unary(request, context):
+                return await self.around_unary(called, request, context, details)
+
+            return grpc.unary_unary_rpc_method_handler(
+                unary, request_deserializer=parse, response_serializer=self.response_serializer(handler.response_serializer))
         return handler
-    return grpc.unary_unary_rpc_method_handler(
-        wrap(handler.unary_unary),
-        request_deserializer=handler.request_deserializer,
-        response_serializer=serializer or handler.response_serializer,
-    )
-
-
-def _wrap_each(handler: grpc.RpcMethodHandler | None, wrap: Callable[[Behavior], Behavior],
-               wrap_stream: Callable[[StreamBehavior], StreamBehavior]):
-    """Unary RPCs through wrap, server-streaming ones through wrap_stream."""
-    if handler is not None and handler.unary_stream is not None:
-        return grpc.unary_stream_rpc_method_handler(
-            wrap_stream(handler.unary_stream),
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
-    return _wrap_unary(handler, wrap)
 
 
 def to_status(error: MemplaneError) -> grpc.Status:
@@ -100,10 +130,12 @@ class _Malformed:
         self.error = error
 
 
-class ErrorInterceptor(grpc.aio.ServerInterceptor):
+class ErrorInterceptor(CallInterceptor):
     """Maps MemplaneError to google.rpc.Status with ErrorInfo; a dependency outage becomes
     UNAVAILABLE (retryable), anything else INTERNAL, logged once per cause. A request that does
     not parse is INVALID_ARGUMENT, not gRPC's default INTERNAL."""
+
+    public = True
 
     def __init__(self, availability: Availability) -> None:
         self.availability = availability
@@ -118,100 +150,67 @@ class ErrorInterceptor(grpc.aio.ServerInterceptor):
             outage = MemplaneError(Code.INTERNAL, "INTERNAL", "internal error; it has been logged")
         await context.abort_with_status(to_status(outage))
 
-    async def intercept_service(self, continuation, details):
-        handler = await continuation(details)
-        if handler is None or (handler.unary_unary is None and handler.unary_stream is None):
-            return handler
-        parse = handler.request_deserializer
-
+    def request_deserializer(self, parse: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
         def tolerant_parse(data: bytes):
             try:
                 return parse(data)
             except DecodeError as exc:
                 return _Malformed(exc)
 
-        def wrap(behavior: Behavior) -> Behavior:
-            async def guarded(request, context: grpc.aio.ServicerContext):
-                try:
-                    if isinstance(request, _Malformed):
-                        raise MemplaneError(
-                            Code.INVALID_ARGUMENT, "MALFORMED_REQUEST",
-                            "the request is not a valid protobuf message (strings must be valid UTF-8)",
-                        )
-                    return await behavior(request, context)
-                except grpc.aio.AbortError:
-                    raise
-                except Exception as exc:
-                    await self._fail(exc, context, details.method)
+        return tolerant_parse
 
-            return guarded
+    async def around_unary(self, behavior, request, context, details):
+        try:
+            _refuse_malformed(request)
+            return await behavior(request, context)
+        except grpc.aio.AbortError:
+            raise
+        except Exception as exc:
+            await self._fail(exc, context, details.method)
 
-        def wrap_stream(behavior: StreamBehavior) -> StreamBehavior:
-            async def guarded(request, context: grpc.aio.ServicerContext):
-                try:
-                    if isinstance(request, _Malformed):
-                        raise MemplaneError(
-                            Code.INVALID_ARGUMENT, "MALFORMED_REQUEST",
-                            "the request is not a valid protobuf message (strings must be valid UTF-8)",
-                        )
-                    async for response in behavior(request, context):
-                        yield response
-                except grpc.aio.AbortError:
-                    raise
-                except Exception as exc:
-                    await self._fail(exc, context, details.method)
-
-            return guarded
-
-        if handler.unary_stream is not None:
-            return grpc.unary_stream_rpc_method_handler(
-                wrap_stream(handler.unary_stream), request_deserializer=tolerant_parse,
-                response_serializer=handler.response_serializer,
-            )
-        return grpc.unary_unary_rpc_method_handler(
-            wrap(handler.unary_unary), request_deserializer=tolerant_parse,
-            response_serializer=handler.response_serializer,
-        )
+    async def around_stream(self, behavior, request, context, details):
+        try:
+            _refuse_malformed(request)
+            async for response in behavior(request, context):
+                yield response
+        except grpc.aio.AbortError:
+            raise
+        except Exception as exc:
+            await self._fail(exc, context, details.method)
 
 
-class DrainInterceptor(grpc.aio.ServerInterceptor):
+def _refuse_malformed(request: Any) -> None:
+    if isinstance(request, _Malformed):
+        raise MemplaneError(Code.INVALID_ARGUMENT, "MALFORMED_REQUEST",
+                            "the request is not a valid protobuf message (strings must be valid UTF-8)")
+
+
+class DrainInterceptor(CallInterceptor):
     """Counts calls in flight for the shutdown drain; while draining, new calls are UNAVAILABLE
     (the client retries them elsewhere) and health checks still answer NOT_SERVING."""
 
     def __init__(self, drain: Drain) -> None:
         self.drain = drain
 
-    async def intercept_service(self, continuation, details):
-        handler = await continuation(details)
-        if details.method.startswith(PUBLIC_PREFIXES):
-            return handler
+    def _enter(self) -> None:
+        if self.drain.draining:
+            raise MemplaneError(Code.UNAVAILABLE, "SERVER_SHUTTING_DOWN", "this server is shutting down; retry")
+        self.drain.enter()
 
-        def wrap(behavior: Behavior) -> Behavior:
-            async def counted(request, context):
-                if self.drain.draining:
-                    raise MemplaneError(Code.UNAVAILABLE, "SERVER_SHUTTING_DOWN", "this server is shutting down; retry")
-                self.drain.enter()
-                try:
-                    return await behavior(request, context)
-                finally:
-                    self.drain.leave()
+    async def around_unary(self, behavior, request, context, details):
+        self._enter()
+        try:
+            return await behavior(request, context)
+        finally:
+            self.drain.leave()
 
-            return counted
-
-        def wrap_stream(behavior: StreamBehavior) -> StreamBehavior:
-            async def counted(request, context):
-                if self.drain.draining:
-                    raise MemplaneError(Code.UNAVAILABLE, "SERVER_SHUTTING_DOWN", "this server is shutting down; retry")
-                self.drain.enter()
-                try:
-                    async for response in behavior(request, context):
-                        yield response
-                finally:
-                    self.drain.leave()
-
-            return counted
-
-        return _wrap_each(handler, wrap, wrap_stream)
+    async def around_stream(self, behavior, request, context, details):
+        self._enter()
+        try:
+            async for response in behavior(request, context):
+                yield response
+        finally:
+            self.drain.leave()
 
 
 def _metadata(details, name: str) -> str | None:
@@ -233,7 +232,7 @@ def client_address(context: grpc.aio.ServicerContext) -> str:
     return peer
 
 
-class AuthInterceptor(grpc.aio.ServerInterceptor):
+class AuthInterceptor(CallInterceptor):
     """Resolves `authorization: Bearer <key>` (and `x-memplane-agent`) to the call's Caller. Calls
     without a valid key are counted per client address and refused beyond their rate, so that a
     flood of them costs no key lookups (RateLimits.count_failure)."""
@@ -255,86 +254,64 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
                 await self.limits.count_failure(address)
             raise
 
-    async def intercept_service(self, continuation, details):
-        handler = await continuation(details)
-        if details.method.startswith(PUBLIC_PREFIXES):
-            return handler
+    @staticmethod
+    def _presented(details: grpc.HandlerCallDetails) -> tuple[str | None, str | None]:
         header = _metadata(details, "authorization") or ""
-        presented = header[7:].strip() if header[:7].lower() == "bearer " else None
-        agent = _metadata(details, "x-memplane-agent")
+        return header[7:].strip() if header[:7].lower() == "bearer " else None, _metadata(details, "x-memplane-agent")
 
-        def wrap(behavior: Behavior) -> Behavior:
-            async def authenticated(request, context):
-                caller = await self._resolve(presented, agent, context)
-                token, tenant = set_caller(caller), set_work_tenant(caller.tenant_id)
-                try:
-                    return await behavior(request, context)
-                finally:
-                    reset_work_tenant(tenant)
-                    reset_caller(token)
+    async def around_unary(self, behavior, request, context, details):
+        caller = await self._resolve(*self._presented(details), context)
+        token, tenant = set_caller(caller), set_work_tenant(caller.tenant_id)
+        try:
+            return await behavior(request, context)
+        finally:
+            reset_work_tenant(tenant)
+            reset_caller(token)
 
-            return authenticated
-
-        def wrap_stream(behavior: StreamBehavior) -> StreamBehavior:
-            async def authenticated(request, context):
-                # gRPC drives the whole stream from the call's own task, so the caller set here
-                # holds across the generator's steps.
-                token = set_caller(await self._resolve(presented, agent, context))
-                again = set_reauthorize(lambda max_age: self.authenticator.resolve(presented, agent, max_age=max_age))
-                try:
-                    async for response in behavior(request, context):
-                        yield response
-                finally:
-                    try:
-                        reset_reauthorize(again)
-                        reset_caller(token)
-                    except ValueError:  # closed from another context: that context never had it
-                        pass
-
-            return authenticated
-
-        return _wrap_each(handler, wrap, wrap_stream)
+    async def around_stream(self, behavior, request, context, details):
+        presented, agent = self._presented(details)
+        caller = await self._resolve(presented, agent, context)
+        # gRPC drives the whole stream from the call's own task, so what is set here holds across
+        # the generator's steps.
+        token, tenant = set_caller(caller), set_work_tenant(caller.tenant_id)
+        again = set_reauthorize(lambda max_age: self.authenticator.resolve(presented, agent, max_age=max_age))
+        try:
+            async for response in behavior(request, context):
+                yield response
+        finally:
+            try:
+                reset_reauthorize(again)
+                reset_work_tenant(tenant)
+                reset_caller(token)
+            except ValueError:  # closed from another context: that context never had them
+                pass
 
 
-class RateLimitInterceptor(grpc.aio.ServerInterceptor):
+class RateLimitInterceptor(CallInterceptor):
     """A token bucket per API key; over it: RESOURCE_EXHAUSTED with RetryInfo."""
 
     def __init__(self, limits: RateLimits) -> None:
         self.limits = limits
 
-    async def intercept_service(self, continuation, details):
-        handler = await continuation(details)
-        if details.method.startswith(PUBLIC_PREFIXES):
-            return handler
+    async def around_unary(self, behavior, request, context, details):
+        if details.method not in READ_METHODS:
+            await self.limits.check(current_caller().key_id)
+            return await behavior(request, context)
+        # The check is a Redis round trip; a read starts meanwhile (it embeds its query for 20-30
+        # ms, the check takes about 1) and is cancelled if the key is over its rate.
+        work = asyncio.ensure_future(behavior(request, context))
+        work.add_done_callback(_retrieve)
+        try:
+            await self.limits.check(current_caller().key_id)
+        except BaseException:
+            work.cancel()
+            raise
+        return await work
 
-        def wrap(behavior: Behavior) -> Behavior:
-            async def limited(request, context):
-                await self.limits.check(current_caller().key_id)
-                return await behavior(request, context)
-
-            async def limited_beside(request, context):
-                # The check is a Redis round trip; a read starts meanwhile (it embeds its query for
-                # 20-30 ms, the check takes about 1) and is cancelled if the key is over its rate.
-                work = asyncio.ensure_future(behavior(request, context))
-                work.add_done_callback(_retrieve)
-                try:
-                    await self.limits.check(current_caller().key_id)
-                except BaseException:
-                    work.cancel()
-                    raise
-                return await work
-
-            return limited_beside if details.method in READ_METHODS else limited
-
-        def wrap_stream(behavior: StreamBehavior) -> StreamBehavior:
-            async def limited(request, context):
-                await self.limits.check(current_caller().key_id)  # a stream costs one request
-                async for response in behavior(request, context):
-                    yield response
-
-            return limited
-
-        return _wrap_each(handler, wrap, wrap_stream)
+    async def around_stream(self, behavior, request, context, details):
+        await self.limits.check(current_caller().key_id)  # a stream costs one request
+        async for response in behavior(request, context):
+            yield response
 
 
 def _retrieve(task: asyncio.Task) -> None:
@@ -351,7 +328,7 @@ WRITTEN_UP_TO = "x-memplane-written-up-to"
 READ_AFTER = "x-memplane-read-after"
 
 
-class ReadRoutingInterceptor(grpc.aio.ServerInterceptor):
+class ReadRoutingInterceptor(CallInterceptor):
     """With a read standby (services/read_routing.py): Search, GetMemory and ListMemories read on it
     unless it lags the caller's own writes; the unary calls of MemoryService that may change memory
     answer with where the primary's WAL stood after them. Without one it wraps nothing."""
@@ -359,115 +336,85 @@ class ReadRoutingInterceptor(grpc.aio.ServerInterceptor):
     def __init__(self, routing: ReadRouting) -> None:
         self.routing = routing
 
-    async def intercept_service(self, continuation, details):
-        handler = await continuation(details)
-        method = details.method
-        if not self.routing.enabled or not method.startswith("/memplane.v1.MemoryService/"):
-            return handler
-        if method in STANDBY_READ_METHODS:
-            return _wrap_unary(handler, self._on_standby)
-        return handler if method in READ_METHODS else _wrap_unary(handler, self._with_position)
+    def takes(self, method: str) -> bool:
+        return (self.routing.enabled and method.startswith("/memplane.v1.MemoryService/")
+                and (method in STANDBY_READ_METHODS or method not in READ_METHODS))
 
-    def _on_standby(self, behavior: Behavior) -> Behavior:
-        async def routed(request, context):
-            after = dict(context.invocation_metadata() or ()).get(READ_AFTER)
-            token = await self.routing.route(after)
+    async def around_unary(self, behavior, request, context, details):
+        if details.method in STANDBY_READ_METHODS:
+            token = await self.routing.route(dict(context.invocation_metadata() or ()).get(READ_AFTER))
             try:
                 return await behavior(request, context)
             finally:
                 self.routing.done(token)
-
-        return routed
-
-    def _with_position(self, behavior: Behavior) -> Behavior:
-        async def positioned(request, context):
-            response = await behavior(request, context)
-            context.set_trailing_metadata(((WRITTEN_UP_TO, await self.routing.written_up_to()),))
-            return response
-
-        return positioned
+        response = await behavior(request, context)
+        context.set_trailing_metadata(((WRITTEN_UP_TO, await self.routing.written_up_to()),))
+        return response
 
 
-class IdempotencyInterceptor(grpc.aio.ServerInterceptor):
+class IdempotencyInterceptor(CallInterceptor):
     """Mutations carrying a request_id run once per caller (tenant, key and agent); repeats by the
     same caller get the first response, another caller's same id is a new request."""
 
     def __init__(self, idempotency: Idempotency) -> None:
         self.idempotency = idempotency
 
-    async def intercept_service(self, continuation, details):
-        handler = await continuation(details)
-        if details.method not in IDEMPOTENT_METHODS or handler is None:
-            return handler
-        method = details.method.rsplit("/", 1)[-1]
-        original = handler.response_serializer
+    def takes(self, method: str) -> bool:
+        return method in IDEMPOTENT_METHODS
 
-        def wrap(behavior: Behavior) -> Behavior:
-            async def once(request, context):
-                request_id = getattr(request, "request_id", "")
-                if not request_id:
-                    return await behavior(request, context)
-                check_text(request_id, "request_id", MAX_REQUEST_ID_BYTES)
-                key = request_key(current_caller(), method, request_id, request.SerializeToString(deterministic=True))
-
-                async def call():
-                    token = set_request_key(key)
-                    try:
-                        return await behavior(request, context)
-                    finally:
-                        reset_request_key(token)
-
-                # Write records its request key in PostgreSQL with the memories it stores.
-                return await self.idempotency.run_once(key, call, original, recorded_in_postgres=method == "Write")
-
-            return once
-
+    def response_serializer(self, serialize: Callable[[Any], bytes]) -> Callable[[Any], bytes]:
         # A repeat's response comes back as the first response's serialized bytes.
-        return _wrap_unary(handler, wrap, serializer=lambda r: r if isinstance(r, bytes) else original(r))
+        return lambda r: r if isinstance(r, bytes) else serialize(r)
+
+    async def around_unary(self, behavior, request, context, details):
+        request_id = getattr(request, "request_id", "")
+        if not request_id:
+            return await behavior(request, context)
+        check_text(request_id, "request_id", MAX_REQUEST_ID_BYTES)
+        method = details.method.rsplit("/", 1)[-1]
+        key = request_key(current_caller(), method, request_id, request.SerializeToString(deterministic=True))
+
+        async def call():
+            token = set_request_key(key)
+            try:
+                return await behavior(request, context)
+            finally:
+                reset_request_key(token)
+
+        # Write records its request key in PostgreSQL with the memories it stores.
+        return await self.idempotency.run_once(key, call, lambda response: response.SerializeToString(),
+                                               recorded_in_postgres=method == "Write")
 
 
-class MetricsInterceptor(grpc.aio.ServerInterceptor):
+class MetricsInterceptor(CallInterceptor):
     """Duration and count of every RPC by method and status code (OpenTelemetry metrics)."""
+
+    public = True
 
     def __init__(self) -> None:
         meter = metrics.get_meter("memplane.server")
         self.duration = meter.create_histogram("rpc.server.duration", unit="ms", description="RPC duration")
 
-    async def intercept_service(self, continuation, details):
-        handler = await continuation(details)
-        method = details.method
+    def _record(self, start: float, method: str, code: str) -> None:
+        self.duration.record((time.perf_counter() - start) * 1000, {"rpc.method": method, "rpc.grpc.status_code": code})
 
-        def wrap(behavior: Behavior) -> Behavior:
-            async def measured(request, context):
-                start = time.perf_counter()
-                code = "OK"
-                try:
-                    return await behavior(request, context)
-                except BaseException:
-                    code = context.code().name if context.code() else "UNKNOWN"
-                    raise
-                finally:
-                    self.duration.record(
-                        (time.perf_counter() - start) * 1000, {"rpc.method": method, "rpc.grpc.status_code": code}
-                    )
+    async def around_unary(self, behavior, request, context, details):
+        start, code = time.perf_counter(), "OK"
+        try:
+            return await behavior(request, context)
+        except BaseException:
+            code = context.code().name if context.code() else "UNKNOWN"
+            raise
+        finally:
+            self._record(start, details.method, code)
 
-            return measured
-
-        def wrap_stream(behavior: StreamBehavior) -> StreamBehavior:
-            async def measured(request, context):
-                start = time.perf_counter()
-                code = "OK"
-                try:
-                    async for response in behavior(request, context):
-                        yield response
-                except BaseException:
-                    code = context.code().name if context.code() else "CANCELLED"
-                    raise
-                finally:
-                    self.duration.record(
-                        (time.perf_counter() - start) * 1000, {"rpc.method": method, "rpc.grpc.status_code": code}
-                    )
-
-            return measured
-
-        return _wrap_each(handler, wrap, wrap_stream)
+    async def around_stream(self, behavior, request, context, details):
+        start, code = time.perf_counter(), "OK"
+        try:
+            async for response in behavior(request, context):
+                yield response
+        except BaseException:
+            code = context.code().name if context.code() else "CANCELLED"
+            raise
+        finally:
+            self._record(start, details.method, code)
