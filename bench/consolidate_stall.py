@@ -38,8 +38,9 @@ from pathlib import Path
 import asyncpg
 import numpy as np
 from foundation import TENANT, environment, pct, running_server
+
 from memplane import AdminClient, MemoryClient
-from memplane_server.core.tokens import keyword_tokens
+from memplane_server.core.retrieval.tokens import keyword_tokens
 
 SEED = 25
 TOPIC_SIZE = 20
@@ -129,9 +130,8 @@ def pairwise_seconds(texts: list[str], vectors: np.ndarray) -> float:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from dataclasses import replace
 
-    from tests.unit.test_grouping_matches_pairwise import BASE, pairwise_clusters
-
     from memplane_server.core.model import Scope
+    from tests.unit.test_grouping_matches_pairwise import BASE, pairwise_clusters
     records = [replace(BASE, id=uuid.uuid4(), scope=Scope.PRIVATE, agent_id="a1", content=t) for t in texts]
     words = [set(keyword_tokens(t)) for t in texts]
     t0 = time.perf_counter()

@@ -16,8 +16,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from quality import SHARED, locomo_turn_items  # noqa: E402
-from memplane_server.core.digests import build_digests  # noqa: E402
-from memplane_server.core.windows import SessionTurn  # noqa: E402
+
+from memplane_server.core.write.digests import build_digests  # noqa: E402
+from memplane_server.core.write.windows import SessionTurn  # noqa: E402
 
 
 def main() -> None:

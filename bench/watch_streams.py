@@ -31,6 +31,7 @@ from pathlib import Path
 
 import grpc
 from foundation import environment, pct, running_server
+
 from memplane import AdminClient, MemoryClient
 from memplane.errors import from_rpc_error
 from memplane.v1 import memory_service_pb2 as svc_pb

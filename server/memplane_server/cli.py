@@ -1,225 +1,14 @@
-"""`memplane` command line: serve, worker, migrate, reembed, backup, restore, export, import, admin, health, mcp."""
+"""`memplane` command line: parsing and dispatch; each command's body lives in commands/."""
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
 import logging
-import os
 import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import asdict, is_dataclass
-from datetime import datetime
-from enum import Enum
 from pathlib import Path
-from typing import NoReturn
 
+from .commands.admin import ADMIN_COMMANDS
 from .commands.lifecycle import add_arguments as add_lifecycle_arguments
 from .settings import Settings
-
-
-@contextmanager
-def tool_database(settings: Settings, *, direct: bool = False) -> Iterator[str]:
-    """A database URL for a command-line tool: the configured one, the running server's embedded
-    one, or an embedded one started just for the tool. `direct` asks for the migrations' URL when
-    one is set: pg_dump, pg_restore and the migrations a restore ends with need a session of their
-    own (not a transaction-mode pooler's) and the owner's reach."""
-    # Imported here: `memplane admin` needs none of this and should start fast.
-    from .embedded import EmbeddedError, EmbeddedPostgres
-    from .runtime import RUNNING_DSN_FILE
-
-    if direct and settings.migration_database_url:
-        yield settings.migration_database_url
-        return
-    if settings.database_url:
-        yield settings.database_url
-        return
-    postgres = EmbeddedPostgres(settings.data_dir)
-    try:
-        url = postgres.start()
-    except EmbeddedError:
-        running = settings.data_dir / RUNNING_DSN_FILE
-        if not running.exists():
-            raise
-        yield running.read_text().strip()
-        return
-    try:
-        yield url
-    finally:
-        postgres.stop()
-
-
-def _serve(settings: Settings) -> NoReturn:
-    from .runtime import Embedded, serve
-    from .telemetry import shutdown_telemetry
-
-    embedded = Embedded(settings)
-    try:
-        embedded.start()
-        asyncio.run(serve(settings, embedded.database_url, embedded.redis_url))
-    except KeyboardInterrupt:
-        pass
-    finally:
-        embedded.stop()
-    # Everything is closed above. The interpreter's own teardown of this heap (the model, grpc,
-    # litellm) took 1-1.5 s on a loaded machine, which the shutdown grace cannot spare.
-    shutdown_telemetry()
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
-
-
-def _migrate(settings: Settings) -> int:
-    from .stores.postgres.migrations import migrate
-
-    async def run(url: str) -> list[str]:
-        import asyncpg
-
-        conn = await asyncpg.connect(url)
-        try:
-            return await migrate(conn)
-        finally:
-            await conn.close()
-
-    if settings.migration_database_url:
-        applied = asyncio.run(run(settings.migration_database_url))
-    else:
-        with tool_database(settings) as url:
-            applied = asyncio.run(run(url))
-    print("applied: " + (", ".join(applied) if applied else "nothing, schema is current"))
-    return 0
-
-
-def _reembed(args: argparse.Namespace, settings: Settings) -> int:
-    from .llm.embedders import background_threads, create_embedder
-    from .services.reembed import reembed
-    from .stores.postgres.embeddings import EmbeddingStore
-    from .stores.postgres.pool import create_pool
-    from .stores.postgres.schema import VECTOR_DIM
-
-    model = args.model or settings.embedding_model
-    embedder = create_embedder(
-        model, dim=VECTOR_DIM, threads=settings.embed_threads, batch_size=args.batch,
-        api_base=settings.llm_api_base, api_key=settings.llm_api_key, timeout=settings.llm_timeout_seconds,
-        background_threads=background_threads(settings.background_embed_threads),
-    )
-    started = time.monotonic()
-
-    def progress(done: int, total: int) -> None:
-        rate = done / max(time.monotonic() - started, 1e-9)
-        width = 30
-        filled = width * done // total if total else width
-        print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {rate:.1f}/s", end="",
-              file=sys.stderr, flush=True)
-
-    async def run(url: str) -> int:
-        pool = await create_pool(url, size=2, ef_search=settings.hnsw_ef_search)
-        try:
-            return await reembed(EmbeddingStore(pool), embedder, tenant_id=args.tenant, batch_size=args.batch,
-                                 progress=progress)
-        finally:
-            await pool.close()
-            embedder.close()
-
-    with tool_database(settings) as url:
-        done = asyncio.run(run(url))
-    print(f"\nre-embedded {done} memories with {model}", file=sys.stderr)
-    return 0
-
-
-def _tool(args: argparse.Namespace, settings: Settings) -> int:
-    """backup, restore, export and import: bodies in tools/, each given the tool database."""
-    from .tools import ToolError, backup, transfer
-
-    try:
-        with tool_database(settings, direct=args.cmd in ("backup", "restore")) as url:
-            if args.cmd == "backup":
-                print(backup.backup(settings, url))
-            elif args.cmd == "restore":
-                done = backup.restore(settings, url, args.file)
-                migrated = f", then migrated: {', '.join(done.migrated)}" if done.migrated else ""
-                print(f"restored {args.file} (schema version {done.schema_version}){migrated}")
-            elif args.cmd == "export":
-                rows = transfer.export(url, args.tenant, args.out)
-                print(f"exported tenant {args.tenant}: {rows} rows", file=sys.stderr)
-            else:
-                done = transfer.import_(settings, url, args.file, args.tenant, keep_quota=args.keep_quota)
-                print(f"imported into tenant {done.tenant_id}: "
-                      + ", ".join(f"{n} {table}" for table, n in done.counts.items()))
-                for model, n in done.stale_vectors.items():
-                    print(f"{n} memories carry vectors of {model}, not {settings.embedding_model}:"
-                          " run `memplane reembed` to move them", file=sys.stderr)
-    except ToolError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
-def _jsonable(value):
-    if is_dataclass(value):
-        return {k: _jsonable(v) for k, v in asdict(value).items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, Enum):
-        return value.name
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return value
-
-
-ADMIN_COMMANDS = {
-    "create-tenant": (lambda c, a: c.create_tenant(a.id, display_name=a.name or "", create_admin_key=True), ["id"]),
-    "list-tenants": (lambda c, a: c.list_tenants(), []),
-    "create-agent": (lambda c, a: c.create_agent(a.tenant, a.id, display_name=a.name or ""), ["tenant", "id"]),
-    "list-agents": (lambda c, a: c.list_agents(a.tenant), ["tenant"]),
-    "create-key": (
-        lambda c, a: c.create_api_key(tenant_id=a.tenant, agent_id=a.agent, role=a.role, display_name=a.name or ""),
-        [],
-    ),
-    "list-keys": (lambda c, a: c.list_api_keys(tenant_id=a.tenant), []),
-    "revoke-key": (lambda c, a: c.revoke_api_key(a.id), ["id"]),
-    "create-domain": (lambda c, a: c.create_domain(a.id, description=a.name or ""), ["id"]),
-    "list-domains": (lambda c, a: c.list_domains(), []),
-    "grant": (lambda c, a: c.grant_domain(a.domain, a.tenant, a.access), ["domain", "tenant"]),
-    "revoke-grant": (lambda c, a: c.revoke_domain_grant(a.domain, a.tenant), ["domain", "tenant"]),
-    "list-grants": (lambda c, a: c.list_domain_grants(domain=a.domain, tenant_id=a.tenant), []),
-    "audit": (lambda c, a: c.list_audit_events(tenant_id=a.tenant), []),
-}
-
-
-def _admin(args: argparse.Namespace, settings: Settings) -> int:
-    from memplane import AdminClient, MemplaneError
-
-    key = args.api_key or os.environ.get("MEMPLANE_API_KEY")
-    if not key:
-        print("give --api-key or set MEMPLANE_API_KEY (an admin key printed at first start)", file=sys.stderr)
-        return 2
-    if args.command == "erase-user":
-        from .commands.erase_user import run as erase_user
-
-        return erase_user(args, args.target or settings.listen, key)
-    if args.command == "lifecycle":
-        from .commands.lifecycle import run as lifecycle
-
-        return lifecycle(args, args.target or settings.listen, key)
-    action, required = ADMIN_COMMANDS[args.command]
-    missing = [name for name in required if getattr(args, name) is None]
-    if missing:
-        print(f"{args.command} needs: " + ", ".join("--" + m for m in missing), file=sys.stderr)
-        return 2
-    try:
-        with AdminClient(args.target or settings.listen, key) as client:
-            result = action(client, args)
-    except MemplaneError as exc:
-        print(f"error: {exc.code.name} {exc.reason}: {exc.message}", file=sys.stderr)
-        return 1
-    print(json.dumps(_jsonable(result), indent=2, ensure_ascii=False))
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -270,12 +59,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings = Settings()
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # Each command's module is imported when it runs: `memplane admin` and `health` start fast.
     if args.cmd == "serve":
-        return _serve(settings)
+        from .commands.serve import run as serve
+
+        return serve(settings)
     if args.cmd == "migrate":
-        return _migrate(settings)
+        from .commands.migrate import run as migrate
+
+        return migrate(settings)
     if args.cmd == "reembed":
-        return _reembed(args, settings)
+        from .commands.reembed import run as reembed
+
+        return reembed(args, settings)
     if args.cmd == "worker":
         from .commands.worker import run as work
 
@@ -285,7 +81,15 @@ def main(argv: list[str] | None = None) -> int:
 
         return run(args.address or settings.listen, service=args.service, timeout=args.timeout)
     if args.cmd in ("backup", "restore", "export", "import"):
-        return _tool(args, settings)
+        from .commands import ToolError
+        from .commands.backup import run as backup
+        from .commands.transfer import run as transfer
+
+        try:
+            return (backup if args.cmd in ("backup", "restore") else transfer)(args, settings)
+        except ToolError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
     if args.cmd == "mcp":
         from .mcp.server import run
 
@@ -294,7 +98,9 @@ def main(argv: list[str] | None = None) -> int:
         from .panel.server import run as serve_panel
 
         return serve_panel(settings)
-    return _admin(args, settings)
+    from .commands.admin import run as admin_command
+
+    return admin_command(args, settings)
 
 
 if __name__ == "__main__":

@@ -20,55 +20,59 @@ from .embedded.guardian import Guardian
 from .embedded.supervisor import Supervisor
 from .llm.chat import ChatModel
 from .llm.embedders import background_threads, create_embedder
+from .services.access.auth import Authenticator
+from .services.access.availability import Availability
+from .services.access.idempotency import Idempotency
+from .services.access.rate_limits import RateLimits
+from .services.access.read_routing import ReadRouting
 from .services.admin import AdminService
-from .services.auth import Authenticator
-from .services.availability import Availability
 from .services.conflicts import ConflictsService
-from .services.consolidate import ConsolidateService
-from .services.context import ContextService
-from .services.digests import DigestService
 from .services.deps import Deps
-from .services.erasure import ErasureService
-from .services.extract import ExtractService
-from .services.forget import ForgetService
-from .services.foresight import ForesightService
-from .services.idempotency import Idempotency
-from .services.lifecycle import LifecycleService
+from .services.forget.erasure import ErasureService
+from .services.forget.lifecycle import LifecycleService
+from .services.forget.service import ForgetService
 from .services.memories import MemoriesService
 from .services.operations import OperationsService
-from .services.rate_limits import RateLimits
-from .services.read_routing import ReadRouting
-from .services.reflect import ReflectService
+from .services.reflection.consolidate import ConsolidateService
+from .services.reflection.foresight import ForesightService
+from .services.reflection.reflect import ReflectService
 from .services.registry import Services
-from .services.search import SearchService
-from .services.watch import WatchService
+from .services.search.service import SearchService
+from .services.watch.service import WatchService
 from .services.working import WorkingService
-from .services.write import WriteService
+from .services.write.context import ContextService
+from .services.write.digests import DigestService
+from .services.write.service import WriteService
 from .settings import Settings
-from .stores.postgres.conflicts import ConflictStore
 from .stores.postgres.changes import ChangeListener, ChangeStore
+from .stores.postgres.conflicts import ConflictStore
 from .stores.postgres.contexts import ContextStore
 from .stores.postgres.decisions import DecisionStore
-from .stores.postgres.erasure import ErasureStore
-from .stores.postgres.entities import EntityStore
-from .stores.postgres.digests import DigestStore
-from .stores.postgres.feedback import FeedbackStore
-from .stores.postgres.keyword_stats import KeywordStatsStore
-from .stores.postgres.lifecycle import LifecycleStore
+from .stores.postgres.forget.erasure import ErasureStore
+from .stores.postgres.forget.lifecycle import LifecycleStore
 from .stores.postgres.jobs import JobStore
 from .stores.postgres.memories import MemoryStore
 from .stores.postgres.migrations import applied_version, latest_version, migrate
 from .stores.postgres.pool import create_pool, database_ping
-from .stores.postgres.schema import VECTOR_DIM
-from .stores.postgres.tenancy import TenancyStore
 from .stores.postgres.replica import ReadPools
+from .stores.postgres.schema import VECTOR_DIM
+from .stores.postgres.search.digests import DigestStore
+from .stores.postgres.search.entities import EntityStore
+from .stores.postgres.search.feedback import FeedbackStore
+from .stores.postgres.search.keyword_stats import KeywordStatsStore
+from .stores.postgres.tenancy import TenancyStore
 from .stores.redis.client import connect as connect_redis
 from .stores.redis.idempotency import IdempotencyStore
 from .stores.redis.rate_limit import RateLimiter
 from .stores.redis.working import WorkingStore
 from .telemetry import setup_telemetry
 from .worker.loops import (
-    build_turn_windows, keep_keyword_stats, report_backlogs, schedule_consolidations, schedule_lifecycle, sweep_expired,
+    build_turn_windows,
+    keep_keyword_stats,
+    report_backlogs,
+    schedule_consolidations,
+    schedule_lifecycle,
+    sweep_expired,
     upgrade_turn_windows,
 )
 from .worker.runner import JobRunner
@@ -227,7 +231,7 @@ class Runtime:
                 pool.terminate()
 
 
-def build_services(deps: Deps, runtime: Runtime) -> Services:
+def build_services(deps: Deps, pool: asyncpg.Pool, redis_client: redis.Redis) -> Services:
     """Every use case, once; those that write through another get that one."""
     s = deps.settings
     writes = WriteService(deps)
@@ -235,12 +239,12 @@ def build_services(deps: Deps, runtime: Runtime) -> Services:
     forgets = ForgetService(deps)
     return Services(
         writes=writes,
-        extractions=ExtractService(deps, writes),
+        extractions=writes.extractions,
         searches=searches,
         foresight=ForesightService(searches),
         reflections=ReflectService(deps, writes),
         forgets=forgets,
-        erasures=ErasureService(deps, ErasureStore(runtime.pool)),
+        erasures=ErasureService(deps, ErasureStore(pool)),
         memories=MemoriesService(deps),
         conflicts=ConflictsService(deps),
         consolidations=ConsolidateService(deps, writes),
@@ -249,14 +253,14 @@ def build_services(deps: Deps, runtime: Runtime) -> Services:
         operations=OperationsService(deps),
         contexts=ContextService(deps, quiet_seconds=s.context_quiet_seconds, digests=DigestService(deps)),
         admin=AdminService(deps.tenancy),
-        lifecycle=LifecycleService(deps, LifecycleStore(runtime.pool), forgets),
+        lifecycle=LifecycleService(deps, LifecycleStore(pool), forgets),
         auth=Authenticator(deps.tenancy),
-        idempotency=Idempotency(deps.idempotency or IdempotencyStore(runtime.redis_client, s.idempotency_ttl_seconds)),
-        rate_limits=RateLimits(RateLimiter(runtime.redis_client, per_second=s.rate_limit_per_second,
+        idempotency=Idempotency(deps.idempotency or IdempotencyStore(redis_client, s.idempotency_ttl_seconds)),
+        rate_limits=RateLimits(RateLimiter(redis_client, per_second=s.rate_limit_per_second,
                                            burst=s.rate_limit_burst),
-                               failures=RateLimiter(runtime.redis_client, per_second=s.auth_failures_per_second,
+                               failures=RateLimiter(redis_client, per_second=s.auth_failures_per_second,
                                                     burst=s.auth_failures_burst)),
-        availability=Availability(database_ping(runtime.pool)),
+        availability=Availability(database_ping(pool)),
         reads=ReadRouting(deps.memories.reads, s.read_wait_ms),
     )
 
@@ -269,9 +273,7 @@ def start_background(deps: Deps, services: Services) -> tuple[list[JobRunner], l
     records is an idempotent DELETE), so any number of servers and workers do each piece once.
     """
     s = deps.settings
-    runners = [JobRunner(deps, services.reflections, services.extractions, services.consolidations, services.erasures,
-                         services.lifecycle)
-               for _ in range(s.workers)]
+    runners = [JobRunner(deps, services) for _ in range(s.workers)]
     tasks = [asyncio.create_task(r.run_forever()) for r in runners]
     if runners:
         tasks.append(asyncio.create_task(
@@ -324,7 +326,7 @@ async def work(settings: Settings) -> None:
                     metrics_listen=settings.metrics_listen)
     runtime = Runtime(settings, settings.database_url or "", settings.redis_url or "")
     deps = await runtime.open()
-    runners, tasks = start_background(deps, build_services(deps, runtime))
+    runners, tasks = start_background(deps, build_services(deps, runtime.pool, runtime.redis_client))
     _freeze_startup_objects()
     stop = _stop_signal()
     print(f"memplane worker running {len(runners)} job runners", flush=True)
@@ -346,7 +348,7 @@ async def serve(settings: Settings, database_url: str, redis_url: str, *, ready:
                     metrics_listen=settings.metrics_listen)
     runtime = Runtime(settings, database_url, redis_url)
     deps = await runtime.open()
-    services = build_services(deps, runtime)
+    services = build_services(deps, runtime.pool, runtime.redis_client)
     bootstrap = await services.admin.bootstrap(settings.bootstrap_tenant) if settings.bootstrap_tenant else None
     drain = Drain()
     server, health_servicer = build_server(services, drain)

@@ -85,7 +85,7 @@ class Settings(BaseSettings):
         description="a tenant with at least this many memories (and 1% of the table) has its vector channels walk the HNSW graph; smaller ones sort their rows exactly",
     )
     keyword_common_share: float = Field(
-        0.05, ge=0.01, le=1,  # 0.01: the rarest share the statistics keep (stores/postgres/keyword_stats.py)
+        0.05, ge=0.01, le=1,  # 0.01: the rarest share the statistics keep (stores/postgres/search/keyword_stats.py)
         description="a query term in more than this share of the tenant's rows does not make a row match the keyword channels",
     )
     keyword_stats_seconds: float = Field(
@@ -121,7 +121,7 @@ class Settings(BaseSettings):
     )
     search_dialogue_emotion: str = Field(
         "off", pattern="^(off|focus|both)$",
-        description="a transcript query names the feelings the user's words express (core/emotion.py) in its focus search, or in both searches",
+        description="a transcript query names the feelings the user's words express (core/write/emotion.py) in its focus search, or in both searches",
     )
     graph_weight: float = Field(
         # Off by default: on the dev slices it lowered recall (bench/README.md, issue 15).

@@ -187,7 +187,7 @@ def panel(panel_server, tmp_path_factory):
             if process.poll() is not None or time.monotonic() > deadline:
                 process.kill()
                 process.wait()
-                raise RuntimeError("memplane panel did not start:\n" + log.read_text())
+                raise RuntimeError("memplane panel did not start:\n" + log.read_text()) from None
             time.sleep(0.1)
     yield f"http://127.0.0.1:{port}"
     process.terminate()

@@ -11,13 +11,14 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
 from memplane import AdminClient, AsyncMemoryClient, MemoryClient
 from memplane.errors import NotFoundError, PermissionDeniedError, UnauthenticatedError
 
 
 def test_domain_memory_is_shared_with_members_only(server, platform_key, new_tenant):
     domain = f"payments-{uuid.uuid4().hex[:6]}"
-    (a, key_a), (b, key_b), (c, key_c) = new_tenant(), new_tenant(), new_tenant()
+    (a, key_a), (b, key_b), (_, key_c) = new_tenant(), new_tenant(), new_tenant()
     with AdminClient(server.target, platform_key) as admin:
         admin.create_domain(domain, description="shared payments knowledge")
         admin.grant_domain(domain, a, "read_write")
@@ -56,7 +57,7 @@ def test_reader_key_cannot_write_and_revoked_key_is_refused(server, new_tenant):
 
 
 def test_tenant_admin_cannot_see_other_tenants(server, new_tenant):
-    (a, key_a), (b, _) = new_tenant(), new_tenant()
+    (_, key_a), (b, _) = new_tenant(), new_tenant()
     with AdminClient(server.target, key_a) as admin:
         with pytest.raises(PermissionDeniedError):
             admin.get_tenant(b)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import asyncpg
 import pytest
-from memplane import AdminClient, MemoryClient
 
+from memplane import AdminClient, MemoryClient
 from tests.conftest import make_shared_tmpdir
 from tests.e2e.conftest import ServerProcess, fresh_database
 

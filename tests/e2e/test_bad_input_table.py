@@ -10,6 +10,7 @@ import grpc
 import pytest
 from google.protobuf import duration_pb2, field_mask_pb2, struct_pb2, timestamp_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
 from memplane.errors import from_rpc_error
 from memplane.v1 import admin_service_pb2 as a
 from memplane.v1 import admin_service_pb2_grpc as a_grpc

@@ -11,9 +11,9 @@ import time
 import uuid
 
 import pytest
+
 from memplane import MemoryClient
 from memplane.errors import MemplaneError
-
 from memplane_server.embedded._process import processes_in
 from tests.conftest import make_shared_tmpdir
 from tests.e2e.conftest import ServerProcess, restartable_port

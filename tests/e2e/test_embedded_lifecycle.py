@@ -10,8 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from memplane import MemoryClient
 
+from memplane import MemoryClient
 from memplane_server.embedded._process import processes_in, read_pid_file, running_in
 from tests.conftest import make_shared_tmpdir
 from tests.e2e.conftest import ServerProcess

@@ -13,9 +13,9 @@ import uuid
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
 from memplane import MemoryClient, RetryPolicy
 from memplane.errors import MemplaneError, UnavailableError
-
 from memplane_server.embedded import EmbeddedError, EmbeddedPostgres, EmbeddedRedis
 from memplane_server.embedded._process import read_pid_file
 from tests.conftest import make_shared_tmpdir

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from memplane.v1 import admin_service_pb2, memory_service_pb2, operations_service_pb2
 
+from memplane.v1 import admin_service_pb2, memory_service_pb2, operations_service_pb2
 from tests.conftest import make_shared_tmpdir
 from tests.e2e.conftest import ServerProcess, fresh_database
 from tests.support.fuzz import RequestGenerator, field_slots

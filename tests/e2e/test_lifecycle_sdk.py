@@ -11,6 +11,7 @@ import sys
 from dataclasses import replace
 
 import pytest
+
 from memplane import AdminClient, AsyncAdminClient, LifecycleKindRule, MemoryClient
 from memplane.errors import InvalidArgumentError, PermissionDeniedError
 

@@ -7,10 +7,10 @@ import time
 
 import grpc
 import pytest
+
 from memplane import AdminClient, MemoryClient, RetryPolicy
 from memplane.errors import ResourceExhaustedError, from_rpc_error
 from memplane.v1 import memory_service_pb2, memory_service_pb2_grpc
-
 from tests.conftest import make_shared_tmpdir
 from tests.e2e.conftest import ServerProcess, fresh_database
 

@@ -59,7 +59,7 @@ def mcp_http(server, tmp_path_factory):
             if process.poll() is not None or time.monotonic() > deadline:
                 process.kill()
                 process.wait()
-                raise RuntimeError("memplane mcp --http did not start:\n" + log.read_text())
+                raise RuntimeError("memplane mcp --http did not start:\n" + log.read_text()) from None
             time.sleep(0.1)
     yield f"http://127.0.0.1:{port}/mcp"
     process.terminate()

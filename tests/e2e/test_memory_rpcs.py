@@ -5,6 +5,7 @@ import time
 
 import grpc
 import pytest
+
 from memplane import MemoryClient, MemoryInput, MemoryStatus
 from memplane.errors import FailedPreconditionError, InvalidArgumentError, NotFoundError, UnauthenticatedError
 from memplane.v1 import memory_pb2, memory_service_pb2, memory_service_pb2_grpc

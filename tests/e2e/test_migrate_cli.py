@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import memplane_server
-
 from tests.e2e.conftest import fresh_database
 
 

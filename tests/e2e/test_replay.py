@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 import grpc
+
 from memplane.v1 import memory_pb2 as m
 from memplane.v1 import memory_service_pb2 as s
 from memplane.v1 import memory_service_pb2_grpc as s_grpc

@@ -13,16 +13,16 @@ import uuid
 
 import asyncpg
 import pytest
+
 from memplane import AdminClient, MemoryClient, RetryPolicy
 from memplane.enums import OperationState
 from memplane.errors import MemplaneError, ResourceExhaustedError, UnauthenticatedError
-
 from tests.conftest import make_shared_tmpdir
-from tests.e2e.conftest import ServerProcess, fresh_database, free_port
+from tests.e2e.conftest import ServerProcess, free_port, fresh_database
 
 pytestmark = pytest.mark.slow
 RATE, BURST = 10, 10
-AUTH_CACHE_SECONDS = 2.0  # services/auth.py CACHE_SECONDS, the bound the README documents
+AUTH_CACHE_SECONDS = 2.0  # services/access/auth.py CACHE_SECONDS, the bound the README documents
 LOAD_SECONDS = 14
 KILL_AFTER = 5
 TURNS = 4

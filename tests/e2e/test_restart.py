@@ -5,8 +5,8 @@ import shutil
 import signal
 
 import pytest
-from memplane import MemoryClient
 
+from memplane import MemoryClient
 from tests.conftest import make_shared_tmpdir
 from tests.e2e.conftest import ServerProcess
 

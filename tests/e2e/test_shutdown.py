@@ -15,9 +15,9 @@ import uuid
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
 from memplane import MemoryClient, RetryPolicy
 from memplane.errors import MemplaneError, UnavailableError
-
 from memplane_server.embedded._process import processes_in
 from tests.conftest import make_shared_tmpdir
 from tests.e2e.conftest import ServerProcess, fresh_database, restartable_port

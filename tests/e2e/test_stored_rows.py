@@ -9,6 +9,7 @@ import asyncpg
 import grpc
 import pytest
 from google.protobuf import field_mask_pb2, timestamp_pb2
+
 from memplane import AdminClient
 from memplane.v1 import memory_pb2 as m
 from memplane.v1 import memory_service_pb2 as s

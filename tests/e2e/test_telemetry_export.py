@@ -9,9 +9,9 @@ from concurrent import futures
 
 import grpc
 import pytest
-from memplane import MemoryClient
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
+from memplane import MemoryClient, UnauthenticatedError
 from tests.conftest import make_shared_tmpdir
 from tests.e2e.conftest import ServerProcess, free_port, fresh_database
 
@@ -53,7 +53,7 @@ def observed_server(services_urls, collector):
         "MEMPLANE_METRICS_LISTEN": metrics,
     }).start()
     # One RPC refused for want of a key (traced and timed all the same), then a tenant's traffic.
-    with MemoryClient(proc.target, "mpk_x_y") as client, pytest.raises(Exception):
+    with MemoryClient(proc.target, "mpk_x_y") as client, pytest.raises(UnauthenticatedError):
         client.search("anything")
     with MemoryClient(proc.target, proc.key("tenant admin")) as client:
         client.write([{"content": "The user lives in Shanghai", "kind": "fact"}])

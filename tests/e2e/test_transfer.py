@@ -11,9 +11,9 @@ from pathlib import Path
 
 import asyncpg
 import pytest
+
 from memplane import AdminClient, MemoryClient
 from memplane.errors import NotFoundError
-
 from tests.conftest import make_shared_tmpdir
 from tests.e2e.test_backup import memplane
 

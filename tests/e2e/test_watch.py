@@ -11,10 +11,10 @@ import uuid
 
 import grpc
 import pytest
+
 from memplane import AdminClient, ChangeKind, MemoryClient, RetryPolicy
 from memplane.v1 import memory_service_pb2 as svc_pb
 from memplane.v1 import memory_service_pb2_grpc as svc_grpc
-
 from tests.conftest import make_shared_tmpdir
 from tests.e2e.conftest import ServerProcess, fresh_database
 from tests.support.watching import Collector, started

@@ -7,7 +7,6 @@ import uuid
 
 from memplane import AdminClient, MemoryClient
 from memplane.errors import PermissionDeniedError, UnauthenticatedError
-
 from tests.support.watching import Collector, started
 
 

@@ -13,9 +13,9 @@ import uuid
 
 import asyncpg
 import pytest
+
 from memplane import MemoryClient
 from memplane.enums import OperationState
-
 from tests.conftest import make_shared_tmpdir
 from tests.e2e.conftest import ServerProcess, fresh_database
 

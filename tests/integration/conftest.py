@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 import pytest_asyncio
 
-from memplane_server.core.caller import Caller, Role
+from memplane_server.core.access.caller import Caller, Role
 from memplane_server.runtime import Runtime
 from memplane_server.services.admin import AdminService
 from memplane_server.services.deps import Deps

@@ -7,13 +7,13 @@ from dataclasses import replace
 
 import pytest
 
-from memplane_server.core.caller import Caller
+from memplane_server.core.access.caller import Caller
 from memplane_server.core.errors import MemplaneError
 from memplane_server.core.model import Kind, MemoryDraft, Scope, Status
 from memplane_server.services.conflicts import ConflictsService
 from memplane_server.services.memories import MemoriesService
-from memplane_server.services.search import SearchQuery, SearchService
-from memplane_server.services.write import WriteService
+from memplane_server.services.search.service import SearchQuery, SearchService
+from memplane_server.services.write.service import WriteService
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -11,11 +11,11 @@ import pytest
 from memplane_server.core.errors import MemplaneError
 from memplane_server.core.model import Kind, MemoryDraft, Status
 from memplane_server.llm.chat import ChatModel
-from memplane_server.services.consolidate import ConsolidateService
-from memplane_server.services.forget import ForgetService
+from memplane_server.services.forget.service import ForgetService
 from memplane_server.services.memories import MemoriesService
-from memplane_server.services.search import SearchQuery, SearchService
-from memplane_server.services.write import WriteService
+from memplane_server.services.reflection.consolidate import ConsolidateService
+from memplane_server.services.search.service import SearchQuery, SearchService
+from memplane_server.services.write.service import WriteService
 from tests.support.fake_llm import Reply
 from tests.support.jobs import run_jobs_until
 from tests.support.services import job_runner

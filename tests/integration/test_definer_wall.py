@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from memplane_server.core.model import Kind, MemoryDraft, Scope
-from memplane_server.services.write import WriteService
+from memplane_server.services.write.service import WriteService
 from memplane_server.stores.postgres.session import APP_ROLE, caller_session
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

@@ -13,11 +13,11 @@ import uuid
 import pytest
 
 from memplane import AsyncMemoryClient, MemoryInput
-from memplane_server.core.caller import Caller, Role, caller_from_json
-from memplane_server.core.erasure import subject_of
+from memplane_server.core.access.caller import Caller, Role, caller_from_json
+from memplane_server.core.forget.erasure import subject_of
 from memplane_server.core.model import Kind, MemoryDraft
-from memplane_server.services.forget import ForgetService
-from memplane_server.services.write import WriteService
+from memplane_server.services.forget.service import ForgetService
+from memplane_server.services.write.service import WriteService
 from tests.support.inproc import serving
 from tests.support.jobs import run_jobs_until
 from tests.support.scan import Hit, describe, rows_by_table, scan

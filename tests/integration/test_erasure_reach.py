@@ -8,10 +8,10 @@ import uuid
 
 import pytest
 
-from memplane_server.core.caller import Role, caller_to_json
+from memplane_server.core.access.caller import Role, caller_to_json
+from memplane_server.core.access.requests import request_key
 from memplane_server.core.model import Kind, MemoryDraft, Scope
-from memplane_server.core.requests import request_key
-from memplane_server.services.write import WriteService
+from memplane_server.services.write.service import WriteService
 from tests.support.services import erasure_service
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

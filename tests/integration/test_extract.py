@@ -12,13 +12,12 @@ import pytest
 
 from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter, Status
 from memplane_server.llm.chat import ChatModel
-from memplane_server.services.extract import ExtractService
 from memplane_server.services.memories import MemoriesService
-from memplane_server.services.search import SearchQuery, SearchService
-from memplane_server.services.write import WriteService
-from tests.support.services import job_runner
+from memplane_server.services.search.service import SearchQuery, SearchService
+from memplane_server.services.write.service import WriteService
 from tests.support.fake_llm import Reply
 from tests.support.jobs import run_jobs_until
+from tests.support.services import job_runner
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -47,7 +46,7 @@ def answer(op: str, value: str, old: str = "") -> Reply:
 
 
 async def write_turn(deps, caller, text: str, mode: str = "sync", time_zone: str | None = None):
-    return await ExtractService(deps, WriteService(deps)).write_with_infer(caller, [turn(text)], mode, time_zone)
+    return await WriteService(deps).accept(caller, [turn(text)], mode, time_zone)
 
 
 async def test_the_address_scenario(llm_deps, fake_llm, make_tenant):

@@ -8,8 +8,8 @@ import pytest
 
 from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter, Status
 from memplane_server.services.memories import MemoriesService
-from memplane_server.services.search import SearchQuery, SearchService
-from memplane_server.services.write import WriteService
+from memplane_server.services.search.service import SearchQuery, SearchService
+from memplane_server.services.write.service import WriteService
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -6,9 +6,9 @@ import pytest
 
 from memplane_server.core.errors import MemplaneError
 from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter
-from memplane_server.services.foresight import ForesightService
-from memplane_server.services.search import SearchService
-from memplane_server.services.write import WriteService
+from memplane_server.services.reflection.foresight import ForesightService
+from memplane_server.services.search.service import SearchService
+from memplane_server.services.write.service import WriteService
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -14,12 +14,12 @@ import pytest
 
 from memplane import AsyncMemoryClient, MemoryInput
 from memplane.errors import InvalidArgumentError
-from memplane_server.core.caller import caller_from_json
+from memplane_server.core.access.caller import caller_from_json
 from memplane_server.core.model import Kind, MemoryFilter, Status
 from memplane_server.llm.chat import ChatModel
-from memplane_server.services.context import ContextService
-from memplane_server.services.forget import ForgetService
+from memplane_server.services.forget.service import ForgetService
 from memplane_server.services.memories import MemoriesService
+from memplane_server.services.write.context import ContextService
 from tests.support.fake_llm import Reply
 from tests.support.inproc import serving
 from tests.support.jobs import run_jobs_until
@@ -138,14 +138,13 @@ async def test_hard_forgetting_a_turn_removes_the_fact_extracted_from_it_and_its
 
 
 async def test_soft_forgetting_a_turn_soft_forgets_the_fact_extracted_from_it(llm_deps, fake_llm, make_tenant):
-    from memplane_server.services.extract import ExtractService
-    from memplane_server.services.write import WriteService
     from memplane_server.core.model import MemoryDraft
+    from memplane_server.services.write.service import WriteService
 
     world = await make_tenant()
     place = marker("Lemuria")
     fake_llm.script(address_reply(place))
-    records, [fact], _ = await ExtractService(llm_deps, WriteService(llm_deps)).write_with_infer(
+    records, [fact], _ = await WriteService(llm_deps).accept(
         world.writer, [MemoryDraft(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.TURN,
                                    content=f"I moved to {place}", session_id="s")], "sync")
     await ForgetService(llm_deps).forget(world.writer, ids=[str(records[0].id)], f=None, hard=False, dry_run=False,
@@ -161,7 +160,7 @@ async def test_soft_forgetting_a_turn_soft_forgets_the_fact_extracted_from_it(ll
 async def test_a_derived_memory_whose_source_was_forgotten_meanwhile_is_refused(deps, make_tenant):
     from memplane_server.core.errors import MemplaneError
     from memplane_server.core.model import MemoryDraft
-    from memplane_server.services.write import WriteService
+    from memplane_server.services.write.service import WriteService
 
     world = await make_tenant()
     [turn] = await WriteService(deps).write(world.writer, [MemoryDraft(
@@ -179,7 +178,7 @@ async def test_a_derived_memory_whose_source_was_forgotten_meanwhile_is_refused(
 async def test_a_filter_that_selects_everything_needs_the_everything_flag(deps, make_tenant, conditions):
     from memplane_server.core.errors import Code, MemplaneError
     from memplane_server.core.model import MemoryDraft
-    from memplane_server.services.write import WriteService
+    from memplane_server.services.write.service import WriteService
 
     world = await make_tenant()
     await WriteService(deps).write(world.writer, [MemoryDraft(
@@ -209,9 +208,9 @@ async def test_what_a_session_reflection_distilled_goes_with_a_hard_forgotten_tu
     """A lesson the model drew from a session is derived from all the session held: erasing one of its
     turns erases the lesson and the model's summary, with their history, and queues the summary's rebuild."""
     from memplane_server.core.model import MemoryDraft
-    from memplane_server.core.reflection import ReflectInput
-    from memplane_server.services.reflect import ReflectService
-    from memplane_server.services.write import WriteService
+    from memplane_server.core.reflection.reflection import ReflectInput
+    from memplane_server.services.reflection.reflect import ReflectService
+    from memplane_server.services.write.service import WriteService
 
     world = await make_tenant()
     secret = marker("Avalon")
@@ -241,7 +240,7 @@ async def test_a_hard_forget_drops_the_tenants_term_counts_which_held_its_words(
     """In a small tenant every word is a common term (keyword_stats, migration 0013): the counts
     go with a hard delete and are made again without the forgotten text."""
     from memplane_server.core.model import MemoryDraft
-    from memplane_server.services.write import WriteService
+    from memplane_server.services.write.service import WriteService
 
     world = await make_tenant()
     # One keyword token, the word itself: ending in a digit, the stemmer leaves it whole (a
@@ -267,8 +266,8 @@ async def test_a_forget_by_filter_in_batches_counts_logs_and_audits_as_one(deps,
     """Batches of 2 over 6 memories, facts derived from turns placed in later batches than some of their
     sources: every memory is forgotten once, counted once, logged once and audited in one entry."""
     from memplane_server.core.model import MemoryDraft
-    from memplane_server.services import forget as forget_module
-    from memplane_server.services.write import WriteService
+    from memplane_server.services.forget import service as forget_module
+    from memplane_server.services.write.service import WriteService
 
     monkeypatch.setattr(forget_module, "FORGET_BATCH", 2)
     world = await make_tenant()
@@ -307,7 +306,7 @@ async def test_a_forget_by_filter_in_batches_drops_the_working_copies_of_every_b
     """Batches of one session each: the working items holding the text of the first batch's memory
     and of the last one's are gone when the call returns (each batch's copies are dropped while the
     next batch runs, the last batch's before the call returns)."""
-    from memplane_server.services import forget as forget_module
+    from memplane_server.services.forget import service as forget_module
 
     monkeypatch.setattr(forget_module, "FORGET_BATCH", 1)
     drop_copies = forget_module.drop_copies
@@ -340,7 +339,7 @@ async def test_what_was_derived_is_found_through_every_level_and_the_sources_are
     """mp_derived (0024) walks the links level by level: a summary of a lesson drawn from a turn is
     reached from the turn, and a source that is itself derived is not listed among what it reached."""
     from memplane_server.core.model import MemoryDraft
-    from memplane_server.services.write import WriteService
+    from memplane_server.services.write.service import WriteService
 
     world = await make_tenant()
     writes = WriteService(deps)

@@ -8,11 +8,11 @@ from dataclasses import replace
 import pytest
 
 from memplane_server.core.model import Kind, MemoryDraft
-from memplane_server.core.reflection import ReflectInput
-from memplane_server.services import consolidate as consolidate_module
-from memplane_server.services import reflect as reflect_module
-from memplane_server.services.consolidate import ConsolidateService
-from memplane_server.services.write import WriteService
+from memplane_server.core.reflection.reflection import ReflectInput
+from memplane_server.services.reflection import consolidate as consolidate_module
+from memplane_server.services.reflection import reflect as reflect_module
+from memplane_server.services.reflection.consolidate import ConsolidateService
+from memplane_server.services.write.service import WriteService
 from tests.support.services import reflect_service
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

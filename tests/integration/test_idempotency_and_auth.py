@@ -8,16 +8,20 @@ import uuid
 import asyncpg
 import pytest
 
-from memplane_server.core.caller import Caller, Role
-from memplane_server.core.requests import RequestKey, request_key
+from memplane_server.core.access.caller import Caller, Role
+from memplane_server.core.access.requests import RequestKey, request_key
 from memplane_server.core.errors import Code, MemplaneError
+from memplane_server.services.access.auth import Authenticator
 from memplane_server.services.admin import AdminService
-from memplane_server.services.auth import Authenticator
 from memplane_server.stores.postgres.migrations import migrate
 from memplane_server.stores.postgres.pool import create_pool
 from memplane_server.stores.postgres.session import caller_session
 from memplane_server.stores.redis.idempotency import (
-    LEASE_SECONDS, RENEW_EVERY_SECONDS, Claim, IdempotencyConflict, IdempotencyStore,
+    LEASE_SECONDS,
+    RENEW_EVERY_SECONDS,
+    Claim,
+    IdempotencyConflict,
+    IdempotencyStore,
 )
 from tests.integration.conftest import PLATFORM
 

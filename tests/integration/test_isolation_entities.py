@@ -27,14 +27,16 @@ import uuid
 from dataclasses import dataclass, replace
 
 import pytest_asyncio
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
-from memplane_server.core.caller import Caller, Role
-from memplane_server.core.entities import extract_entities
+from memplane_server.core.access.caller import Caller, Role
 from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter, MemoryRecord, Scope
+from memplane_server.core.write.entities import extract_entities
 from memplane_server.services.admin import AdminService
-from memplane_server.services.search import SearchQuery, SearchService
-from memplane_server.services.write import WriteService
+from memplane_server.services.search.service import SearchQuery, SearchService
+from memplane_server.services.write.service import WriteService
 from tests.integration.conftest import PLATFORM
 
 ENTITIES = ["Zanzibar", "Quentin Blake", "Orinoco", "Tarragona"]
@@ -68,7 +70,7 @@ async def build(deps) -> World:
         for domain, can_write in grants.items():
             await admin.grant_domain(PLATFORM, domain, tenant, can_write)
 
-        def caller(role: Role, agent: str | None) -> Caller:
+        def caller(role: Role, agent: str | None, tenant: str = tenant, grants: dict = grants) -> Caller:
             return Caller(key_id=f"{tenant}-{role.value}-{agent}", role=role, tenant_id=tenant, agent_id=agent,
                           domains=dict(grants))
 

@@ -24,17 +24,17 @@ from datetime import timedelta
 
 from hypothesis import strategies as st
 
-from memplane_server.core.caller import Caller, Role
+from memplane_server.core.access.caller import Caller, Role
 from memplane_server.core.errors import Code
-from memplane_server.core.lifecycle import KindRule, LifecyclePolicy
+from memplane_server.core.forget.lifecycle import KindRule, LifecyclePolicy
 from memplane_server.core.model import Kind, MemoryFilter, Scope
-from memplane_server.services.forget import ForgetService
+from memplane_server.services.forget.service import ForgetService
 from memplane_server.services.operations import OperationsService
 from tests.support import isolation_inputs as inputs
+from tests.support.isolation_inputs import Who
 from tests.support.isolation_machine import SEEN, action, machine, run_machine
 from tests.support.isolation_oracle import WRITING_ROLES, Op, Violation, can_change
 from tests.support.isolation_snapshots import Reach
-from tests.support.isolation_inputs import Who
 from tests.support.isolation_world import DIRECT, KEYED, USERS
 from tests.support.jobs import run_only
 from tests.support.services import erasure_service, lifecycle_service

@@ -22,19 +22,25 @@ from collections import Counter
 
 from hypothesis import strategies as st
 
-from memplane_server.core.caller import Caller, Role
+from memplane_server.core.access.caller import Caller, Role
+from memplane_server.core.access.requests import request_key
 from memplane_server.core.errors import Code
 from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter
-from memplane_server.core.reflection import ReflectInput, Task
-from memplane_server.core.requests import request_key
+from memplane_server.core.reflection.reflection import ReflectInput, Task
 from memplane_server.services.memories import MemoriesService
 from memplane_server.services.operations import OperationsService
 from memplane_server.services.working import WorkingService
-from memplane_server.services.write import WriteService
+from memplane_server.services.write.service import WriteService
 from tests.support import isolation_inputs as inputs
 from tests.support.isolation_machine import SEEN, action, machine, run_machine
 from tests.support.isolation_oracle import (
-    WRITING_ROLES, Op, OperationTarget, Target, Violation, sees_operation, statuses_of,
+    WRITING_ROLES,
+    Op,
+    OperationTarget,
+    Target,
+    Violation,
+    sees_operation,
+    statuses_of,
 )
 from tests.support.isolation_world import ENTITIES, SESSIONS
 from tests.support.services import reflect_service

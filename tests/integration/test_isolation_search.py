@@ -25,11 +25,11 @@ from dataclasses import replace
 
 from hypothesis import strategies as st
 
-from memplane_server.core.caller import Caller
+from memplane_server.core.access.caller import Caller
 from memplane_server.core.model import Layer, MemoryFilter, SearchHit
-from memplane_server.services.context import ContextService
-from memplane_server.services.digests import DigestService
-from memplane_server.services.search import SearchQuery, SearchService
+from memplane_server.services.search.service import SearchQuery, SearchService
+from memplane_server.services.write.context import ContextService
+from memplane_server.services.write.digests import DigestService
 from tests.support import isolation_inputs as inputs
 from tests.support.isolation_machine import SEEN, IsolationMachine, action, machine, run_machine
 from tests.support.isolation_oracle import Violation

@@ -28,18 +28,18 @@ import json
 
 from hypothesis import strategies as st
 
-from memplane_server.core.caller import Caller
+from memplane_server.core.access.caller import Caller
 from memplane_server.core.changes import ChangeFilter
 from memplane_server.core.errors import Code
 from memplane_server.core.model import Kind, MemoryDraft, Scope, Status
-from memplane_server.services.conflicts import ConflictsService
-from memplane_server.services.watch import WatchService
-from memplane_server.stores.postgres.transfer import export_tenant
 from memplane_server.core.transfer import ExportedRow
+from memplane_server.services.conflicts import ConflictsService
+from memplane_server.services.watch.service import WatchService
+from memplane_server.stores.postgres.bulk.transfer import export_tenant
 from tests.support import isolation_inputs as inputs
+from tests.support.isolation_inputs import Who
 from tests.support.isolation_machine import SEEN, action, machine, run_machine
 from tests.support.isolation_oracle import WRITING_ROLES, Mem, Target, Violation, can_change, can_read
-from tests.support.isolation_inputs import Who
 from tests.support.isolation_world import DIRECT, ENTITIES, KEYED, SESSIONS
 from tests.support.services import reflect_service
 

@@ -18,13 +18,13 @@ import uuid
 
 from hypothesis import strategies as st
 
-from memplane_server.core.caller import Caller, Role, caller_to_json
+from memplane_server.core.access.caller import Caller, Role, caller_to_json
 from memplane_server.core.changes import ChangeFilter
 from memplane_server.core.errors import Code, MemplaneError
 from memplane_server.core.model import Kind, MemoryDraft, Scope
 from memplane_server.services.admin import AdminService
 from memplane_server.services.operations import OperationsService
-from memplane_server.services.watch import WatchService
+from memplane_server.services.watch.service import WatchService
 from tests.integration.conftest import PLATFORM
 from tests.support.isolation_machine import SEEN, action, machine, run_machine
 from tests.support.isolation_oracle import Violation

@@ -8,12 +8,12 @@ import uuid
 
 import pytest
 
-from memplane_server.core.caller import caller_to_json
+from memplane_server.core.access.caller import caller_to_json
 from memplane_server.core.model import Kind, MemoryDraft
+from memplane_server.services.access.auth import reload_caller
 from memplane_server.services.admin import AdminService
-from memplane_server.services.auth import reload_caller
 from memplane_server.services.operations import OperationsService
-from memplane_server.services.write import WriteService
+from memplane_server.services.write.service import WriteService
 from memplane_server.worker import runner as runner_module
 from tests.integration.conftest import PLATFORM
 from tests.support.jobs import run_only

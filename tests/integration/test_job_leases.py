@@ -9,12 +9,11 @@ from dataclasses import replace
 
 import pytest
 
-from memplane_server.core.model import Kind, MemoryFilter
-from memplane_server.core.reflection import ReflectInput, Task
+from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter
+from memplane_server.core.reflection.reflection import ReflectInput, Task
 from memplane_server.llm.chat import ChatModel
-from memplane_server.services.outcomes import apply_outcome
-from memplane_server.services.write import WriteService
-from memplane_server.core.model import MemoryDraft
+from memplane_server.services.reflection.outcomes import apply_outcome
+from memplane_server.services.write.service import WriteService
 from tests.support.fake_llm import Reply
 from tests.support.services import job_runner, reflect_service
 

@@ -10,12 +10,12 @@ from datetime import datetime, timedelta, timezone
 import asyncpg
 import pytest
 
-from memplane_server.core.caller import Caller, Role
+from memplane_server.core.access.caller import Caller, Role
 from memplane_server.core.errors import Code, MemplaneError
-from memplane_server.core.lifecycle import KindRule, LifecyclePolicy
+from memplane_server.core.forget.lifecycle import KindRule, LifecyclePolicy
 from memplane_server.core.model import Kind, MemoryDraft, Scope
 from memplane_server.services.operations import OperationsService
-from memplane_server.services.write import WriteService
+from memplane_server.services.write.service import WriteService
 from memplane_server.stores.postgres.session import caller_session
 from tests.support.jobs import run_jobs_until
 from tests.support.services import job_runner, lifecycle_service

@@ -5,18 +5,17 @@ should, what remains at the end is what each rule leaves, and every dry run name
 real run then did."""
 from __future__ import annotations
 
-import asyncio
 import uuid
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from memplane_server.core.caller import Caller, Role
-from memplane_server.core.lifecycle import KindRule, LifecyclePolicy, report_to_json
+from memplane_server.core.access.caller import Caller, Role
+from memplane_server.core.forget.lifecycle import KindRule, LifecyclePolicy, report_to_json
 from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter, Scope, Status
-from memplane_server.services.search import SearchQuery, SearchService
-from memplane_server.services.write import WriteService
+from memplane_server.services.search.service import SearchQuery, SearchService
+from memplane_server.services.write.service import WriteService
 from tests.support.services import lifecycle_service
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from memplane_server.core.caller import Role, caller_to_json
+from memplane_server.core.access.caller import Role, caller_to_json
 from memplane_server.core.errors import Code, MemplaneError
 from memplane_server.services.operations import OperationsService
 

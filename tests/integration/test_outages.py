@@ -11,8 +11,8 @@ import redis.asyncio as redis
 
 from memplane_server.core.errors import Code, MemplaneError
 from memplane_server.embedded._process import free_loopback_port
-from memplane_server.services.availability import Availability
-from memplane_server.services.rate_limits import RateLimits
+from memplane_server.services.access.availability import Availability
+from memplane_server.services.access.rate_limits import RateLimits
 from memplane_server.stores.redis.rate_limit import RateLimiter
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

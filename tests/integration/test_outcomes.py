@@ -7,10 +7,10 @@ import pytest
 
 from memplane_server.core.errors import MemplaneError
 from memplane_server.core.model import Kind, MemoryDraft, Status
-from memplane_server.core.reflection import ReflectInput, Task
+from memplane_server.core.reflection.reflection import ReflectInput, Task
 from memplane_server.services.memories import MemoriesService
-from memplane_server.services.search import SearchQuery, SearchService
-from memplane_server.services.write import WriteService
+from memplane_server.services.search.service import SearchQuery, SearchService
+from memplane_server.services.write.service import WriteService
 from tests.support.services import reflect_service
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

@@ -8,7 +8,7 @@ import asyncpg
 import pytest
 import pytest_asyncio
 
-from memplane_server.core.caller import Caller, Role
+from memplane_server.core.access.caller import Caller, Role
 from memplane_server.stores.postgres.pool import create_pool
 from memplane_server.stores.postgres.session import caller_session
 from tests.conftest import make_shared_tmpdir

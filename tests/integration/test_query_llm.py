@@ -6,7 +6,6 @@ import json
 import pytest
 
 from memplane_server.core.errors import MemplaneError
-
 from memplane_server.llm.chat import ChatModel
 from memplane_server.llm.litellm_import import load_litellm
 from memplane_server.llm.query_rewrite import QueryRewriter

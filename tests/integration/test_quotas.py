@@ -9,8 +9,8 @@ import pytest
 from memplane_server.core.errors import Code, MemplaneError
 from memplane_server.core.model import Kind, MemoryDraft
 from memplane_server.services.admin import AdminService
-from memplane_server.services.forget import ForgetService
-from memplane_server.services.write import WriteService
+from memplane_server.services.forget.service import ForgetService
+from memplane_server.services.write.service import WriteService
 from memplane_server.stores.redis.rate_limit import RateLimiter
 from tests.integration.conftest import PLATFORM
 

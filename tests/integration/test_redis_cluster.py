@@ -18,8 +18,8 @@ from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 
+from memplane_server.core.access.requests import RequestKey
 from memplane_server.core.model import Kind
-from memplane_server.core.requests import RequestKey
 from memplane_server.core.working import WorkingItem
 from memplane_server.stores.outage import REDIS, outage_of
 from memplane_server.stores.redis.client import connect

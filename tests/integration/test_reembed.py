@@ -12,11 +12,11 @@ import pytest
 from memplane_server.core.errors import MemplaneError
 from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter
 from memplane_server.llm.embedders import LitellmEmbedder
-from memplane_server.services.context import ContextService
-from memplane_server.services.reembed import reembed
-from memplane_server.services.search import SearchQuery, SearchService
-from memplane_server.services.write import WriteService
-from memplane_server.stores.postgres.embeddings import EmbeddingStore
+from memplane_server.services.search.service import SearchQuery, SearchService
+from memplane_server.services.write.context import ContextService
+from memplane_server.services.write.reembed import reembed
+from memplane_server.services.write.service import WriteService
+from memplane_server.stores.postgres.bulk.embeddings import EmbeddingStore
 from tests.support.fake_llm import FakeLLM
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

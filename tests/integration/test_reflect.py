@@ -7,16 +7,17 @@ from dataclasses import replace
 
 import pytest
 
+from memplane_server.core.errors import MemplaneError
 from memplane_server.core.model import Kind, MemoryDraft, Status
 from memplane_server.core.operations import Operation
+from memplane_server.core.reflection.reflection import ReflectInput, Task, TaskStep
 from memplane_server.llm.chat import ChatModel
 from memplane_server.services.memories import MemoriesService
-from memplane_server.core.reflection import ReflectInput, Task, TaskStep
 from memplane_server.services.operations import OperationsService
-from memplane_server.services.write import WriteService
-from tests.support.services import reflect_service, job_runner
+from memplane_server.services.write.service import WriteService
 from tests.support.fake_llm import Reply
 from tests.support.jobs import run_jobs_until
+from tests.support.services import job_runner, reflect_service
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -106,5 +107,5 @@ async def test_cancelled_operation_is_not_run(deps, make_tenant):
     cancelled = await OperationsService(deps).cancel(world.writer, str(op.id))
     assert cancelled.state == "cancelled"
     other = await make_tenant()
-    with pytest.raises(Exception):
+    with pytest.raises(MemplaneError):
         await OperationsService(deps).get(other.writer, str(op.id))

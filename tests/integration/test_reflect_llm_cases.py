@@ -11,9 +11,9 @@ import pytest
 
 from memplane_server.core.errors import Code, MemplaneError
 from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter, Scope
-from memplane_server.core.reflection import ReflectInput, Task, TaskStep
+from memplane_server.core.reflection.reflection import ReflectInput, Task, TaskStep
 from memplane_server.llm.chat import ChatModel
-from memplane_server.services.write import WriteService
+from memplane_server.services.write.service import WriteService
 from tests.support.fake_llm import Reply
 from tests.support.jobs import run_jobs_until
 from tests.support.services import job_runner, reflect_service

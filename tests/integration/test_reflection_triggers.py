@@ -9,10 +9,9 @@ from dataclasses import replace
 import pytest
 
 from memplane_server.core.model import Kind, MemoryDraft, Scope
-from memplane_server.core.reflection import ReflectInput, Task
-from memplane_server.services.extract import ExtractService
-from memplane_server.services.search import SearchQuery, SearchService
-from memplane_server.services.write import WriteService
+from memplane_server.core.reflection.reflection import ReflectInput, Task
+from memplane_server.services.search.service import SearchQuery, SearchService
+from memplane_server.services.write.service import WriteService
 from tests.support.services import reflect_service
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -51,11 +50,11 @@ async def test_a_failure_like_an_earlier_task_is_still_reflected_on(deps, make_t
 async def test_a_session_is_reflected_on_every_n_turns(deps, make_tenant):
     world = await make_tenant()
     every3 = replace(deps, settings=deps.settings.model_copy(update={"reflect_every_turns": 3}))
-    writes = ExtractService(every3, WriteService(every3))
+    writes = WriteService(every3)
     turn = MemoryDraft(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.TURN, content="hi",
                        session_id="chat-9")
     for n in range(7):
-        await writes.write_with_infer(world.writer, [replace(turn, content=f"turn {n}")], None)
+        await writes.accept(world.writer, [replace(turn, content=f"turn {n}")], None)
     sessions = [d for d in await decided(every3, world.writer, "session")]
     assert sessions == [("session", "chat-9", "ran", "3 turns since the last reflection of the session")] * 2
     jobs = await every3.jobs.pool.fetch(
@@ -66,11 +65,11 @@ async def test_a_session_is_reflected_on_every_n_turns(deps, make_tenant):
 async def test_a_changed_key_fact_of_a_session_triggers_its_reflection(deps, make_tenant):
     world = await make_tenant()
     on_change = replace(deps, settings=deps.settings.model_copy(update={"reflect_on_entity_change": True}))
-    writes = ExtractService(on_change, WriteService(on_change))
+    writes = WriteService(on_change)
     fact = MemoryDraft(scope=Scope.GLOBAL, domain=None, agent_id=None, layer=None, kind=Kind.FACT,
                        content="Lives in Shanghai", entity="user", attribute="city", value="Shanghai", session_id="chat-1")
-    await writes.write_with_infer(world.writer, [fact], None)
-    await writes.write_with_infer(world.writer, [replace(fact, value="Shenzhen", content="Lives in Shenzhen")], None)
+    await writes.accept(world.writer, [fact], None)
+    await writes.accept(world.writer, [replace(fact, value="Shenzhen", content="Lives in Shenzhen")], None)
     assert await decided(on_change, world.writer, "session") == [("session", "chat-1", "ran", "user.city changed")]
 
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 import uuid
 from contextlib import asynccontextmanager
 
+import asyncpg
 import pytest
 
-import asyncpg
-
 from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter, Scope, Status
-from memplane_server.services.write import WriteService
+from memplane_server.services.write.service import WriteService
 from memplane_server.stores.postgres import memories as memories_module
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

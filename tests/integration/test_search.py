@@ -9,10 +9,10 @@ import pytest
 
 from memplane_server.core.errors import MemplaneError
 from memplane_server.core.model import Kind, Layer, MemoryDraft, MemoryFilter, Scope
-from memplane_server.services.forget import ForgetService
-from memplane_server.services.search import SearchQuery, SearchService
-from memplane_server.services.stages import recording
-from memplane_server.services.write import WriteService
+from memplane_server.services.forget.service import ForgetService
+from memplane_server.services.search.service import SearchQuery, SearchService
+from memplane_server.services.search.stages import recording
+from memplane_server.services.write.service import WriteService
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -233,7 +233,8 @@ async def test_with_a_core_to_spare_the_vector_session_opens_while_the_query_is_
         service._spare_core = spare
         opened = []
         original = deps.memories.vector_session_ahead
-        deps.memories.vector_session_ahead = lambda *a, **k: opened.append(1) or original(*a, **k)
+        deps.memories.vector_session_ahead = (
+            lambda *a, opened=opened, original=original, **k: opened.append(1) or original(*a, **k))
         try:
             answers[spare] = ([(h.memory.id, h.score) for h in await service.search(world.agent1, query)], len(opened))
         finally:

@@ -6,8 +6,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from memplane_server.core.model import Kind, MemoryDraft, Status
-from memplane_server.services.search import SearchQuery, SearchService
-from memplane_server.services.write import WriteService
+from memplane_server.services.search.service import SearchQuery, SearchService
+from memplane_server.services.write.service import WriteService
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -1,4 +1,4 @@
-"""Pseudo-relevance feedback (services/feedback.py) learns only from memories the caller may read."""
+"""Pseudo-relevance feedback (services/search/feedback.py) learns only from memories the caller may read."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -6,8 +6,8 @@ from dataclasses import replace
 import pytest
 
 from memplane_server.core.model import Kind, MemoryDraft, Scope
-from memplane_server.services.search import SearchQuery, SearchService
-from memplane_server.services.write import WriteService
+from memplane_server.services.search.service import SearchQuery, SearchService
+from memplane_server.services.write.service import WriteService
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -9,8 +9,8 @@ import pytest
 
 from memplane_server.core.model import Kind, MemoryDraft
 from memplane_server.llm.chat import ChatModel
-from memplane_server.services.search import SearchQuery, SearchService
-from memplane_server.services.write import WriteService
+from memplane_server.services.search.service import SearchQuery, SearchService
+from memplane_server.services.write.service import WriteService
 from tests.support.fake_llm import Reply
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

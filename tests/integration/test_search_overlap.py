@@ -9,15 +9,15 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from memplane_server.core.intent import detect_intent
 from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter
-from memplane_server.core.time_expressions import parse_time_range
-from memplane_server.core.tokens import keyword_tokens, lookup_names
-from memplane_server.services.search import SearchQuery, SearchService
-from memplane_server.services.search_channels import PREFERENCES, QueryParts, plan_channels
-from memplane_server.services.write import WriteService
-from memplane_server.stores.postgres import lexical, nearest
+from memplane_server.core.retrieval.intent import detect_intent
+from memplane_server.core.retrieval.time_expressions import parse_time_range
+from memplane_server.core.retrieval.tokens import keyword_tokens, lookup_names
+from memplane_server.services.search.channels import PREFERENCES, QueryParts, plan_channels
+from memplane_server.services.search.service import SearchQuery, SearchService
+from memplane_server.services.write.service import WriteService
 from memplane_server.stores.postgres.memories import MemoryStore
+from memplane_server.stores.postgres.search import lexical, nearest
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -84,7 +84,7 @@ async def search_observed(deps, make_tenant, monkeypatch, *, cpu_threads: int, h
     real_rows = lexical.search_rows
 
     async def observed_rows(conn, sql, *params):
-        # The statement leaves for PostgreSQL here (stores/postgres/plans.py).
+        # The statement leaves for PostgreSQL here (stores/postgres/search/plans.py).
         name = "keyword" if "mp_keyword_matches" in sql else "exact" if "entity_key = ANY" in sql else "other"
         events.append(name)
         if LEXICAL <= set(events):

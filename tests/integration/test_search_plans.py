@@ -7,26 +7,24 @@ from __future__ import annotations
 
 import asyncio
 import re
+import uuid
 from dataclasses import replace
 from datetime import datetime, timezone
-
-import uuid
 
 import numpy as np
 import pytest
 import pytest_asyncio
 
-from memplane_server.core.caller import Caller, Role
-
-from memplane_server.core.intent import detect_intent
+from memplane_server.core.access.caller import Caller, Role
 from memplane_server.core.model import MemoryFilter
-from memplane_server.core.time_expressions import parse_time_range
-from memplane_server.core.tokens import keyword_tokens, lookup_names
+from memplane_server.core.retrieval.intent import detect_intent
+from memplane_server.core.retrieval.time_expressions import parse_time_range
+from memplane_server.core.retrieval.tokens import keyword_tokens, lookup_names
 from memplane_server.services.admin import AdminService
-from memplane_server.services.search_channels import QueryParts, lexical_channels, plan_channels
+from memplane_server.services.search.channels import QueryParts, lexical_channels, plan_channels
 from memplane_server.stores.postgres.memories import MemoryStore
-from memplane_server.stores.postgres.plans import explaining, parse_tsvector
 from memplane_server.stores.postgres.pool import create_pool
+from memplane_server.stores.postgres.search.plans import explaining, parse_tsvector
 from tests.integration.conftest import PLATFORM
 from tests.support.bulk_rows import insert_rows
 

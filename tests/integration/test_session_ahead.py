@@ -8,7 +8,7 @@ import asyncio
 import asyncpg
 import pytest
 
-from memplane_server.core.caller import Caller, Role
+from memplane_server.core.access.caller import Caller, Role
 from memplane_server.stores.postgres.pool import create_pool
 from memplane_server.stores.postgres.session import CUSTOM_PLANS, SessionAhead, caller_session
 

@@ -10,17 +10,17 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from memplane_server.core.caller import Caller, Role
-from memplane_server.core.digests import build_digests
+from memplane_server.core.access.caller import Caller, Role
 from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter, Scope
+from memplane_server.core.write.digests import build_digests
 from memplane_server.llm.chat import ChatModel
-from memplane_server.services.context import ContextService
-from memplane_server.services.digests import DigestService
-from memplane_server.services.erasure import ErasureService
-from memplane_server.services.forget import ForgetService
-from memplane_server.services.search import SearchQuery, SearchService
-from memplane_server.services.write import WriteService
-from memplane_server.stores.postgres.erasure import ErasureStore
+from memplane_server.services.forget.erasure import ErasureService
+from memplane_server.services.forget.service import ForgetService
+from memplane_server.services.search.service import SearchQuery, SearchService
+from memplane_server.services.write.context import ContextService
+from memplane_server.services.write.digests import DigestService
+from memplane_server.services.write.service import WriteService
+from memplane_server.stores.postgres.forget.erasure import ErasureStore
 from memplane_server.stores.postgres.session import caller_session
 from tests.support.fake_llm import Reply
 from tests.support.scan import describe, scan

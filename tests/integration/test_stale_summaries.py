@@ -7,11 +7,11 @@ import uuid
 import pytest
 
 from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter, Scope, Status
-from memplane_server.core.reflection import ReflectInput
-from memplane_server.services.forget import ForgetService
+from memplane_server.core.reflection.reflection import ReflectInput
+from memplane_server.services.forget.service import ForgetService
 from memplane_server.services.memories import MemoriesService
-from memplane_server.services.search import SearchQuery, SearchService
-from memplane_server.services.write import WriteService
+from memplane_server.services.search.service import SearchQuery, SearchService
+from memplane_server.services.write.service import WriteService
 from tests.support.jobs import run_jobs_until
 from tests.support.services import job_runner, reflect_service
 

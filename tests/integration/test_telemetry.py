@@ -8,8 +8,6 @@ import uuid
 import grpc
 import pytest
 import pytest_asyncio
-from memplane import AsyncMemoryClient
-from memplane.v1 import memory_service_pb2, memory_service_pb2_grpc
 from opentelemetry import metrics, trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -17,10 +15,12 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from memplane import AsyncMemoryClient
+from memplane.v1 import memory_service_pb2, memory_service_pb2_grpc
 from memplane_server.api.drain import Drain
 from memplane_server.api.server import build_server
-from memplane_server.core.attribution import reset_work_tenant, set_work_tenant
-from memplane_server.core.caller import Role
+from memplane_server.core.access.attribution import reset_work_tenant, set_work_tenant
+from memplane_server.core.access.caller import Role
 from memplane_server.llm.chat import ChatModel, json_answer
 from memplane_server.runtime import build_services
 from memplane_server.services.admin import AdminService
@@ -60,7 +60,7 @@ async def served(runtime, deps, telemetry):
     admin = AdminService(deps.tenancy)
     await admin.create_tenant(PLATFORM, tenant, tenant, 0, False)
     _, secret = await admin.create_api_key(PLATFORM, tenant, None, Role.WRITER, "telemetry")
-    server, _ = build_server(build_services(deps, runtime), Drain())
+    server, _ = build_server(build_services(deps, runtime.pool, runtime.redis_client), Drain())
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     telemetry[0].clear()

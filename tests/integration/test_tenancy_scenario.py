@@ -6,13 +6,13 @@ import uuid
 
 import pytest
 
-from memplane_server.core.caller import Role
+from memplane_server.core.access.caller import Role
 from memplane_server.core.errors import Code, MemplaneError
 from memplane_server.core.model import Kind, MemoryDraft, Scope
+from memplane_server.services.access.auth import Authenticator
 from memplane_server.services.admin import AdminService
-from memplane_server.services.auth import Authenticator
-from memplane_server.services.search import SearchQuery, SearchService
-from memplane_server.services.write import WriteService
+from memplane_server.services.search.service import SearchQuery, SearchService
+from memplane_server.services.write.service import WriteService
 from tests.integration.conftest import PLATFORM
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

@@ -6,13 +6,13 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from memplane_server.core.windows import windows_to_build
 from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter, Scope
-from memplane_server.services.context import ContextService
-from memplane_server.services.forget import ForgetService
+from memplane_server.core.write.windows import windows_to_build
+from memplane_server.services.forget.service import ForgetService
 from memplane_server.services.memories import MemoriesService
-from memplane_server.services.search import SearchQuery, SearchService
-from memplane_server.services.write import WriteService
+from memplane_server.services.search.service import SearchQuery, SearchService
+from memplane_server.services.write.context import ContextService
+from memplane_server.services.write.service import WriteService
 from memplane_server.stores.postgres.session import caller_session
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -152,7 +152,7 @@ async def test_a_session_left_without_turns_by_a_hard_forget_is_not_queued_for_w
 async def test_a_build_leased_before_a_forget_emptied_its_session_saves_no_digest(deps, make_tenant):
     """The forget still marks the session before taking it out of the queue: a digest read before
     the forget (holding the forgotten text) is refused at its save."""
-    from memplane_server.core.digests import Digest
+    from memplane_server.core.write.digests import Digest
 
     world = await make_tenant()
     await drain_windows(deps)

@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 import pytest_asyncio
 
-from memplane_server.core.caller import Caller, Role
+from memplane_server.core.access.caller import Caller, Role
 from memplane_server.core.model import Kind, MemoryFilter
 from memplane_server.services.admin import AdminService
-from memplane_server.stores.postgres import nearest as nearest_module
 from memplane_server.stores.postgres.memories import MemoryStore
-from memplane_server.stores.postgres.nearest import VectorQuery
-from memplane_server.stores.postgres.plans import explaining
+from memplane_server.stores.postgres.search import nearest as nearest_module
+from memplane_server.stores.postgres.search.nearest import VectorQuery
+from memplane_server.stores.postgres.search.plans import explaining
 from tests.integration.conftest import PLATFORM
 from tests.support.bulk_rows import insert_rows
 

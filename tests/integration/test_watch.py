@@ -12,10 +12,10 @@ import pytest
 from memplane_server.core.changes import ChangeFilter, ChangeKind
 from memplane_server.core.errors import Code, MemplaneError
 from memplane_server.core.model import Kind, MemoryDraft, Scope, Status
-from memplane_server.services.forget import ForgetService
+from memplane_server.services.forget.service import ForgetService
 from memplane_server.services.memories import MemoriesService
-from memplane_server.services.watch import WatchService
-from memplane_server.services.write import WriteService
+from memplane_server.services.watch.service import WatchService
+from memplane_server.services.write.service import WriteService
 from memplane_server.stores.postgres import changes as changes_module
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -362,7 +362,7 @@ async def test_a_filtered_resume_reads_through_the_callers_reach_not_every_tenan
 
 
 async def test_the_feed_wakes_only_the_watchers_whose_reach_a_commit_touches(deps, make_tenant):
-    from memplane_server.services.change_feed import ChangeFeed, reach_of
+    from memplane_server.services.watch.feed import ChangeFeed, reach_of
 
     domain = f"d-{uuid.uuid4().hex[:8]}"
     a, b, c = await make_tenant({domain: True}), await make_tenant({domain: False}), await make_tenant()

@@ -13,10 +13,14 @@ import pytest_asyncio
 from memplane_server.core.model import Kind, Layer, MemoryDraft, MemoryFilter
 from memplane_server.services.memories import MemoriesService
 from memplane_server.services.working import WorkingService
-from memplane_server.services.write import WriteService
+from memplane_server.services.write.service import WriteService
 from memplane_server.stores.redis.client import connect
 from memplane_server.stores.redis.working import (
-    LEGACY_EXPIRY_INDEX, TENANTS, WorkingSession, WorkingStore, expiry_index,
+    LEGACY_EXPIRY_INDEX,
+    TENANTS,
+    WorkingSession,
+    WorkingStore,
+    expiry_index,
 )
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

@@ -10,7 +10,7 @@ from memplane_server.core.errors import Code, MemplaneError
 from memplane_server.core.model import Kind, Layer, MemoryDraft, MemoryFilter, Scope, Status
 from memplane_server.services.memories import MemoriesService
 from memplane_server.services.working import WorkingService
-from memplane_server.services.write import WriteService
+from memplane_server.services.write.service import WriteService
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

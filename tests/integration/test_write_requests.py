@@ -7,10 +7,10 @@ import uuid
 
 import pytest
 
+from memplane_server.core.access.requests import request_key
 from memplane_server.core.errors import Code, MemplaneError
 from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter
-from memplane_server.core.requests import request_key
-from memplane_server.services.write import WriteService
+from memplane_server.services.write.service import WriteService
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -14,7 +14,6 @@ from google.rpc import error_details_pb2, status_pb2
 
 from tests.support.fuzz import Pool, RequestGenerator, describe
 
-
 FAILING_CODES = ("INTERNAL", "UNKNOWN")
 # Who sends: (role, share) per service; admin calls mostly with the platform key.
 KEY_SHARES = {

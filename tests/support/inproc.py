@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from memplane_server.api.drain import Drain
 from memplane_server.api.server import build_server
-from memplane_server.core.caller import Caller, Role
+from memplane_server.core.access.caller import Caller, Role
 from memplane_server.runtime import Runtime, build_services
 from memplane_server.services.deps import Deps
 from memplane_server.services.registry import Services
@@ -41,7 +41,7 @@ class Served:
 
 @asynccontextmanager
 async def serving(deps: Deps, runtime: Runtime):
-    services = build_services(deps, runtime)
+    services = build_services(deps, runtime.pool, runtime.redis_client)
     server, _ = build_server(services, Drain())
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()

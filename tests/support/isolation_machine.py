@@ -48,23 +48,36 @@ import uuid
 from collections import Counter
 from typing import Any
 
-from hypothesis import HealthCheck, settings as hsettings, strategies as st
+from hypothesis import HealthCheck
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
 
-from memplane_server.core.caller import Caller
+from memplane_server.core.access.caller import Caller
+from memplane_server.core.access.requests import RequestKey
 from memplane_server.core.errors import Code, MemplaneError
 from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter, Status
-from memplane_server.core.requests import RequestKey
-from memplane_server.services.context import ContextService
-from memplane_server.services.forget import ForgetService
+from memplane_server.services.forget.service import ForgetService
 from memplane_server.services.memories import MemoriesService
-from memplane_server.services.search import SearchQuery, SearchService
-from memplane_server.services.write import WriteService
+from memplane_server.services.search.service import SearchQuery, SearchService
+from memplane_server.services.write.context import ContextService
+from memplane_server.services.write.service import WriteService
 
 from . import isolation_inputs as inputs
 from .isolation_inputs import DraftSpec, FilterSpec, OperationPick, Pick, Who
 from .isolation_oracle import (
-    WRITING_ROLES, Mem, Names, Op, Oracle, Target, Violation, can_change, can_read, matches, statuses_of, write_problem,
+    WRITING_ROLES,
+    Mem,
+    Names,
+    Op,
+    Oracle,
+    Target,
+    Violation,
+    can_change,
+    can_read,
+    matches,
+    statuses_of,
+    write_problem,
 )
 from .isolation_snapshots import Reach, Snapshot, check_unchanged, take_snapshot
 from .isolation_world import DIRECT, USERS, World, build_world, seed_world

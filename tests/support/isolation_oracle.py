@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from memplane_server.core.caller import Caller, Role
+from memplane_server.core.access.caller import Caller, Role
 from memplane_server.core.errors import Code
 from memplane_server.core.model import KIND_LAYER, Kind, Layer, MemoryDraft, MemoryFilter, Scope, Status
 

@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from memplane_server.core.caller import Caller
+from memplane_server.core.access.caller import Caller
 from memplane_server.stores.redis.working import WorkingSession
 
 from .isolation_oracle import Mem, Oracle, Violation, can_change, can_read

@@ -11,12 +11,12 @@ import uuid
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from memplane_server.core.caller import Caller, Role
+from memplane_server.core.access.caller import Caller, Role
 from memplane_server.core.model import Kind, Layer, MemoryDraft, MemoryFilter, Scope, Status
+from memplane_server.core.reflection.reflection import ReflectInput, Task
+from memplane_server.services.access.auth import Authenticator
 from memplane_server.services.admin import AdminService
-from memplane_server.services.auth import Authenticator
-from memplane_server.core.reflection import ReflectInput, Task
-from memplane_server.services.write import WriteService
+from memplane_server.services.write.service import WriteService
 from tests.integration.conftest import PLATFORM
 from tests.support.keys import register_keys
 from tests.support.services import reflect_service
@@ -35,7 +35,7 @@ TEXTS = (
     "retry failed payments twice",
     "customer lives in Berlin",
     "用户喜欢喝茶",
-    # Entities (core/entities.py) for the entity index and the graph channel.
+    # Entities (core/write/entities.py) for the entity index and the graph channel.
     "Acme Corp hired Bob Stone in Berlin",
     "Bob Stone moved to Lisbon last week",
 )

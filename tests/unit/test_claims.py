@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from memplane_server.core.observations import claim
+from memplane_server.core.write.observations import claim
 
 
 @pytest.mark.parametrize("new, old", [

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memplane_server.core.confidence import CEILING, FLOOR, after_outcome, served_status
 from memplane_server.core.model import Status
+from memplane_server.core.reflection.confidence import CEILING, FLOOR, after_outcome, served_status
 
 
 def test_three_failures_take_a_certain_lesson_below_the_default_threshold():

@@ -8,8 +8,8 @@ from uuid import uuid4
 
 import numpy as np
 
-from memplane_server.core.consolidation import clusters
 from memplane_server.core.model import Kind, Layer, MemoryRecord, Scope, Status
+from memplane_server.core.reflection.consolidation import clusters
 
 
 def lesson(**kw) -> MemoryRecord:

@@ -6,10 +6,20 @@ from datetime import datetime, timedelta, timezone
 from uuid import uuid4
 
 import pytest
-from memplane.v1 import memory_pb2, memory_service_pb2
 
+from memplane.v1 import memory_pb2, memory_service_pb2
 from memplane_server.api.convert import (
-    KINDS, LAYERS, SCOPES, STATUSES, draft_in, enum_in, enum_out, enums_in, filter_in, memory_out, struct_in,
+    KINDS,
+    LAYERS,
+    SCOPES,
+    STATUSES,
+    draft_in,
+    enum_in,
+    enum_out,
+    enums_in,
+    filter_in,
+    memory_out,
+    struct_in,
 )
 from memplane_server.core.errors import Code, MemplaneError
 from memplane_server.core.model import Kind, Layer, MemoryDraft, MemoryRecord, Scope, Status

@@ -2,10 +2,10 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
-from memplane_server.core.digests import build_digests, digest_keywords, keyphrases, mean_vector, session_entities
-from memplane_server.core.windows import SessionTurn
-from memplane_server.llm.digest import parse_digest, turns_prompt
+from memplane_server.core.write.digests import build_digests, digest_keywords, keyphrases, mean_vector, session_entities
+from memplane_server.core.write.windows import SessionTurn
 from memplane_server.llm.chat import MalformedOutput
+from memplane_server.llm.digest import parse_digest, turns_prompt
 
 GLOBAL = ("global", None, None)
 PRIVATE_A = ("private", None, "agent-a")

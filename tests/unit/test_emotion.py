@@ -1,6 +1,6 @@
-"""Feelings told by cue words (core/emotion.py), for dialogue queries."""
-from memplane_server.core.emotion import emotions
-from memplane_server.core.transcript import read_transcript
+"""Feelings told by cue words (core/write/emotion.py), for dialogue queries."""
+from memplane_server.core.retrieval.transcript import read_transcript
+from memplane_server.core.write.emotion import emotions
 
 
 def test_chinese_cues_name_their_feeling():

@@ -1,8 +1,8 @@
-"""The entity extractor (core/entities.py): what a memory names, in English and Chinese, without the
+"""The entity extractor (core/write/entities.py): what a memory names, in English and Chinese, without the
 speaker of a turn."""
 from __future__ import annotations
 
-from memplane_server.core.entities import MAX_ENTITIES, extract_entities
+from memplane_server.core.write.entities import MAX_ENTITIES, extract_entities
 
 
 def test_people_places_and_organisations_in_english():

@@ -6,9 +6,14 @@ from datetime import datetime, timezone
 
 import pytest
 
-from memplane_server.core.caller import Caller, Role
-from memplane_server.core.erasure import (
-    Receipt, receipt_from_json, receipt_to_json, redact_words, subject_of, tenant_wide,
+from memplane_server.core.access.caller import Caller, Role
+from memplane_server.core.forget.erasure import (
+    Receipt,
+    receipt_from_json,
+    receipt_to_json,
+    redact_words,
+    subject_of,
+    tenant_wide,
 )
 from memplane_server.core.model import Kind, Layer, MemoryFilter, Scope, Status
 

@@ -1,11 +1,11 @@
-"""Pseudo-relevance feedback math (core/feedback.py) and weighted BM25."""
+"""Pseudo-relevance feedback math (core/retrieval/feedback.py) and weighted BM25."""
 import math
 
 import numpy as np
 import pytest
 
-from memplane_server.core.bm25 import bm25_scores
-from memplane_server.core.feedback import expansion_terms, rarity, rocchio
+from memplane_server.core.retrieval.bm25 import bm25_scores
+from memplane_server.core.retrieval.feedback import expansion_terms, rarity, rocchio
 
 
 def unit(*values: float) -> np.ndarray:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from uuid import uuid4
 
-from memplane_server.core.foresight import advice_for, plan_text
 from memplane_server.core.model import Kind, Layer, MemoryRecord, Scope, ScoreComponent, SearchHit, Status
+from memplane_server.core.reflection.foresight import advice_for, plan_text
 
 
 def hit(kind: Kind, content: str, *components: ScoreComponent, context: str = "") -> SearchHit:

@@ -1,10 +1,10 @@
-"""A forget by filter is cut into batches between sessions (services/forget.py session_batches): a
+"""A forget by filter is cut into batches between sessions (services/forget/service.py session_batches): a
 session split across two would have its summary erased and rebuilt in between."""
 from __future__ import annotations
 
 from uuid import uuid4
 
-from memplane_server.services.forget import session_batches
+from memplane_server.services.forget.service import session_batches
 
 
 def rows(session: str | None, n: int) -> list:

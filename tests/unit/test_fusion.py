@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from memplane_server.core.fusion import RRF_K, reciprocal_rank_fusion
+from memplane_server.core.retrieval.fusion import RRF_K, reciprocal_rank_fusion
 
 
 def test_default_k_is_60():

@@ -10,9 +10,10 @@ from uuid import uuid4
 import numpy as np
 import pytest
 
-from memplane_server.core import consolidation, grouping
+from memplane_server.core import grouping
 from memplane_server.core.model import Kind, Layer, MemoryRecord, Scope, Status
-from memplane_server.core.reflection import near_duplicate_groups
+from memplane_server.core.reflection import consolidation
+from memplane_server.core.reflection.reflection import near_duplicate_groups
 
 
 def pairwise_clusters(records: list[MemoryRecord], vectors: np.ndarray, words: list[set[str]]) -> list[list[int]]:

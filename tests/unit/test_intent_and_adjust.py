@@ -2,10 +2,10 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from memplane_server.core.adjust import OUT_OF_TIME, confidence_weight, kind_bonus, recency, valid_time_weight
-from memplane_server.core.intent import Intent, detect_intent, routed_weights
-from memplane_server.core.time_expressions import TimeRange
 from memplane_server.core.model import Kind, Layer, MemoryRecord, Scope, Status
+from memplane_server.core.retrieval.adjust import OUT_OF_TIME, confidence_weight, kind_bonus, recency, valid_time_weight
+from memplane_server.core.retrieval.intent import Intent, detect_intent, routed_weights
+from memplane_server.core.retrieval.time_expressions import TimeRange
 
 
 @pytest.mark.parametrize("query, intent", [

@@ -1,4 +1,4 @@
-"""API key format `mpk_<id>_<secret>` and secret hashing (core/keys.py)."""
+"""API key format `mpk_<id>_<secret>` and secret hashing (core/access/keys.py)."""
 from __future__ import annotations
 
 import hashlib
@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from memplane_server.core.keys import PREFIX, hash_secret, new_key, secret_matches, split_key
+from memplane_server.core.access.keys import PREFIX, hash_secret, new_key, secret_matches, split_key
 
 
 def test_new_key_has_prefix_hex_id_and_secret():

@@ -1,4 +1,4 @@
-"""Lifecycle rules: which rule a policy applies to a memory at a given time (core/lifecycle.py)."""
+"""Lifecycle rules: which rule a policy applies to a memory at a given time (core/forget/lifecycle.py)."""
 from __future__ import annotations
 
 import uuid
@@ -8,9 +8,18 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from memplane_server.core.errors import MemplaneError
-from memplane_server.core.lifecycle import (
-    DEFAULT_RULES, Candidate, KindRule, LifecyclePolicy, LifecycleReport, changes, check_policy, plan,
-    policy_from_json, policy_to_json, value_of,
+from memplane_server.core.forget.lifecycle import (
+    DEFAULT_RULES,
+    Candidate,
+    KindRule,
+    LifecyclePolicy,
+    LifecycleReport,
+    changes,
+    check_policy,
+    plan,
+    policy_from_json,
+    policy_to_json,
+    value_of,
 )
 from memplane_server.core.model import Kind, Scope, Status
 

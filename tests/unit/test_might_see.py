@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from memplane_server.core.caller import Caller, Role
+from memplane_server.core.access.caller import Caller, Role
 from memplane_server.core.changes import ChangeFilter, ChangeKind, LogEntry, might_see
 from memplane_server.core.model import Kind, Scope
 

@@ -1,9 +1,9 @@
-"""near_duplicate_groups: which session memories reflect merges (services/reflect.py)."""
+"""near_duplicate_groups: which session memories reflect merges (services/reflection/reflect.py)."""
 from __future__ import annotations
 
 import numpy as np
 
-from memplane_server.core.reflection import near_duplicate_groups
+from memplane_server.core.reflection.reflection import near_duplicate_groups
 
 KEY = ("private", None, "bot", "fact")
 

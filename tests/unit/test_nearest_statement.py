@@ -9,9 +9,9 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from memplane_server.core.caller import Caller, Role
+from memplane_server.core.access.caller import Caller, Role
 from memplane_server.core.model import Kind, MemoryFilter
-from memplane_server.stores.postgres.nearest import VectorQuery, generic_plan_serves, nearest_statement
+from memplane_server.stores.postgres.search.nearest import VectorQuery, generic_plan_serves, nearest_statement
 
 CALLER = Caller(key_id="k", role=Role.WRITER, tenant_id="t", agent_id="a", domains={})
 VECTOR = np.zeros(3, dtype=np.float32)

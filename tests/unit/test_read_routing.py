@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from memplane_server.core.errors import Code, MemplaneError
-from memplane_server.services.read_routing import ReadRouting
+from memplane_server.services.access.read_routing import ReadRouting
 from memplane_server.stores.postgres.replica import ReadPools
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from redis.crc import key_slot
 
 import memplane_server.stores.redis as redis_stores
-from memplane_server.core.requests import RequestKey
+from memplane_server.core.access.requests import RequestKey
 from memplane_server.stores.redis.working import WorkingSession
 
 MODULES = [importlib.import_module(f"{redis_stores.__name__}.{m.name}")

@@ -5,12 +5,16 @@ import json
 from datetime import datetime, timedelta, timezone
 from uuid import uuid4
 
-from memplane_server.core.caller import Caller, Role
+from memplane_server.core.access.caller import Caller, Role, caller_from_json, caller_to_json
 from memplane_server.core.model import Kind, Layer, MemoryRecord, Scope, Status
-from memplane_server.core.caller import caller_from_json, caller_to_json
-from memplane_server.core.reflection import (
-    ReflectInput, Task, TaskStep, input_from_json, input_to_json,
-    session_summary, task_transcript,
+from memplane_server.core.reflection.reflection import (
+    ReflectInput,
+    Task,
+    TaskStep,
+    input_from_json,
+    input_to_json,
+    session_summary,
+    task_transcript,
 )
 
 

@@ -5,9 +5,9 @@ import uuid
 from dataclasses import replace
 from datetime import datetime, timezone
 
-from memplane_server.core.intent import Intent
 from memplane_server.core.model import DEFAULT_SCOPE_ORDER, Kind, Scope, Scored
-from memplane_server.core.scoring import Adjustments, fuse_and_adjust
+from memplane_server.core.retrieval.intent import Intent
+from memplane_server.core.retrieval.scoring import Adjustments, fuse_and_adjust
 from tests.unit.test_intent_and_adjust import record as same_id_record
 
 NOW = datetime(2025, 1, 1, tzinfo=timezone.utc)

@@ -1,11 +1,11 @@
-"""Search's token estimate and budget cut (core/ranking.py), on hand-built hits."""
+"""Search's token estimate and budget cut (core/retrieval/ranking.py), on hand-built hits."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
 from uuid import uuid4
 
 from memplane_server.core.model import Kind, Layer, MemoryRecord, Scope, SearchHit, Status
-from memplane_server.core.ranking import approx_tokens, within_budget
+from memplane_server.core.retrieval.ranking import approx_tokens, within_budget
 
 
 def hit(content: str, score: float = 1.0) -> SearchHit:

@@ -5,11 +5,11 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from memplane_server.core.caller import Caller, Role
-from memplane_server.core.intent import Intent
+from memplane_server.core.access.caller import Caller, Role
 from memplane_server.core.model import Kind, Layer, MemoryFilter
-from memplane_server.core.time_expressions import TimeRange
-from memplane_server.services.search_channels import QueryParts, plan_channels, within
+from memplane_server.core.retrieval.intent import Intent
+from memplane_server.core.retrieval.time_expressions import TimeRange
+from memplane_server.services.search.channels import QueryParts, plan_channels, within
 from memplane_server.settings import Settings
 
 CALLER = Caller(key_id="k", role=Role.WRITER, tenant_id="t", agent_id=None, domains={})

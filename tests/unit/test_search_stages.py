@@ -1,7 +1,7 @@
-"""Stage marks (services/stages.py): kept inside recording(), by child tasks too; nothing outside."""
+"""Stage marks (services/search/stages.py): kept inside recording(), by child tasks too; nothing outside."""
 import asyncio
 
-from memplane_server.services.stages import recording, stage, staged
+from memplane_server.services.search.stages import recording, stage, staged
 
 
 def test_stages_inside_recording_are_kept_in_the_order_they_end():

@@ -6,10 +6,10 @@ import asyncio
 
 import numpy as np
 
-from memplane_server.core.caller import Caller, Role
+from memplane_server.core.access.caller import Caller, Role
 from memplane_server.core.model import MemoryFilter
-from memplane_server.services.search_channels import SessionBatch
-from memplane_server.stores.postgres.nearest import VectorQuery
+from memplane_server.services.search.channels import SessionBatch
+from memplane_server.stores.postgres.search.nearest import VectorQuery
 
 CALLER = Caller(key_id="k", role=Role.WRITER, tenant_id="t", agent_id=None, domains={})
 

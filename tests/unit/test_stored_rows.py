@@ -9,8 +9,8 @@ from datetime import datetime, timedelta, timezone
 from uuid import uuid4
 
 import pytest
-from memplane.v1 import memory_pb2, memory_service_pb2
 
+from memplane.v1 import memory_pb2, memory_service_pb2
 from memplane_server.api.convert import add_each, history_out, memory_out, ts_out
 from memplane_server.core.model import HistoryEntry, Kind, Layer, MemoryRecord, Scope, Status
 from memplane_server.core.validation import EARLIEST_TIME, LATEST_TIME

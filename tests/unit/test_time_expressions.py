@@ -5,7 +5,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from memplane_server.core.time_expressions import TimeRange, parse_time_range
+from memplane_server.core.retrieval.time_expressions import TimeRange, parse_time_range
 
 # A Thursday afternoon; chosen so "this week", "last Monday" and "on Thursday" all differ.
 NOW = datetime(2023, 6, 15, 14, 0, tzinfo=timezone.utc)

@@ -1,7 +1,7 @@
 """The in-memory fallback bucket behaves like the shared Redis one."""
 from __future__ import annotations
 
-from memplane_server.core.token_bucket import MAX_KEYS, LocalBuckets
+from memplane_server.core.access.token_bucket import MAX_KEYS, LocalBuckets
 
 
 class Clock:

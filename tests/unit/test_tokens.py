@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import re
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memplane_server.core.tokens import MAX_LOOKUP_NAMES, lookup_names, keyword_tokens, tsquery_from_tokens
+from memplane_server.core.retrieval.tokens import MAX_LOOKUP_NAMES, keyword_tokens, lookup_names, tsquery_from_tokens
 
 # A tsquery built from tokens: quoted \w-only lexemes joined by " | ", or nothing at all.
 _SAFE_TSQUERY = re.compile(r"^(?:'\w+'(?: \| '\w+')*)?$")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import threading
 
-from memplane_server.core.tokens import keyword_tokens, lookup_names
+from memplane_server.core.retrieval.tokens import keyword_tokens, lookup_names
 
 THREADS = 8
 TEXTS = 10_000

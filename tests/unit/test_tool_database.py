@@ -1,7 +1,7 @@
 """Which database the command-line tools work on."""
 from __future__ import annotations
 
-from memplane_server.cli import tool_database
+from memplane_server.commands.database import tool_database
 from memplane_server.settings import Settings
 
 POOLED = "postgresql://app@pgbouncer:6432/memplane"

@@ -1,4 +1,4 @@
-from memplane_server.core.transcript import read_transcript
+from memplane_server.core.retrieval.transcript import read_transcript
 
 
 def test_a_bracketed_quoted_dialogue_is_read_as_turns_without_labels():

@@ -7,7 +7,14 @@ from datetime import datetime, timezone
 import pytest
 
 from memplane_server.core.transfer import (
-    ExportedRow, ExportHeader, Retarget, TransferFormatError, decode_header, decode_row, encode_header, encode_row,
+    ExportedRow,
+    ExportHeader,
+    Retarget,
+    TransferFormatError,
+    decode_header,
+    decode_row,
+    encode_header,
+    encode_row,
 )
 
 A, B, C = (str(uuid.UUID(int=i)) for i in (1, 2, 3))

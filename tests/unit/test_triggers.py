@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from memplane_server.core.reflection import Task, TaskStep
-from memplane_server.core.triggers import retries, task_decision, turns_decision
+from memplane_server.core.reflection.reflection import Task, TaskStep
+from memplane_server.core.reflection.triggers import retries, task_decision, turns_decision
 
 
 @pytest.mark.parametrize("task, like_earlier, reason", [

@@ -9,9 +9,24 @@ import pytest
 from memplane_server.core.errors import Code, MemplaneError
 from memplane_server.core.model import MemoryFilter, Scope
 from memplane_server.core.validation import (
-    EARLIEST_TIME, LATEST_TIME, MAX_METADATA_BYTES, MAX_METADATA_DEPTH, MAX_TAGS, MAX_WORKING_TTL_SECONDS,
-    check_confidence, check_content, check_filter, check_free_id, check_identifier, check_metadata, check_tags,
-    check_text, check_time, check_ttl, clamp_page_size, shown,
+    EARLIEST_TIME,
+    LATEST_TIME,
+    MAX_METADATA_BYTES,
+    MAX_METADATA_DEPTH,
+    MAX_TAGS,
+    MAX_WORKING_TTL_SECONDS,
+    check_confidence,
+    check_content,
+    check_filter,
+    check_free_id,
+    check_identifier,
+    check_metadata,
+    check_tags,
+    check_text,
+    check_time,
+    check_ttl,
+    clamp_page_size,
+    shown,
 )
 
 

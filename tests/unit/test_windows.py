@@ -1,4 +1,4 @@
-from memplane_server.core.windows import SessionTurn, fingerprint, windows_to_build, windows_to_upgrade
+from memplane_server.core.write.windows import SessionTurn, fingerprint, windows_to_build, windows_to_upgrade
 
 GLOBAL = ("global", None, None)
 PRIVATE_A = ("private", None, "agent-a")

@@ -16,9 +16,9 @@ from .aio import AsyncMemoryClient
 from .client import MemoryClient
 from .enums import (
     AdviceKind,
+    ChangeKind,
     DecisionOutcome,
     DecisionSubject,
-    ChangeKind,
     DomainAccess,
     EraseMode,
     HistoryAction,
@@ -49,12 +49,10 @@ from .errors import (
 from .inputs import FilterArgs, MemoryChanges, MemoryFields, MemoryInput, TaskStep, TaskTrajectory
 from .types import (
     Advice,
-    MemoryCluster,
-    ReflectionDecision,
-    ChangeEvent,
     Agent,
     ApiKey,
     AuditEvent,
+    ChangeEvent,
     Conflict,
     ConflictResolution,
     CreatedApiKey,
@@ -69,8 +67,10 @@ from .types import (
     LifecyclePolicy,
     LifecycleReport,
     Memory,
+    MemoryCluster,
     Operation,
     Page,
+    ReflectionDecision,
     ReflectResult,
     ScoreComponent,
     SearchHit,

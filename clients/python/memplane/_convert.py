@@ -12,11 +12,22 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from . import types
 from .enums import (
-    AdviceKind, ChangeKind, DecisionOutcome, DecisionSubject, DomainAccess, HistoryAction, Kind, Layer, MemoryStatus,
-    OperationState, Role, Scope,
+    AdviceKind,
+    ChangeKind,
+    DecisionOutcome,
+    DecisionSubject,
+    DomainAccess,
+    HistoryAction,
+    Kind,
+    Layer,
+    MemoryStatus,
+    OperationState,
+    Role,
+    Scope,
 )
 from .v1 import admin_service_pb2 as admin_pb
-from .v1 import memory_pb2, memory_service_pb2 as svc_pb, operation_pb2
+from .v1 import memory_pb2, operation_pb2
+from .v1 import memory_service_pb2 as svc_pb
 
 T = TypeVar("T")
 

@@ -8,7 +8,8 @@ from typing import Any, Mapping, TypeVar
 from . import _convert
 from .enums import Kind, Layer, MemoryStatus, ProtoEnum, Scope, TaskOutcome
 from .inputs import FilterArgs, MemoryInput, MemoryInputLike, TaskStep, TaskTrajectory, TaskTrajectoryLike
-from .v1 import memory_pb2, memory_service_pb2 as svc_pb
+from .v1 import memory_pb2
+from .v1 import memory_service_pb2 as svc_pb
 
 _E = TypeVar("_E", bound=ProtoEnum)
 

@@ -13,17 +13,18 @@ from google.protobuf.field_mask_pb2 import FieldMask
 from google.protobuf.message import Message
 
 from . import _convert, types
+from ._messages import enum_or_zero, enum_values, many, memory_filter, memory_input, task_trajectory
 from .enums import (
+    ChangeKind,
     DecisionSubject,
     DecisionSubjectLike,
-    ChangeKind,
+    EraseMode,
+    EraseModeLike,
     InferMode,
     InferModeLike,
     Kind,
     MemoryStatus,
     MemoryStatusLike,
-    EraseMode,
-    EraseModeLike,
     OperationState,
     OperationStateLike,
     PromoteMode,
@@ -34,9 +35,10 @@ from .enums import (
     TaskOutcome,
     TaskOutcomeLike,
 )
-from ._messages import enum_or_zero, enum_values, many, memory_filter, memory_input, task_trajectory
 from .inputs import MemoryInput, MemoryInputLike, TaskTrajectoryLike
-from .v1 import memory_pb2, memory_service_pb2 as svc_pb, operations_service_pb2 as ops_pb
+from .v1 import memory_pb2
+from .v1 import memory_service_pb2 as svc_pb
+from .v1 import operations_service_pb2 as ops_pb
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -21,8 +21,8 @@ from ._auth import Metadata, auth_metadata
 from ._consistency import WritePosition
 from ._requests import PreparedCall
 from ._retry import RetryPolicy, RetryState, ensure_request_id, is_retryable_call
-from ._watch import WatchCursor
 from ._version import __version__
+from ._watch import WatchCursor
 from .errors import from_rpc_error
 from .v1.admin_service_pb2_grpc import AdminServiceStub
 from .v1.memory_service_pb2_grpc import MemoryServiceStub

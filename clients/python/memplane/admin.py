@@ -9,8 +9,17 @@ from . import _admin_requests as req
 from ._transport import AsyncClientBase, SyncClientBase
 from .enums import DomainAccessLike, RoleLike
 from .types import (
-    AuditEvent, Agent, ApiKey, CreatedApiKey, CreatedTenant, Domain, DomainGrant, LifecyclePolicy, LifecycleReport,
-    Page, Tenant,
+    Agent,
+    ApiKey,
+    AuditEvent,
+    CreatedApiKey,
+    CreatedTenant,
+    Domain,
+    DomainGrant,
+    LifecyclePolicy,
+    LifecycleReport,
+    Page,
+    Tenant,
 )
 
 

@@ -10,27 +10,34 @@ from ._polling import OperationWait
 from ._transport import SyncClientBase
 from ._watch import WatchCursor
 from .enums import (
-    ChangeKindLike, DecisionSubjectLike, EraseModeLike, InferModeLike, KindLike, OperationStateLike, ReflectModeLike,
-    ScopeLike, TaskOutcomeLike,
+    ChangeKindLike,
+    DecisionSubjectLike,
+    EraseModeLike,
+    InferModeLike,
+    KindLike,
+    OperationStateLike,
+    ReflectModeLike,
+    ScopeLike,
+    TaskOutcomeLike,
 )
 from .inputs import FilterArgs, MemoryChanges, MemoryFields, MemoryInputLike, TaskTrajectoryLike
 from .types import (
     Advice,
-    MemoryCluster,
     ChangeEvent,
     Conflict,
     ConflictResolution,
     ErasureResult,
-    ReflectionDecision,
-    WatchProgress,
     ForgetResult,
     HistoryEntry,
     Memory,
+    MemoryCluster,
     Operation,
     Page,
+    ReflectionDecision,
     ReflectResult,
     SearchResult,
     Stats,
+    WatchProgress,
     WorkingMemory,
     WriteResult,
 )

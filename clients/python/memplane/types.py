@@ -12,9 +12,9 @@ from typing import Any, Generic, TypeVar
 
 from .enums import (
     AdviceKind,
+    ChangeKind,
     DecisionOutcome,
     DecisionSubject,
-    ChangeKind,
     DomainAccess,
     HistoryAction,
     Kind,

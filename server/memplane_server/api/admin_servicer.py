@@ -6,10 +6,9 @@ import json
 from memplane.v1 import admin_service_pb2 as apb
 from memplane.v1 import admin_service_pb2_grpc as apb_grpc
 
-from ..core.caller import Role
-from ..core.tenancy import Agent, ApiKey, AuditEvent, Domain, DomainGrant, Tenant
-from ..services.admin import AdminService
-from ..services.lifecycle import LifecycleService
+from ..core.access.caller import Role
+from ..core.access.tenancy import Agent, ApiKey, AuditEvent, Domain, DomainGrant, Tenant
+from ..services.registry import Services
 from .context import current_caller
 from .convert import enum_in, ts_out
 from .lifecycle_convert import policy_in, policy_out, report_out
@@ -55,9 +54,9 @@ def event_out(event: AuditEvent, e: apb.AuditEvent) -> None:
 
 
 class AdminServicer(apb_grpc.AdminServiceServicer):
-    def __init__(self, admin: AdminService, lifecycle: LifecycleService) -> None:
-        self.admin = admin
-        self.lifecycle = lifecycle
+    def __init__(self, services: Services) -> None:
+        self.admin = services.admin
+        self.lifecycle = services.lifecycle
 
     async def CreateTenant(self, request, context):
         tenant, key, secret = await self.admin.create_tenant(

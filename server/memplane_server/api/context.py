@@ -5,8 +5,8 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Awaitable, Callable
 
-from ..core.caller import Caller
-from ..core.requests import RequestKey
+from ..core.access.caller import Caller
+from ..core.access.requests import RequestKey
 
 _current: contextvars.ContextVar[Caller] = contextvars.ContextVar("memplane_caller")
 # A stream's way to resolve its key again (from a lookup at most that many seconds old): what the

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 from google.protobuf import struct_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
+
 from memplane.v1 import memory_pb2 as pb
 from memplane.v1 import memory_service_pb2 as spb
 

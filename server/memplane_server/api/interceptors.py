@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import asyncio
-
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -15,19 +14,25 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 from opentelemetry import metrics
 
-from ..core.caller import Caller
+from ..core.access.attribution import reset_work_tenant, set_work_tenant
+from ..core.access.caller import Caller
+from ..core.access.requests import request_key
 from ..core.errors import Code, MemplaneError
-from ..core.requests import request_key
 from ..core.validation import MAX_REQUEST_ID_BYTES, check_text
 from ..logs import OncePerCause, cause_of
-from ..services.auth import Authenticator
-from ..services.availability import Availability
-from ..services.idempotency import Idempotency
-from ..services.rate_limits import RateLimits
-from ..services.read_routing import ReadRouting
-from ..core.attribution import reset_work_tenant, set_work_tenant
+from ..services.access.auth import Authenticator
+from ..services.access.availability import Availability
+from ..services.access.idempotency import Idempotency
+from ..services.access.rate_limits import RateLimits
+from ..services.access.read_routing import ReadRouting
 from .context import (
-    current_caller, reset_caller, reset_reauthorize, reset_request_key, set_caller, set_reauthorize, set_request_key,
+    current_caller,
+    reset_caller,
+    reset_reauthorize,
+    reset_request_key,
+    set_caller,
+    set_reauthorize,
+    set_request_key,
 )
 from .drain import Drain
 
@@ -329,7 +334,7 @@ READ_AFTER = "x-memplane-read-after"
 
 
 class ReadRoutingInterceptor(CallInterceptor):
-    """With a read standby (services/read_routing.py): Search, GetMemory and ListMemories read on it
+    """With a read standby (services/access/read_routing.py): Search, GetMemory and ListMemories read on it
     unless it lags the caller's own writes; the unary calls of MemoryService that may change memory
     answer with where the primary's WAL stood after them. Without one it wraps nothing."""
 

@@ -1,4 +1,4 @@
-"""Lifecycle policies and reports: protobuf <-> core/lifecycle.py."""
+"""Lifecycle policies and reports: protobuf <-> core/forget/lifecycle.py."""
 from __future__ import annotations
 
 from dataclasses import fields
@@ -7,7 +7,7 @@ from datetime import datetime
 from memplane.v1 import admin_service_pb2 as apb
 
 from ..core.errors import invalid
-from ..core.lifecycle import RULES, KindRule, LifecyclePolicy, LifecycleReport
+from ..core.forget.lifecycle import RULES, KindRule, LifecyclePolicy, LifecycleReport
 from .convert import KINDS, enum_in, enum_out, ts_out
 
 _RULE_FIELDS = [f.name for f in fields(KindRule)]

@@ -10,25 +10,31 @@ from memplane.v1 import memory_service_pb2_grpc as spb_grpc
 from ..core.errors import invalid
 from ..core.model import UPDATABLE_FIELDS
 from ..core.operations import Operation
+from ..core.reflection.reflection import ReflectInput, Task, TaskStep
 from ..core.validation import shown
 from ..core.working import item_to_record
-from ..services.conflicts import ConflictsService
-from ..services.consolidate import ConsolidateService
-from ..services.erasure import ErasureService
-from ..services.extract import ExtractService
-from ..services.forget import ForgetService
-from ..services.foresight import ForesightService
-from ..services.memories import MemoriesService
-from ..core.reflection import ReflectInput, Task, TaskStep
-from ..services.reflect import ReflectService
-from ..services.search import SearchQuery, SearchService
-from ..services.watch import WatchService
-from ..services.working import WorkingService
+from ..services.registry import Services
+from ..services.search.service import SearchQuery
 from .context import current_caller, current_reauthorize, current_request_key
 from .convert import (
-    LAYERS, KINDS, SCOPES, STATUSES, add_each, change_filter_in, change_out, counts_out, draft_in,
-    struct_in, enum_in, enum_out, filter_in, history_out, hit_out, memory_out,
-    ts_in, ts_out,
+    KINDS,
+    LAYERS,
+    SCOPES,
+    STATUSES,
+    add_each,
+    change_filter_in,
+    change_out,
+    counts_out,
+    draft_in,
+    enum_in,
+    enum_out,
+    filter_in,
+    history_out,
+    hit_out,
+    memory_out,
+    struct_in,
+    ts_in,
+    ts_out,
 )
 from .operation_convert import operation_out, receipt_out
 
@@ -47,20 +53,17 @@ _SIDES = {spb.CONFLICT_SIDE_CURRENT: "current", spb.CONFLICT_SIDE_CHALLENGER: "c
 
 
 class MemoryServicer(spb_grpc.MemoryServiceServicer):
-    def __init__(self, search: SearchService, reflect: ReflectService, forget: ForgetService,
-                 memories: MemoriesService, working: WorkingService, extract: ExtractService,
-                 conflicts: ConflictsService, foresight: ForesightService, consolidations: ConsolidateService,
-                 watches: WatchService, erasures: ErasureService, stopping: asyncio.Event | None = None) -> None:
-        self.searches, self.reflections, self.extractions = search, reflect, extract
-        self.forgets, self.memories, self.working, self.conflicts = forget, memories, working, conflicts
-        self.foresight, self.consolidations, self.erasures = foresight, consolidations, erasures
-        self.watches, self.stopping = watches, stopping
+    def __init__(self, services: Services, stopping: asyncio.Event | None = None) -> None:
+        self.writes, self.searches, self.reflections = services.writes, services.searches, services.reflections
+        self.forgets, self.memories, self.working, self.conflicts = (
+            services.forgets, services.memories, services.working, services.conflicts)
+        self.foresight, self.consolidations, self.erasures = services.foresight, services.consolidations, services.erasures
+        self.watches, self.stopping = services.watches, stopping
 
     async def Write(self, request: spb.WriteRequest, context) -> spb.WriteResponse:
         drafts = [draft_in(m) for m in request.memories]
         infer = enum_in(_INFER, request.infer, "infer")
-        # Every write goes through extraction's use case: it stores the input, then extracts if asked.
-        records, extracted, operation = await self.extractions.write_with_infer(
+        records, extracted, operation = await self.writes.accept(
             current_caller(), drafts, infer, request.time_zone or None, request=current_request_key(),
         )
         response = spb.WriteResponse()

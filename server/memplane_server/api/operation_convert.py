@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from memplane.v1 import operation_pb2 as opb
 
-from ..core.erasure import Receipt, receipt_from_json
+from ..core.forget.erasure import Receipt, receipt_from_json
 from ..core.operations import Operation
 from .convert import ts_out
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from memplane.v1 import operations_service_pb2 as ospb
 from memplane.v1 import operations_service_pb2_grpc as ospb_grpc
 
-from ..services.operations import OperationsService
+from ..services.registry import Services
 from .context import current_caller
 from .convert import enum_in
 from .operation_convert import STATES, operation_out
@@ -13,8 +13,8 @@ _STATE_NAMES = {number: name for name, number in STATES.items()}
 
 
 class OperationsServicer(ospb_grpc.OperationsServiceServicer):
-    def __init__(self, operations: OperationsService) -> None:
-        self.operations = operations
+    def __init__(self, services: Services) -> None:
+        self.operations = services.operations
 
     async def GetOperation(self, request: ospb.GetOperationRequest, context) -> ospb.GetOperationResponse:
         response = ospb.GetOperationResponse()

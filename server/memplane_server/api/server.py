@@ -7,17 +7,29 @@ import logging
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
-from memplane.v1 import admin_service_pb2, memory_service_pb2, operations_service_pb2
-from memplane.v1 import admin_service_pb2_grpc, memory_service_pb2_grpc, operations_service_pb2_grpc
 from opentelemetry.instrumentation.grpc import aio_server_interceptor
 
-from ..services.availability import Availability
+from memplane.v1 import (
+    admin_service_pb2,
+    admin_service_pb2_grpc,
+    memory_service_pb2,
+    memory_service_pb2_grpc,
+    operations_service_pb2,
+    operations_service_pb2_grpc,
+)
+
+from ..services.access.availability import Availability
 from ..services.registry import Services
 from .admin_servicer import AdminServicer
 from .drain import Drain
 from .interceptors import (
-    AuthInterceptor, DrainInterceptor, ErrorInterceptor, IdempotencyInterceptor, MetricsInterceptor,
-    RateLimitInterceptor, ReadRoutingInterceptor,
+    AuthInterceptor,
+    DrainInterceptor,
+    ErrorInterceptor,
+    IdempotencyInterceptor,
+    MetricsInterceptor,
+    RateLimitInterceptor,
+    ReadRoutingInterceptor,
 )
 from .memory_servicer import MemoryServicer
 from .operations_servicer import OperationsServicer
@@ -55,15 +67,12 @@ def build_server(services: Services, drain: Drain) -> tuple[grpc.aio.Server, hea
         ],
     )
     memory_service_pb2_grpc.add_MemoryServiceServicer_to_server(
-        MemoryServicer(services.searches, services.reflections, services.forgets, services.memories,
-                       services.working, services.extractions, services.conflicts,
-                       services.foresight, services.consolidations, services.watches, services.erasures,
-                       drain.stopping),
+        MemoryServicer(services, drain.stopping),
         server,
     )
-    admin_service_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(services.admin, services.lifecycle), server)
+    admin_service_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(services), server)
     operations_service_pb2_grpc.add_OperationsServiceServicer_to_server(
-        OperationsServicer(services.operations), server
+        OperationsServicer(services), server
     )
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)

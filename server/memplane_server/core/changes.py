@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
-from .caller import Caller
+from .access.caller import Caller
 from .model import Kind, MemoryRecord, Scope
 
 

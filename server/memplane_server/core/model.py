@@ -37,8 +37,8 @@ class Status(str, enum.Enum):
     SUPERSEDED = "superseded"
     DELETED = "deleted"
     STALE = "stale"  # a summary one of whose sources changed; rebuilt by a job
-    NEEDS_CONFIRMATION = "needs_confirmation"  # contradicts conflicts_with; see core/conflicts.py
-    ARCHIVED = "archived"  # a finished task's episode, kept out of default search (core/lifecycle.py)
+    NEEDS_CONFIRMATION = "needs_confirmation"  # contradicts conflicts_with; see core/write/conflicts.py
+    ARCHIVED = "archived"  # a finished task's episode, kept out of default search (core/forget/lifecycle.py)
 
 
 KIND_LAYER: dict[Kind, Layer] = {

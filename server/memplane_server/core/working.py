@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .caller import Caller
+from .access.caller import Caller
 from .model import Kind, Layer, MemoryDraft, MemoryRecord, Scope, Status
 
 
@@ -46,7 +46,7 @@ class SessionContents:
 
 
 def new_item(caller: Caller, d: MemoryDraft, now: datetime, ttl_seconds: int) -> WorkingItem:
-    """A checked working-layer draft (services/write.py prepare) as the item to store."""
+    """A checked working-layer draft (services/write/service.py prepare) as the item to store."""
     assert d.kind is not None and d.session_id is not None
     return WorkingItem(
         id=str(uuid.uuid4()), tenant_id=caller.require_tenant(), agent_id=caller.agent_id, session_id=d.session_id,

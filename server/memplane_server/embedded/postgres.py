@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pg0
 
-from .service import EmbeddedService
 from ._process import (
     EmbeddedError,
     ServiceAccount,
@@ -28,6 +27,7 @@ from ._process import (
     terminate,
     wait_until,
 )
+from .service import EmbeddedService
 
 logger = logging.getLogger(__name__)
 

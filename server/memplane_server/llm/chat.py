@@ -10,7 +10,7 @@ from typing import TypeVar
 
 from opentelemetry import metrics, trace
 
-from ..core.attribution import work_tenant
+from ..core.access.attribution import work_tenant
 from ..core.errors import Code, MemplaneError
 from ..core.model import Kind
 from .litellm_import import load_litellm

@@ -3,7 +3,7 @@ what a session was about, so the session channel of Search finds it by what happ
 move, a trip) as well as by the words said."""
 from __future__ import annotations
 
-from ..core.digests import MAX_DIGEST_CHARS
+from ..core.write.digests import MAX_DIGEST_CHARS
 from .chat import ChatModel, MalformedOutput, json_object
 
 # The turns shown to the model: a long session is cut to its first turns (and the digest says so).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ..core.observations import normalized
+from ..core.write.observations import normalized
 from .chat import ChatModel, MalformedOutput, json_answer
 
 MAX_ALTERNATIVES = 3

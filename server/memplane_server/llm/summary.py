@@ -2,7 +2,7 @@
 changed since, not from the whole session, so a refresh costs what the change is worth."""
 from __future__ import annotations
 
-from ..core.reflection import SUMMARY_MAX_CHARS
+from ..core.reflection.reflection import SUMMARY_MAX_CHARS
 from .chat import ChatModel, MalformedOutput, json_object
 
 SYSTEM_PROMPT = f"""You keep a short summary of a conversation session current.

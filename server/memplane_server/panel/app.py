@@ -11,7 +11,12 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from memplane import (
-    InvalidArgumentError, MemplaneError, NotFoundError, PermissionDeniedError, UnauthenticatedError, UnavailableError,
+    InvalidArgumentError,
+    MemplaneError,
+    NotFoundError,
+    PermissionDeniedError,
+    UnauthenticatedError,
+    UnavailableError,
 )
 
 from . import actions, auth, live, pages

@@ -4,11 +4,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from ..core.caller import Caller, Role
+from ..core.access.caller import Caller, Role
+from ..core.access.keys import is_key_id, new_key
+from ..core.access.tenancy import Agent, ApiKey, AuditEvent, Domain, DomainGrant, Tenant
 from ..core.errors import Code, MemplaneError, denied, invalid, not_found
-from ..core.keys import is_key_id, new_key
 from ..core.paging import decode_position, encode_token
-from ..core.tenancy import Agent, ApiKey, AuditEvent, Domain, DomainGrant, Tenant
 from ..core.validation import MAX_NAME_BYTES, MAX_NOTE_BYTES, check_identifier, check_text, clamp_page_size
 from ..stores.postgres.tenancy import DuplicateError, MissingParentError, TenancyStore
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import uuid
 
-from ..core.caller import Caller
+from ..core.access.caller import Caller
 from ..core.errors import denied, not_found
 from ..core.model import MemoryRecord
 from ..stores.postgres.memories import MemoryStore

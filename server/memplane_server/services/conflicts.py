@@ -1,8 +1,8 @@
 """Conflicts surfaced: open ones listed, one side confirmed and the other superseded (the rule
-that holds a value back is core/conflicts.py; the write path applies it)."""
+that holds a value back is core/write/conflicts.py; the write path applies it)."""
 from __future__ import annotations
 
-from ..core.caller import Caller
+from ..core.access.caller import Caller
 from ..core.errors import Code, MemplaneError, invalid, not_found
 from ..core.model import MemoryRecord
 from ..core.paging import decode_position, encode_token

@@ -3,20 +3,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..core.lifecycle import Clock, wall_clock
-from ..llm.embedders import Embedder
+from ..core.forget.lifecycle import Clock, wall_clock
 from ..llm.chat import ChatModel
+from ..llm.embedders import Embedder
 from ..settings import Settings
-from ..stores.postgres.conflicts import ConflictStore
 from ..stores.postgres.changes import ChangeListener, ChangeStore
+from ..stores.postgres.conflicts import ConflictStore
 from ..stores.postgres.contexts import ContextStore
 from ..stores.postgres.decisions import DecisionStore
-from ..stores.postgres.digests import DigestStore
-from ..stores.postgres.entities import EntityStore
 from ..stores.postgres.jobs import JobStore
-from ..stores.postgres.feedback import FeedbackStore
-from ..stores.postgres.keyword_stats import KeywordStatsStore
 from ..stores.postgres.memories import MemoryStore
+from ..stores.postgres.search.digests import DigestStore
+from ..stores.postgres.search.entities import EntityStore
+from ..stores.postgres.search.feedback import FeedbackStore
+from ..stores.postgres.search.keyword_stats import KeywordStatsStore
 from ..stores.postgres.tenancy import TenancyStore
 from ..stores.redis.idempotency import IdempotencyStore
 from ..stores.redis.working import WorkingStore

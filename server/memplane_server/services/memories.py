@@ -4,19 +4,26 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..core.caller import Caller
-from ..core.entities import extract_entities
+from ..core.access.caller import Caller
 from ..core.errors import denied, invalid, not_found
 from ..core.model import UPDATABLE_FIELDS, HistoryEntry, MemoryFilter, MemoryRecord, MemoryStats, Status
 from ..core.paging import decode_position, encode_token
-from ..core.tokens import keyword_tokens
+from ..core.retrieval.tokens import keyword_tokens
 from ..core.validation import (
-    MAX_NOTE_BYTES, check_confidence, check_content, check_free_id, check_metadata, check_tags, check_text,
-    check_time, clamp_page_size,
+    MAX_NOTE_BYTES,
+    check_confidence,
+    check_content,
+    check_free_id,
+    check_metadata,
+    check_tags,
+    check_text,
+    check_time,
+    clamp_page_size,
 )
+from ..core.write.entities import extract_entities
 from .changeable import changeable, parse_memory_id
 from .deps import Deps
-from .outcomes import apply_outcome
+from .reflection.outcomes import apply_outcome
 
 FEEDBACK_STEP = 0.1
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 
-from ..core.caller import Caller, Role
+from ..core.access.caller import Caller, Role
 from ..core.errors import denied, invalid, not_found
 from ..core.operations import STATES, Operation
 from ..core.paging import decode_position, encode_token

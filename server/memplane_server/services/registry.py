@@ -4,27 +4,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .access.auth import Authenticator
+from .access.availability import Availability
+from .access.idempotency import Idempotency
+from .access.rate_limits import RateLimits
+from .access.read_routing import ReadRouting
 from .admin import AdminService
-from .auth import Authenticator
-from .availability import Availability
 from .conflicts import ConflictsService
-from .consolidate import ConsolidateService
-from .context import ContextService
-from .erasure import ErasureService
-from .extract import ExtractService
-from .forget import ForgetService
-from .foresight import ForesightService
-from .idempotency import Idempotency
-from .lifecycle import LifecycleService
+from .forget.erasure import ErasureService
+from .forget.lifecycle import LifecycleService
+from .forget.service import ForgetService
 from .memories import MemoriesService
 from .operations import OperationsService
-from .rate_limits import RateLimits
-from .read_routing import ReadRouting
-from .reflect import ReflectService
-from .search import SearchService
-from .watch import WatchService
+from .reflection.consolidate import ConsolidateService
+from .reflection.foresight import ForesightService
+from .reflection.reflect import ReflectService
+from .search.service import SearchService
+from .watch.service import WatchService
 from .working import WorkingService
-from .write import WriteService
+from .write.context import ContextService
+from .write.extract import ExtractService
+from .write.service import WriteService
 
 
 @dataclass(frozen=True)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timezone
 
-from ..core.caller import Caller, caller_from_json
+from ..core.access.caller import Caller, caller_from_json
 from ..core.model import MemoryRecord
 from ..core.validation import check_free_id
 from ..core.working import SessionContents, WorkingItem, promotion_drafts
 from ..stores.redis.working import WorkingSession
 from .deps import Deps
-from .write import WriteService
+from .write.service import WriteService
 
 log = logging.getLogger(__name__)
 

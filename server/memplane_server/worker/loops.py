@@ -9,11 +9,11 @@ from collections.abc import Awaitable, Callable
 from opentelemetry import metrics
 
 from ..logs import OncePerCause, cause_of
-from ..services.context import ContextService
 from ..services.deps import Deps
-from ..services.watch import WatchService
+from ..services.watch.service import WatchService
 from ..services.working import WorkingService
-from ..services.write import WriteService
+from ..services.write.context import ContextService
+from ..services.write.service import WriteService
 from .runner import IDLE_POLL_SECONDS, JobRunner
 
 log = logging.getLogger(__name__)

@@ -6,28 +6,24 @@ import logging
 import uuid
 from typing import NamedTuple
 
-from ..core.attribution import reset_work_tenant, set_work_tenant
-from ..core.caller import caller_from_json
-from ..core.erasure import receipt_to_json
-from ..core.lifecycle import report_to_json
+from ..core.access.attribution import reset_work_tenant, set_work_tenant
+from ..core.access.caller import caller_from_json
+from ..core.access.requests import request_key
 from ..core.errors import Code, MemplaneError
+from ..core.forget.erasure import receipt_to_json
+from ..core.forget.lifecycle import report_to_json
 from ..core.model import Scope
 from ..core.operations import Job
-from ..core.reflection import input_from_json
-from ..core.requests import request_key
+from ..core.reflection.reflection import input_from_json
 from ..logs import OncePerCause, cause_of
-from ..services.auth import reload_caller
+from ..services.access.auth import reload_caller
 from ..services.deps import Deps
-from ..services.consolidate import ConsolidateService
-from ..services.erasure import ErasureService
-from ..services.extract import ExtractService
-from ..services.lifecycle import LifecycleService
-from ..services.reflect import ReflectService
+from ..services.registry import Services
 
 log = logging.getLogger(__name__)
 
 IDLE_POLL_SECONDS = 0.5
-ACCESS_RECHECK_SECONDS = 2.0  # revocations take effect within this, as for calls (services/auth.py)
+ACCESS_RECHECK_SECONDS = 2.0  # revocations take effect within this, as for calls (services/access/auth.py)
 FINAL_CODES = frozenset({Code.INVALID_ARGUMENT, Code.NOT_FOUND, Code.PERMISSION_DENIED})
 
 
@@ -42,15 +38,13 @@ class JobDone(NamedTuple):
 
 
 class JobRunner:
-    def __init__(self, deps: Deps, reflections: ReflectService, extractions: ExtractService,
-                 consolidations: ConsolidateService, erasures: ErasureService | None = None,
-                 lifecycle: LifecycleService | None = None) -> None:
+    def __init__(self, deps: Deps, services: Services) -> None:
         self.deps = deps
-        self.reflect = reflections
-        self.extract = extractions
-        self.consolidate = consolidations
-        self.erase = erasures
-        self.lifecycle = lifecycle
+        self.reflect = services.reflections
+        self.extract = services.extractions
+        self.consolidate = services.consolidations
+        self.erase = services.erasures
+        self.lifecycle = services.lifecycle
         self._stopping = asyncio.Event()
         self._failures = OncePerCause(log)
 
@@ -150,14 +144,14 @@ class JobRunner:
         came after the write stores nothing twice."""
         caller = await reload_caller(self.deps.tenancy, caller_from_json(job.caller))
         request = request_key(caller, f"job:{job.type}", str(job.id), b"")
-        if job.type == "erase" and self.erase is not None:
+        if job.type == "erase":
             erased = await self.erase.run(caller, job.payload["user_id"], reason=job.payload.get("reason", ""),
                                           job_id=job.id)
             assert erased.receipt is not None
             # The job keeps the receipt; the user id leaves its payload.
             return JobDone([], f"erased {erased.count} memories", receipt=receipt_to_json(erased.receipt),
                            payload={"subject": erased.receipt.subject})
-        if job.type == "lifecycle" and self.lifecycle is not None:
+        if job.type == "lifecycle":
             report = await self.lifecycle.run_for(caller.require_tenant(), dry_run=bool(job.payload.get("dry_run")))
             return JobDone([], report.summary(), report=report_to_json(report))
         if job.type == "reflect":

@@ -17,8 +17,8 @@ from memplane import (
     Operation,
     OperationState,
     Page,
+    _requests,
 )
-from memplane import _requests
 
 
 def public_methods(cls: type) -> dict[str, object]:

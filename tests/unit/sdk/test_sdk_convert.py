@@ -15,10 +15,11 @@ from memplane import (
     OperationState,
     Role,
     Scope,
+    _convert,
 )
-from memplane import _convert
 from memplane.v1 import admin_service_pb2 as admin_pb
-from memplane.v1 import memory_pb2, memory_service_pb2 as svc_pb, operation_pb2
+from memplane.v1 import memory_pb2, operation_pb2
+from memplane.v1 import memory_service_pb2 as svc_pb
 
 T0 = datetime(2024, 5, 1, 8, 30, 15, 250000, tzinfo=timezone.utc)
 

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from memplane import EraseMode, ErasureReceipt
-from memplane import _convert, _requests
+from memplane import EraseMode, ErasureReceipt, _convert, _requests
 from memplane.v1 import memory_service_pb2 as svc_pb
 
 

@@ -5,10 +5,20 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from memplane import Kind, MemoryInput, MemoryStatus, Scope, TaskStep, TaskTrajectory
-from memplane import _admin_requests, _messages, _requests
+from memplane import (
+    Kind,
+    MemoryInput,
+    MemoryStatus,
+    Scope,
+    TaskStep,
+    TaskTrajectory,
+    _admin_requests,
+    _messages,
+    _requests,
+)
 from memplane.v1 import admin_service_pb2 as admin_pb
-from memplane.v1 import memory_pb2, memory_service_pb2 as svc_pb
+from memplane.v1 import memory_pb2
+from memplane.v1 import memory_service_pb2 as svc_pb
 
 T0 = datetime(2024, 5, 1, tzinfo=timezone.utc)
 

@@ -8,7 +8,8 @@ from memplane import _requests
 from memplane._retry import MUTATING_METHODS, RetryPolicy
 from memplane._transport import AsyncTransport, CallSettings, SyncTransport, channel_target
 from memplane.errors import InvalidArgumentError, UnavailableError
-from memplane.v1 import admin_service_pb2, memory_pb2, memory_service_pb2 as svc_pb, operations_service_pb2
+from memplane.v1 import admin_service_pb2, memory_pb2, operations_service_pb2
+from memplane.v1 import memory_service_pb2 as svc_pb
 
 METADATA = (("authorization", "Bearer k"),)
 

@@ -7,7 +7,7 @@ import logging
 
 import asyncpg
 
-from ...core.caller import Caller
+from ...core.access.caller import Caller
 from ...core.changes import ChangeEvent, ChangeFilter, ChangeKind, LogEntry
 from ...core.model import Kind, Scope
 from ...logs import OncePerCause, cause_of
@@ -184,7 +184,7 @@ class ChangeListener:
             try:
                 conn = await asyncpg.connect(self.dsn)
                 lost = asyncio.Event()
-                conn.add_termination_listener(lambda _conn: lost.set())
+                conn.add_termination_listener(lambda _conn, lost=lost: lost.set())
                 await conn.add_listener(CHANNEL, self._wake)
                 self._wake()  # changes may have committed while no one listened
                 while not lost.is_set() and not conn.is_closed():

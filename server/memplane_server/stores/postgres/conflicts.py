@@ -8,9 +8,9 @@ from datetime import datetime
 
 import asyncpg
 
-from ...core.caller import Caller
+from ...core.access.caller import Caller
 from ...core.model import MemoryDraft, MemoryRecord
-from ...core.observations import write_lock
+from ...core.write.observations import write_lock
 from .memory_writes import append_history, same_space
 from .session import caller_session
 from .sql import MEMORY_COLUMNS, Params, record_from_row, visibility, writable

@@ -7,8 +7,8 @@ from datetime import datetime
 import asyncpg
 import numpy as np
 
-from ...core.caller import Caller
-from ...core.windows import LeasedSession, SessionTurn, Window, WindowBacklog
+from ...core.access.caller import Caller
+from ...core.write.windows import LeasedSession, SessionTurn, Window, WindowBacklog
 from .session import caller_session
 
 WINDOW_KINDS = ("turn",)

@@ -7,8 +7,8 @@ from datetime import datetime
 
 import asyncpg
 
-from ...core.caller import Caller
-from ...core.decisions import DecisionRecord
+from ...core.access.caller import Caller
+from ...core.reflection.decisions import DecisionRecord
 from .session import caller_session
 
 

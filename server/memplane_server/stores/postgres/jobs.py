@@ -5,7 +5,7 @@ import uuid
 
 import asyncpg
 
-from ...core.caller import Caller, Role
+from ...core.access.caller import Caller, Role
 from ...core.operations import Job, Operation
 from .session import caller_session
 

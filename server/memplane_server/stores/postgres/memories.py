@@ -11,23 +11,42 @@ from typing import Any
 import asyncpg
 import numpy as np
 
-from ...core.bm25 import KeywordMatch
-from ...core.caller import Caller
-from ...core.conflicts import ConflictRule
+from ...core.access.caller import Caller
+from ...core.access.requests import RequestKey
 from ...core.model import (
-    UPDATABLE_FIELDS, Forgotten, HistoryEntry, Kind, Layer, MemoryFilter, MemoryRecord, MemoryStats, Scope, Scored,
-    Status, Trace,
+    UPDATABLE_FIELDS,
+    Forgotten,
+    HistoryEntry,
+    Kind,
+    Layer,
+    MemoryFilter,
+    MemoryRecord,
+    MemoryStats,
+    Scope,
+    Scored,
+    Status,
+    Trace,
 )
-from ...core.time_expressions import TimeRange
+from ...core.retrieval.bm25 import KeywordMatch
+from ...core.retrieval.time_expressions import TimeRange
+from ...core.write.conflicts import ConflictRule
 from .contexts import WINDOW_KINDS, mark_sessions
-from ...core.requests import RequestKey
-from .lexical import FactQuery, KeywordQuery, LexicalQuery, lexical
-from .nearest import VectorQuery, Walks, generic_plan_serves, nearest
 from .memory_writes import Stored, StoredDraft, WriteTransaction, append_history
 from .replica import ReadPools
+from .search.lexical import FactQuery, KeywordQuery, LexicalQuery, lexical
+from .search.nearest import VectorQuery, Walks, generic_plan_serves, nearest
 from .session import CUSTOM_PLANS, GENERIC_PLANS, REUSED_PLANS, SessionAhead, caller_session
 from .sql import (
-    LEADING, MEMORY_COLUMNS, WHOLE, Params, aware, filter_clauses, record_from_json, record_from_row, visibility, writable,
+    LEADING,
+    MEMORY_COLUMNS,
+    WHOLE,
+    Params,
+    aware,
+    filter_clauses,
+    record_from_json,
+    record_from_row,
+    visibility,
+    writable,
 )
 
 _MAX_LISTED_IDS = 1000
@@ -161,7 +180,7 @@ class MemoryStore:
 
     async def vector_searches(self, caller: Caller, queries: Sequence[VectorQuery], *, candidates: bool = False,
                               ahead: SessionAhead | None = None) -> list[list[Scored]]:
-        """Several nearest-neighbour searches in one statement and one session (stores/postgres/nearest.py),
+        """Several nearest-neighbour searches in one statement and one session (stores/postgres/search/nearest.py),
         `ahead` when one was opened for them (vector_session_ahead); with candidates, each record holds
         only what ranking reads (sql.CANDIDATE_COLUMNS) but those among its query's `lead` nearest, read
         whole."""
@@ -184,7 +203,7 @@ class MemoryStore:
         choose: Callable[[list[KeywordMatch]], list[KeywordMatch]], windows: bool = False,
         common_share: float = 1.0,
     ) -> list[Scored]:
-        """One keyword channel alone (stores/postgres/lexical.py)."""
+        """One keyword channel alone (stores/postgres/search/lexical.py)."""
         return (await self.lexical_searches(
             caller, [KeywordQuery(f, terms, pool, as_of, choose, windows, common_share)]))[0]
 
@@ -192,12 +211,12 @@ class MemoryStore:
         self, caller: Caller, f: MemoryFilter, names: Sequence[str], *, limit: int, as_of: datetime | None,
         valid: TimeRange | None = None,
     ) -> list[Scored]:
-        """The exact channel alone (stores/postgres/lexical.py)."""
+        """The exact channel alone (stores/postgres/search/lexical.py)."""
         return (await self.lexical_searches(caller, [FactQuery(f, names, limit, as_of, valid)]))[0]
 
     async def lexical_searches(self, caller: Caller, queries: Sequence[LexicalQuery], *, candidates: bool = False
                                ) -> list[list[Scored]]:
-        """Several keyword and exact searches in one session (stores/postgres/lexical.py); candidates as
+        """Several keyword and exact searches in one session (stores/postgres/search/lexical.py); candidates as
         for vector_searches."""
         # Their plans do not depend on the tenant's size (a function's matches, keys, ids): planned
         # again on every run they cost 1.2 ms of a 40 ms search on LoCoMo (bench/README.md).
@@ -351,7 +370,7 @@ class MemoryStore:
         self, caller: Caller, f: MemoryFilter, *, hard: bool, everything: bool = False
     ) -> list[tuple[uuid.UUID, tuple[str, str | None]]]:
         """The ids a forget by filter would reach now with their (tenant, session), a session's
-        together (services/forget.py batches them by session)."""
+        together (services/forget/service.py batches them by session)."""
         cond, p = _forget_condition(caller, None, f, hard=hard, everything=everything)
         async with self.session(caller) as conn:
             return [(r["id"], (r["tenant_id"], r["session_id"])) for r in await conn.fetch(

@@ -11,11 +11,11 @@ from datetime import datetime, timezone
 import asyncpg
 import numpy as np
 
-from ...core.caller import Caller
-from ...core.conflicts import ConflictRule, conflict_reason
+from ...core.access.caller import Caller
+from ...core.access.requests import RequestKey
 from ...core.model import MemoryDraft, MemoryRecord, Scope, Status
-from ...core.requests import RequestKey
-from ...core.observations import DEDUP_KINDS, claim, normalized, reobserved_confidence, write_lock
+from ...core.write.conflicts import ConflictRule, conflict_reason
+from ...core.write.observations import DEDUP_KINDS, claim, normalized, reobserved_confidence, write_lock
 from .contexts import WINDOW_KINDS, mark_sessions
 from .sql import MEMORY_COLUMNS, Params, record_from_row, record_to_json, writable
 
@@ -32,7 +32,7 @@ class StoredDraft:
     keywords: str
     status: Status
     occurred_at: datetime
-    entities: tuple[str, ...] = ()  # core/entities.py, for the entity index (migration 0017)
+    entities: tuple[str, ...] = ()  # core/write/entities.py, for the entity index (migration 0017)
 
 
 class RequestReused(Exception):

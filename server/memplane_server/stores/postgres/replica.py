@@ -6,7 +6,7 @@ import contextvars
 
 import asyncpg
 
-# Whether the current call's reads may go to the standby: set per call (services/read_routing.py)
+# Whether the current call's reads may go to the standby: set per call (services/access/read_routing.py)
 # only for calls that change nothing, so no write is ever sent there.
 _on_standby: contextvars.ContextVar[bool] = contextvars.ContextVar("memplane_reads_on_standby", default=False)
 

@@ -10,7 +10,7 @@ from typing import TypeVar
 
 import asyncpg
 
-from ...core.caller import Caller
+from ...core.access.caller import Caller
 
 log = logging.getLogger(__name__)
 

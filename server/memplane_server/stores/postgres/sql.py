@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from ...core.caller import WRITING_ROLES, Caller, Role
+from ...core.access.caller import WRITING_ROLES, Caller, Role
 from ...core.model import Kind, Layer, MemoryFilter, MemoryRecord, Scope, Status
 
 log = logging.getLogger(__name__)

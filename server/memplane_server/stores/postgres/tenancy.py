@@ -7,8 +7,8 @@ from typing import Any
 
 import asyncpg
 
-from ...core.caller import Role
-from ...core.tenancy import Agent, ApiKey, AuditEvent, Domain, DomainGrant, Tenant
+from ...core.access.caller import Role
+from ...core.access.tenancy import Agent, ApiKey, AuditEvent, Domain, DomainGrant, Tenant
 
 
 class DuplicateError(Exception):

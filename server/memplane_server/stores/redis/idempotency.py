@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import redis.asyncio as redis
 
-from ...core.requests import RequestKey
+from ...core.access.requests import RequestKey
 
 LEASE_SECONDS = 5.0
 RENEW_EVERY_SECONDS = LEASE_SECONDS / 3

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import redis.asyncio as redis
 
-from ...core.token_bucket import Decision
+from ...core.access.token_bucket import Decision
 
 _TAKE = """
 local rate = tonumber(ARGV[1])

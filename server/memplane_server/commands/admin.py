@@ -1,0 +1,76 @@
+"""`memplane admin`: tenants, agents, keys, domains and grants through a running server's AdminService."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import asdict, is_dataclass
+from datetime import datetime
+from enum import Enum
+
+from ..settings import Settings
+
+
+def _jsonable(value):
+    if is_dataclass(value):
+        return {k: _jsonable(v) for k, v in asdict(value).items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, Enum):
+        return value.name
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+ADMIN_COMMANDS = {
+    "create-tenant": (lambda c, a: c.create_tenant(a.id, display_name=a.name or "", create_admin_key=True), ["id"]),
+    "list-tenants": (lambda c, a: c.list_tenants(), []),
+    "create-agent": (lambda c, a: c.create_agent(a.tenant, a.id, display_name=a.name or ""), ["tenant", "id"]),
+    "list-agents": (lambda c, a: c.list_agents(a.tenant), ["tenant"]),
+    "create-key": (
+        lambda c, a: c.create_api_key(tenant_id=a.tenant, agent_id=a.agent, role=a.role, display_name=a.name or ""),
+        [],
+    ),
+    "list-keys": (lambda c, a: c.list_api_keys(tenant_id=a.tenant), []),
+    "revoke-key": (lambda c, a: c.revoke_api_key(a.id), ["id"]),
+    "create-domain": (lambda c, a: c.create_domain(a.id, description=a.name or ""), ["id"]),
+    "list-domains": (lambda c, a: c.list_domains(), []),
+    "grant": (lambda c, a: c.grant_domain(a.domain, a.tenant, a.access), ["domain", "tenant"]),
+    "revoke-grant": (lambda c, a: c.revoke_domain_grant(a.domain, a.tenant), ["domain", "tenant"]),
+    "list-grants": (lambda c, a: c.list_domain_grants(domain=a.domain, tenant_id=a.tenant), []),
+    "audit": (lambda c, a: c.list_audit_events(tenant_id=a.tenant), []),
+}
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    from memplane import AdminClient, MemplaneError
+
+    key = args.api_key or os.environ.get("MEMPLANE_API_KEY")
+    if not key:
+        print("give --api-key or set MEMPLANE_API_KEY (an admin key printed at first start)", file=sys.stderr)
+        return 2
+    if args.command == "erase-user":
+        from .erase_user import run as erase_user
+
+        return erase_user(args, args.target or settings.listen, key)
+    if args.command == "lifecycle":
+        from .lifecycle import run as lifecycle
+
+        return lifecycle(args, args.target or settings.listen, key)
+    action, required = ADMIN_COMMANDS[args.command]
+    missing = [name for name in required if getattr(args, name) is None]
+    if missing:
+        print(f"{args.command} needs: " + ", ".join("--" + m for m in missing), file=sys.stderr)
+        return 2
+    try:
+        with AdminClient(args.target or settings.listen, key) as client:
+            result = action(client, args)
+    except MemplaneError as exc:
+        print(f"error: {exc.code.name} {exc.reason}: {exc.message}", file=sys.stderr)
+        return 1
+    print(json.dumps(_jsonable(result), indent=2, ensure_ascii=False))
+    return 0

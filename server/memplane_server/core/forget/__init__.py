@@ -1,0 +1,1 @@
+"""Forgetting's rules: erasure of a user and lifecycle policies."""

@@ -1,0 +1,2 @@
+"""Reflection's rules: what a reflection asks, consolidation, foresight, triggers, decisions
+and confidence."""

@@ -1,0 +1,365 @@
+"""Search: the retrieval channels (services/search/channels.py) and the session's working memory
+run concurrently, are fused by weighted reciprocal rank fusion routed by the query's intent,
+adjusted (scope, kind intent, recency, confidence), optionally reranked by an LLM, and cut to
+top_k and a token budget."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import os
+from collections.abc import Awaitable
+from dataclasses import dataclass, field, replace
+from datetime import datetime, tzinfo
+
+import numpy as np
+
+from ...core.access.caller import Caller
+from ...core.errors import invalid
+from ...core.model import (
+    DEFAULT_SCOPE_ORDER,
+    Layer,
+    MemoryFilter,
+    Scope,
+    ScoreComponent,
+    Scored,
+    SearchHit,
+)
+from ...core.retrieval.intent import detect_intent, routed_weights
+from ...core.retrieval.ranking import collapse_duplicates, include_preferences, within_budget
+from ...core.retrieval.scoring import Adjustments, fuse_and_adjust
+from ...core.retrieval.time_expressions import parse_time_range
+from ...core.retrieval.tokens import keyword_tokens, lookup_names
+from ...core.retrieval.transcript import read_transcript
+from ...core.timezones import parse_time_zone
+from ...core.validation import MAX_FILTER_VALUES
+from ...core.working import SessionContents, item_to_record
+from ...llm.query_rewrite import QueryRewriter
+from ...llm.rerank import MAX_CANDIDATES, Reranker
+from ...logs import OncePerCause, cause_of
+from ...stores.postgres.search.nearest import broad
+from ...stores.postgres.session import SessionAhead
+from ...stores.redis.working import WorkingSession
+from ..deps import Deps
+from . import feedback
+from .channels import (
+    PREFERENCES,
+    QueryParts,
+    in_order,
+    lexical_channels,
+    searches_persistent,
+    vector_channels,
+)
+from .graph import CHANNEL as GRAPH
+from .graph import GraphChannel, explain_links
+from .session import CHANNEL as SESSION
+from .session import SessionChannel, explain_sessions
+from .stages import stage, staged
+from .usage import UsageCounts
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    text: str
+    filter: MemoryFilter = MemoryFilter()
+    top_k: int = 0
+    token_budget: int = 0
+    as_of: datetime | None = None
+    scope_weights: dict[Scope, float] = field(default_factory=dict)
+    scope_order: tuple[Scope, ...] = ()
+    explain: bool = False
+    time_zone: str | None = None
+
+
+async def _embedded(embeddings: list[Awaitable[np.ndarray]]) -> list[np.ndarray]:
+    with stage("embed"):
+        return await asyncio.gather(*embeddings)
+
+
+def _read_whole_by_channels(results: dict[str, list[Scored]], preferences: list[Scored]) -> dict:
+    """The memories a channel read whole, by id."""
+    return {s.record.id: s.record for scored in (*results.values(), preferences) for s in scored if s.whole}
+
+
+def _leading(results: dict[str, list[Scored]], preferences: list[Scored], top_k: int, whole: dict) -> list:
+    """The stored memories among each channel's first top_k and the preferences always answered
+    that no channel read whole."""
+    ids = {s.record.id: None for scored in (*(r[:top_k] for r in results.values()), preferences) for s in scored
+           if s.record.layer is not Layer.WORKING and s.record.id not in whole}
+    return list(ids)
+
+
+class SearchService:
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+        self._background: set[asyncio.Task] = set()
+        self.usage = UsageCounts(deps.memories, deps.clock)
+        self._failures = OncePerCause(log)
+        self.graph = GraphChannel(deps.entities, weight=deps.settings.graph_weight,
+                                  max_rows=deps.settings.graph_max_entity_rows)
+        self.session = SessionChannel(deps.digests, deps.memories, weight=deps.settings.session_weight,
+                                      top_sessions=deps.settings.session_top_sessions)
+        # The lexical channels need only the query's text, so their SQL could run while the query is
+        # embedded; but when the embedding keeps every core busy (2 cores, 2 embedding threads), any
+        # work beside it slows all of it: on LoCoMo dev the embedding took 41 ms with the lexical
+        # channels running beside it against 27 ms alone, more than those channels take after it
+        # (bench/README.md). With a core to spare, or a remote model, they run meanwhile.
+        self._spare_core = len(os.sched_getaffinity(0)) > deps.embedder.cpu_threads
+
+    def _check(self, q: SearchQuery) -> int:
+        s = self.deps.settings
+        if not q.text or not q.text.strip():
+            raise invalid("QUERY_REQUIRED", "query must not be empty or blank")
+        if len(q.text.encode()) > s.max_query_bytes:
+            raise invalid("QUERY_TOO_LARGE", f"query is over {s.max_query_bytes} bytes", limit=str(s.max_query_bytes))
+        if "\x00" in q.text:
+            raise invalid("INVALID_QUERY", "query must not contain NUL characters")
+        if q.top_k < 0 or q.token_budget < 0:
+            raise invalid("INVALID_LIMIT", "top_k and token_budget must not be negative")
+        if len(q.scope_order) > MAX_FILTER_VALUES:
+            raise invalid("INVALID_SCOPE_WEIGHT", f"at most {MAX_FILTER_VALUES} scope weights")
+        for weight in q.scope_weights.values():
+            if not (weight >= 0 and math.isfinite(weight)):
+                raise invalid("INVALID_SCOPE_WEIGHT", "scope weights must be finite non-negative numbers")
+        # Above the maximum is capped, not refused: a caller asking for "many" gets the most we give.
+        return min(q.top_k or s.search_default_top_k, s.search_max_top_k)
+
+    async def search(self, caller: Caller, q: SearchQuery) -> list[SearchHit]:
+        with stage("search"):
+            return await self._search(caller, q)
+
+    async def _search(self, caller: Caller, q: SearchQuery) -> list[SearchHit]:
+        top_k = self._check(q)
+        zone = parse_time_zone(q.time_zone)
+        caller.require_tenant()
+        settings = self.deps.settings
+        now = q.as_of or self.deps.clock()
+
+        transcript = read_transcript(q.text)
+        text = transcript.words(settings.search_dialogue_user_only) if transcript else q.text
+        feel = " ".join(transcript.feelings()) + "\n" if transcript and settings.search_dialogue_emotion != "off" else ""
+        embeddings = [self.deps.embedder.embed_query((feel if settings.search_dialogue_emotion == 'both' else '') + text)]
+        if transcript:
+            embeddings.append(self.deps.embedder.embed_query(feel + transcript.focus(settings.search_dialogue_user_turns)))
+        embedded = asyncio.ensure_future(_embedded(embeddings))
+        # With a core beside the embedding (or a remote model) the vector channels' session opens
+        # while the query is embedded. Without one it would take that core from the embedding: on 2
+        # cores the embedding lost 1.0 ms to it and the channels gained 0.35 (bench/README.md).
+        vector_ahead = (self.deps.memories.vector_session_ahead(caller, q.filter)
+                        if self._spare_core and searches_persistent(q.filter) else None)
+        try:
+            return await self._searched(caller, q, top_k, zone, now, text, embedded, vector_ahead)
+        finally:
+            if vector_ahead is not None:
+                await vector_ahead.close()
+
+    async def _searched(self, caller: Caller, q: SearchQuery, top_k: int, zone: tzinfo | None, now: datetime,
+                        text: str, embedded: asyncio.Future, vector_ahead: SessionAhead | None) -> list[SearchHit]:
+        settings = self.deps.settings
+        limit = max(settings.search_candidates, top_k)
+
+        def read_text():  # segmentation and pattern matching: CPU work, off the event loop
+            tokens = keyword_tokens(text)
+            return tokens, lookup_names(text), detect_intent(text), parse_time_range(text, now, zone)
+
+        try:
+            with stage("parse"):
+                tokens, names, intent, span = await asyncio.to_thread(read_text)
+        except BaseException:
+            embedded.cancel()
+            raise
+        parts = QueryParts(None, list(dict.fromkeys(tokens)), names, intent, span)
+        # The session's working memory is read from Redis while the query is embedded, ranked after.
+        working = None
+        if q.filter.session_id and q.filter.wants_layer(Layer.WORKING) and q.as_of is None:
+            working = asyncio.ensure_future(self.deps.working.read(
+                WorkingSession(caller.require_tenant(), caller.agent_id, q.filter.session_id), with_vectors=True))
+        meanwhile = self._lexical_meanwhile(caller, q.filter)
+        lexical = lexical_channels(self.deps.memories, settings, caller, q.filter, parts, limit=limit, as_of=q.as_of,
+                                   together=not meanwhile, lead=top_k)
+        running = {name: asyncio.ensure_future(run()) for name, run in lexical.items()} if meanwhile else {}
+        try:
+            vector, *last_turn = await embedded
+        except BaseException:
+            for run in (*running.values(), *([working] if working is not None else [])):
+                run.cancel()
+            raise
+        running.update((name, asyncio.ensure_future(run())) for name, run in lexical.items() if name not in running)
+        parts = replace(parts, vector=vector, last_turn_vector=last_turn[0] if last_turn else None)
+        family = vector_channels(self.deps.memories, settings, caller, q.filter, parts, limit=limit, as_of=q.as_of,
+                                 lead=top_k, ahead=vector_ahead)
+        planned = bool(family or lexical)  # persistent memory is searched
+        runs = in_order({**running, **{name: asyncio.ensure_future(run()) for name, run in family.items()}})
+        session_run = asyncio.ensure_future(staged("session channel", self.session.search(
+            caller, q.filter, vector, parts.terms, limit=limit, as_of=q.as_of))) if planned and self.session.enabled else None
+        if working is not None:
+            runs["working"] = asyncio.ensure_future(staged("working channel", self._working_channel(q, working, vector, limit)))
+        if planned and settings.search_rewrite:
+            runs["rewrites"] = asyncio.ensure_future(staged("rewrite channels", self._rewrite_channels(caller, q, limit)))
+        results: dict[str, list[Scored]] = dict(zip(runs, await asyncio.gather(*runs.values())))
+        preferences = results.pop(PREFERENCES, [])
+        always = [s.record for s in preferences]
+        results.update(results.pop("rewrites", {}))
+        weights = routed_weights(intent, settings.channel_weights)
+        weights.update({ch: weights.get("rewrite", 1.0) for ch in results if ch.startswith("rewrite")})
+        sessions = await session_run if session_run is not None else None
+        if sessions is not None:
+            results[SESSION], weights[SESSION] = sessions.scored, self.session.weight
+        graph = None
+        if planned and self.graph.enabled:
+            with stage("graph channel"):
+                graph = await self.graph.search(caller, q.filter, text, results, weights, limit=limit, as_of=q.as_of)
+            results[GRAPH], weights[GRAPH] = graph.scored, self.graph.weight
+        adjustments = Adjustments(
+            intent=intent, time_range=span, now=now, recency_lambdas=settings.recency_lambdas,
+            scope_weights=q.scope_weights, scope_order=q.scope_order or DEFAULT_SCOPE_ORDER, explain=q.explain,
+        )
+        # Duplicates are collapsed only as far as a hit can still be answered (top_k, rerank's pool,
+        # feedback's documents): past that no content needs normalising.
+        ranked = max(top_k, MAX_CANDIDATES if settings.search_rerank else 0, settings.search_feedback_docs)
+        # The answer is nearly always among the channels' leading hits: the channels read those
+        # whole, and those they did not (the graph's, the sessions') are read while fusion runs (CPU
+        # work over a few hundred candidates: in a thread, off the event loop).
+        read = _read_whole_by_channels(results, preferences)
+        prefetched = asyncio.ensure_future(self._read_whole(caller, _leading(results, preferences, top_k, read)))
+        try:
+            with stage("fusion"):
+                hits = await asyncio.to_thread(
+                    lambda: collapse_duplicates(fuse_and_adjust(results, weights, adjustments), ranked))
+            if planned and feedback.wanted(settings):
+                with stage("feedback"):
+                    second = await feedback.feedback_channels(self.deps.memories, self.deps.feedback, settings, caller,
+                                                              q.filter, parts, hits, limit=limit, as_of=q.as_of)
+                    if second:
+                        results.update(second)
+                        hits = await asyncio.to_thread(
+                            lambda: collapse_duplicates(fuse_and_adjust(results, weights, adjustments), ranked))
+            whole = {**read, **await prefetched}
+        except BaseException:
+            prefetched.cancel()
+            raise
+        if settings.search_rerank:
+            with stage("rerank"):
+                hits = await self._reranked(q.text, hits, top_k, explain=q.explain)
+        with stage("finish"):
+            hits = include_preferences(hits[:top_k], always, top_k, explain=q.explain)
+            hits = within_budget(hits, q.token_budget)
+            hits = await self._whole(caller, hits, whole)
+            if q.explain:
+                explain_links(hits, graph.why if graph else {})
+                explain_sessions(hits, sessions.why if sessions else {})
+                await self._explain_conflicts(caller, hits)
+            if not hits:
+                self._signal_nothing_found(caller, q.text, q.filter.user_id)
+            self.usage.add(caller, [h.memory.id for h in hits if h.memory.layer is not Layer.WORKING])
+        return hits
+
+    async def _read_whole(self, caller: Caller, ids: list) -> dict:
+        if not ids:
+            return {}
+        with stage("whole rows"):
+            return {r.id: r for r in await self.deps.memories.get_many(caller, ids)}
+
+    async def _whole(self, caller: Caller, hits: list[SearchHit], whole: dict) -> list[SearchHit]:
+        """The answered hits read whole (the channels read candidates: what ranking needs): those
+        read while fusion ran, and the rest now. A hit forgotten since its channel read it is gone
+        from the answer too."""
+        stored = [h.memory.id for h in hits if h.memory.layer is not Layer.WORKING]
+        missing = [i for i in stored if i not in whole]
+        if missing:
+            whole = {**whole, **await self._read_whole(caller, missing)}
+        return [h if h.memory.layer is Layer.WORKING else replace(h, memory=whole[h.memory.id])
+                for h in hits if h.memory.layer is Layer.WORKING or h.memory.id in whole]
+
+    def _lexical_meanwhile(self, caller: Caller, f: MemoryFilter) -> bool:
+        """Whether the lexical channels run while the query is embedded (then each in a session of
+        its own, side by side). Also without a spare core when they search the whole of a big tenant
+        (one the vector channels walk): there they match and rank thousands of rows (keyword 19-21
+        ms, keyword_context 17 ms at 100,000 in one tenant), more than the embedding loses beside
+        them; after it, or one after the other, Search was 2.1-2.4x the floor there (bench/README.md)."""
+        return self._spare_core or (broad(f) and self.deps.memories.walks.known_big(caller.tenant_id))
+
+    async def _explain_conflicts(self, caller: Caller, hits: list[SearchHit]) -> None:
+        """A served value that another is waiting to replace says so: the agent should not take it
+        as settled."""
+        disputed = await self.deps.conflicts.challengers_of(
+            caller, [h.memory.id for h in hits if h.memory.layer is not Layer.WORKING])
+        for hit in hits:
+            for challenger in disputed.get(hit.memory.id, []):
+                hit.explanation.append(ScoreComponent(
+                    "conflict", 0.0, 0, f"disputed by {challenger.id}, which says "
+                    f"{(challenger.value or challenger.content)[:200]!r}: needs confirmation (ResolveConflict)"))
+
+    async def _rewrite_channels(self, caller: Caller, q: SearchQuery, limit: int) -> dict[str, list[Scored]]:
+        """Nearest memories to each LLM rephrasing of the query; nothing when the model fails."""
+        try:
+            rewrites = await asyncio.wait_for(
+                QueryRewriter(self.deps.llm).rewrite(q.text), self.deps.settings.search_llm_timeout_seconds)
+            vectors = [await self.deps.embedder.embed_query(text) for text in rewrites]
+        except Exception as exc:  # an optional stage: the search goes on without it
+            log.warning("query rewrite failed, searching without it: %s", exc)
+            return {}
+        found = await asyncio.gather(*(
+            self.deps.memories.vector_search(caller, q.filter, v, limit=limit, as_of=q.as_of) for v in vectors))
+        return {f"rewrite{i}": scored for i, scored in enumerate(found, 1)}
+
+    async def _reranked(self, text: str, hits: list[SearchHit], top_k: int, *, explain: bool) -> list[SearchHit]:
+        """The LLM orders the leading candidates; hits keep the scores of the places they take, so
+        scores still fall down the list. On failure the fused order stands."""
+        pool = hits[:MAX_CANDIDATES]
+        try:
+            order = await asyncio.wait_for(
+                Reranker(self.deps.llm).rerank(text, [(str(h.memory.id), h.memory.content) for h in pool], len(pool)),
+                self.deps.settings.search_llm_timeout_seconds)
+        except Exception as exc:  # an optional stage: the fused order is a fine answer
+            log.warning("rerank failed, keeping the fused order: %s", exc)
+            return hits
+        by_id = {str(h.memory.id): h for h in pool}
+        reranked = []
+        for place, memory_id in enumerate(order):
+            hit = by_id[memory_id]
+            note = [ScoreComponent("rerank", pool[place].score, place + 1, f"LLM rerank, was #{pool.index(hit) + 1}")]
+            reranked.append(SearchHit(hit.memory, pool[place].score, hit.explanation + note if explain else []))
+        return reranked + hits[MAX_CANDIDATES:]
+
+    async def _working_channel(self, q: SearchQuery, reading: Awaitable[SessionContents], query_vector: np.ndarray,
+                               limit: int) -> list[Scored]:
+        f = q.filter
+        contents = await reading
+        items = [
+            i for i in contents.items
+            if i.id in contents.vectors
+            and (not f.kinds or i.kind in f.kinds)
+            and (not f.user_id or i.user_id == f.user_id)
+            and set(f.tags) <= set(i.tags)
+        ]
+        if not items:
+            return []
+        vectors = np.stack([contents.vectors[i.id] for i in items])
+        similarities = vectors @ query_vector
+        order = np.argsort(-similarities)[:limit]
+        return [Scored(item_to_record(items[i]), float(similarities[i])) for i in order]
+
+    def _signal_nothing_found(self, caller: Caller, text: str, user_id: str | None) -> None:
+        """A search that found nothing is a signal for reflection (listed with the decisions): the
+        memory lacks what agents ask for. It names the user the search was filtered to, whose
+        erasure removes it with the query text."""
+        self._in_background("no-result signal not kept", self.deps.decisions.record(
+            caller, subject_type="search", subject_id="", decision="signal", reason=f"nothing found for: {text[:200]}",
+            user_id=user_id))
+
+    def _in_background(self, failure: str, work) -> None:
+        """Bookkeeping the caller should not wait for; its failures are logged once per cause."""
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+        def report(done: asyncio.Task) -> None:
+            if not done.cancelled() and done.exception() is not None:
+                exc = done.exception()
+                self._failures.log(cause_of(exc), f"{failure}: %s", type(exc).__name__,
+                                   level=logging.WARNING, exc_info=False)
+
+        task.add_done_callback(report)

@@ -1,0 +1,138 @@
+"""LLM extraction on Write: the raw turns are stored first, then a model turns them into
+operations on structured facts, which are applied like any write (supersede, re-observe)."""
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Protocol
+
+from ...core.access.caller import Caller, caller_to_json
+from ...core.access.requests import RequestKey
+from ...core.errors import Code, MemplaneError, invalid
+from ...core.model import Kind, Layer, MemoryDraft, MemoryFilter, MemoryRecord
+from ...core.operations import Operation
+from ...core.timezones import parse_time_zone, render
+from ...llm.extraction import KnownFact, Turn, extract
+from ..deps import Deps
+
+log = logging.getLogger(__name__)
+
+CONTEXT_TURNS = 20
+KNOWN_FACTS = 30
+
+
+@dataclass
+class ExtractOutcome:
+    memories: list[MemoryRecord] = field(default_factory=list)
+    deleted: list[uuid.UUID] = field(default_factory=list)
+
+
+class FactWriter(Protocol):
+    async def write(
+        self, caller: Caller, drafts: list[MemoryDraft], request: RequestKey | None = None,
+    ) -> list[MemoryRecord]: ...
+
+
+class ExtractService:
+    def __init__(self, deps: Deps, writes: FactWriter) -> None:
+        self.deps = deps
+        self.writes = writes
+
+    def check(self, drafts: list[MemoryDraft]) -> None:
+        """Refuses an extraction that cannot run before anything is stored."""
+        if self.deps.llm is None:
+            raise MemplaneError(Code.FAILED_PRECONDITION, "LLM_NOT_CONFIGURED", "set MEMPLANE_LLM_MODEL to use infer")
+        if not any(d.kind is Kind.TURN for d in drafts):
+            raise invalid("TURNS_REQUIRED", "infer extracts from turns: write at least one memory of kind TURN")
+        if any(d.layer is Layer.WORKING for d in drafts):
+            raise invalid("INFER_NOT_FOR_WORKING", "infer applies to persistent turns, not working memory")
+
+    async def after_stored(
+        self, caller: Caller, records: list[MemoryRecord], infer: str, time_zone: str | None,
+    ) -> tuple[list[MemoryRecord], Operation | None]:
+        """Extracts from turns already stored: "sync" returns the facts, else (or when the model
+        fails, so that nothing is lost) a job does it and its operation is returned."""
+        turn_ids = [str(r.id) for r in records if r.kind is Kind.TURN]
+        if infer == "sync":
+            try:
+                return (await self.run(caller, turn_ids, time_zone)).memories, None
+            except Exception as exc:  # the model failed: keep the write, leave a retriable job
+                log.warning("synchronous extraction failed, queued for retry: %s", exc)
+        return [], await self.enqueue(caller, turn_ids, time_zone)
+
+    async def enqueue(self, caller: Caller, turn_ids: list[str], time_zone: str | None = None) -> Operation:
+        payload = {"turn_ids": turn_ids, "time_zone": time_zone}
+        return await self.deps.jobs.enqueue(caller, "extract", payload, caller_to_json(caller))
+
+    async def run(
+        self, caller: Caller, turn_ids: list[str], time_zone: str | None = None, request: RequestKey | None = None
+    ) -> ExtractOutcome:
+        if self.deps.llm is None:
+            raise MemplaneError(Code.FAILED_PRECONDITION, "LLM_NOT_CONFIGURED", "set MEMPLANE_LLM_MODEL to extract")
+        turns = [t for t in [await self.deps.memories.get(caller, uuid.UUID(i)) for i in turn_ids] if t is not None]
+        if not turns:
+            return ExtractOutcome()
+        first = turns[0]
+        context: list[MemoryRecord] = []
+        if first.session_id:
+            earlier = await self.deps.memories.list(
+                caller, MemoryFilter(session_id=first.session_id, kinds=(Kind.TURN,)), limit=CONTEXT_TURNS + len(turns),
+                after=None,
+            )
+            new_ids = {t.id for t in turns}
+            context = [m for m in reversed(earlier) if m.id not in new_ids][-CONTEXT_TURNS:]
+        query = await self.deps.embedder.embed_query(" ".join(t.content for t in turns))
+        candidates = await self.deps.memories.vector_search(
+            caller, MemoryFilter(kinds=(Kind.FACT, Kind.PREFERENCE)), query, limit=KNOWN_FACTS, as_of=None
+        )
+        zone = parse_time_zone(time_zone)
+        known = [
+            KnownFact(c.record.entity, c.record.attribute, c.record.value or c.record.content,
+                      render(c.record.updated_at or c.record.created_at, zone))
+            for c in candidates if c.record.entity and c.record.attribute
+        ]
+        operations = await extract(
+            self.deps.llm, known, [Turn(str(t.id), t.content) for t in context],
+            [Turn(str(t.id), t.content) for t in turns], render(datetime.now(timezone.utc), zone),
+        )
+        return await self._apply(caller, first, operations, request, [*context, *turns], turns)
+
+    async def _apply(
+        self, caller: Caller, first: MemoryRecord, operations, request: RequestKey | None,
+        read: list[MemoryRecord], new: list[MemoryRecord],
+    ) -> ExtractOutcome:
+        outcome = ExtractOutcome()
+        read_ids = {str(t.id): t.id for t in read}
+
+        def derived_from(source_turn: str | None) -> tuple[uuid.UUID, ...]:
+            # The turn the model names, else every new turn: forgetting it forgets the fact.
+            if source_turn and source_turn in read_ids:
+                return (read_ids[source_turn],)
+            return tuple(t.id for t in new)
+
+        drafts = [
+            MemoryDraft(
+                scope=first.scope, domain=first.domain, agent_id=None, layer=None, kind=op.kind, content=op.content,
+                entity=op.entity, attribute=op.attribute, value=op.value, confidence=op.confidence,
+                user_id=first.user_id, session_id=first.session_id, source_type="turn",
+                source_id=op.source_turn or str(first.id), derived_from=derived_from(op.source_turn),
+            )
+            for op in operations if op.op in ("ADD", "UPDATE")
+        ]
+        if drafts:
+            outcome.memories = await self.writes.write(caller, drafts, request)
+        for op in operations:
+            if op.op == "DELETE":
+                current = await self.deps.memories.list(
+                    caller, MemoryFilter(entity=op.entity, attribute=op.attribute), limit=10, after=None
+                )
+                if current:
+                    _, ids = await self.deps.memories.forget(
+                        caller, ids=[m.id for m in current], f=None, hard=False, dry_run=False, actor=caller.key_id,
+                        reason=f"extraction: turn {op.source_turn} says it no longer holds",
+                    )
+                    outcome.deleted.extend(ids)
+        return outcome
+

@@ -1,0 +1,195 @@
+"""Write: validate, embed in one batch, store persistent memories in one transaction and
+working-layer items in Redis."""
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from datetime import datetime, timezone
+
+import numpy as np
+
+from ...core.access.caller import Caller, caller_to_json
+from ...core.access.requests import RequestKey
+from ...core.errors import Code, MemplaneError, invalid, request_id_reused
+from ...core.model import KIND_LAYER, Layer, MemoryDraft, MemoryRecord, Scope, Status
+from ...core.operations import Operation
+from ...core.retrieval.tokens import keyword_tokens
+from ...core.timezones import parse_time_zone
+from ...core.validation import (
+    check_confidence,
+    check_content,
+    check_free_id,
+    check_identifier,
+    check_metadata,
+    check_tags,
+    check_text,
+    check_time,
+    check_ttl,
+)
+from ...core.working import WorkingItem, item_to_record, new_item
+from ...core.write.conflicts import ConflictRule
+from ...core.write.entities import extract_entities
+from ...stores.postgres.memory_writes import QuotaExceeded, RequestReused, SourceGone, Stored, StoredDraft
+from ...stores.redis.working import WorkingSession
+from ..deps import Deps
+from ..reflection.triggers import after_write
+from .extract import ExtractService
+
+
+class WriteService:
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+        # Extraction stores its facts through this service, so it is made over it.
+        self.extractions = ExtractService(deps, self)
+
+    async def accept(
+        self, caller: Caller, drafts: list[MemoryDraft], infer: str | None, time_zone: str | None = None,
+        request: RequestKey | None = None,
+    ) -> tuple[list[MemoryRecord], list[MemoryRecord], Operation | None]:
+        """Every Write: stores the input first; extraction, only when asked, runs after it, so an LLM
+        failure loses nothing.
+
+        Returns the stored input, the memories extraction produced (sync only) and, when extraction
+        runs in the background or failed and will be retried, its operation. A session this write
+        makes due for reflection gets a reflect job (services/reflection/triggers.py).
+        """
+        parse_time_zone(time_zone)  # refuse a bad zone before anything is stored
+        if infer is not None:
+            self.extractions.check(drafts)
+        records = await self.write(caller, drafts, request)
+        extracted: list[MemoryRecord] = []
+        operation = None
+        if infer is not None:
+            extracted, operation = await self.extractions.after_stored(caller, records, infer, time_zone)
+        await after_write(self.deps, caller, records)
+        return records, extracted, operation
+
+    def prepare(self, caller: Caller, draft: MemoryDraft, index: int) -> MemoryDraft:
+        """Resolves defaults and checks one draft; errors name the item."""
+        s = self.deps.settings
+        try:
+            if draft.kind is None:
+                raise invalid("KIND_REQUIRED", "kind is required")
+            layer = draft.layer or KIND_LAYER[draft.kind]
+            if layer is not Layer.WORKING and layer is not KIND_LAYER[draft.kind]:
+                raise invalid("LAYER_KIND_MISMATCH", f"kind {draft.kind.value} belongs to layer {KIND_LAYER[draft.kind].value}")
+            scope = draft.scope or caller.default_scope()
+            if draft.domain:
+                check_identifier(draft.domain, "domain")
+            caller.check_write_scope(scope, draft.domain)
+            check_content(draft.content, s.max_content_bytes)
+            if draft.context:
+                check_content(draft.context, s.max_content_bytes, "context")
+            check_confidence(draft.confidence)
+            for name in ("user_id", "session_id", "entity", "attribute", "source_type", "source_id", "state_key"):
+                check_free_id(getattr(draft, name), name)
+            if draft.value is not None:
+                check_text(draft.value, "value", s.max_content_bytes)
+            check_tags(draft.tags)
+            check_metadata(draft.metadata)
+            for name in ("occurred_at", "valid_from", "valid_to"):
+                check_time(getattr(draft, name), name)
+            if draft.valid_from and draft.valid_to and draft.valid_to < draft.valid_from:
+                raise invalid("INVALID_VALIDITY", "valid_to is before valid_from")
+            if layer is Layer.WORKING:
+                if not draft.session_id:
+                    raise invalid("SESSION_REQUIRED", "working memory needs a session_id")
+                if draft.ttl_seconds is not None:
+                    check_ttl(draft.ttl_seconds)
+            elif draft.ttl_seconds is not None or draft.state_key:
+                raise invalid("TTL_ONLY_FOR_WORKING", "ttl and state_key apply to the working layer only")
+        except MemplaneError as exc:
+            exc.metadata["index"] = str(index)  # tells the caller which item of the batch is wrong
+            raise
+        domain = draft.domain if scope is Scope.DOMAIN else None
+        # On non-private scopes the agent is kept as the writer, for filtering and audit.
+        return replace(draft, scope=scope, layer=layer, domain=domain, agent_id=caller.agent_id)
+
+    def prepare_all(self, caller: Caller, drafts: list[MemoryDraft]) -> list[MemoryDraft]:
+        if not drafts:
+            raise invalid("MEMORIES_REQUIRED", "at least one memory is required")
+        if len(drafts) > self.deps.settings.max_batch:
+            raise invalid("BATCH_TOO_LARGE", f"at most {self.deps.settings.max_batch} memories per call")
+        caller.require_writer()
+        return [self.prepare(caller, d, i) for i, d in enumerate(drafts)]
+
+    async def write(
+        self, caller: Caller, drafts: list[MemoryDraft], request: RequestKey | None = None
+    ) -> list[MemoryRecord]:
+        """Validates everything first, so a bad item leaves nothing of the batch written. A request
+        already stored (its response lost with a crashed server) is answered, not stored again."""
+        ready = self.prepare_all(caller, drafts)
+        vectors = await self.deps.embedder.embed_passages([d.embedding_text for d in ready])
+        now = datetime.now(timezone.utc)
+        persistent = [(i, d) for i, d in enumerate(ready) if d.layer is not Layer.WORKING]
+        working = [(i, d) for i, d in enumerate(ready) if d.layer is Layer.WORKING]
+        out: list[MemoryRecord | None] = [None] * len(ready)
+        if persistent:
+            caller.require_tenant()
+            entities = await asyncio.to_thread(lambda: [tuple(extract_entities(d.embedding_text)) for _, d in persistent])
+            stored = await self._insert(
+                caller, request,
+                [
+                    StoredDraft(
+                        draft=d,
+                        embedding=vectors[i],
+                        keywords=" ".join(keyword_tokens(d.embedding_text)),
+                        status=Status.PENDING if d.confidence < self.deps.settings.pending_threshold else Status.ACTIVE,
+                        occurred_at=d.occurred_at or now,
+                        entities=found,
+                    )
+                    for (i, d), found in zip(persistent, entities)
+                ],
+                embedding_model=self.deps.embedder.model_id,
+                actor=caller.key_id,
+                dedup_threshold=self.deps.settings.dedup_threshold,
+                pending_threshold=self.deps.settings.pending_threshold,
+                conflicts=ConflictRule(self.deps.settings.conflict_window_seconds,
+                                       self.deps.settings.conflict_min_confidence),
+            )
+            if stored.replayed:
+                return stored.records
+            for (i, _), record in zip(persistent, stored.records):
+                out[i] = record
+        if working:
+            for (i, _), record in zip(working, await self._write_working(caller, working, vectors, now)):
+                out[i] = record
+        return [r for r in out if r is not None]
+
+    async def forget_old_requests(self) -> int:
+        """Recorded write requests older than the idempotency window stop deduplicating."""
+        return await self.deps.memories.prune_write_requests(self.deps.settings.idempotency_ttl_seconds)
+
+    async def _insert(self, caller: Caller, request: RequestKey | None, items: list[StoredDraft], **kwargs) -> Stored:
+        try:
+            return await self.deps.memories.insert(caller, items, request=request, **kwargs)
+        except RequestReused:
+            raise request_id_reused() from None
+        except SourceGone:
+            # A rebuild or extraction read a memory that was forgotten meanwhile: it runs again (a
+            # job retries) and no longer finds it.
+            raise MemplaneError(
+                Code.FAILED_PRECONDITION, "SOURCE_FORGOTTEN", "a memory this was derived from was forgotten; retry"
+            ) from None
+        except QuotaExceeded as exc:
+            raise MemplaneError(
+                Code.RESOURCE_EXHAUSTED, "MEMORY_QUOTA_EXCEEDED",
+                f"the tenant stores {exc.count} memories; its limit is {exc.limit}", limit=str(exc.limit),
+            ) from None
+
+    async def _write_working(
+        self, caller: Caller, items: list[tuple[int, MemoryDraft]], vectors: np.ndarray, now: datetime
+    ) -> list[MemoryRecord]:
+        made: list[WorkingItem] = []
+        by_session: dict[str, list[tuple[WorkingItem, np.ndarray]]] = {}
+        for i, d in items:
+            item = new_item(caller, d, now, d.ttl_seconds or self.deps.settings.working_ttl_seconds)
+            made.append(item)
+            by_session.setdefault(item.session_id, []).append((item, vectors[i]))
+        # The answer gives the items as they read back later, times at the precision stored.
+        stored: dict[str, WorkingItem] = {}
+        for session_id, session_items in by_session.items():
+            session = WorkingSession(caller.require_tenant(), caller.agent_id, session_id)
+            for item in await self.deps.working.append(session, session_items, caller=caller_to_json(caller)):
+                stored[item.id] = item
+        return [item_to_record(stored[item.id]) for item in made]

@@ -1,0 +1,1 @@
+"""Whole-database and whole-tenant moves: backups, tenant transfer and re-embedding."""

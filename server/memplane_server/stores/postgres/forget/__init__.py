@@ -1,0 +1,1 @@
+"""The SQL of forgetting: erasure of a user and lifecycle policies."""
