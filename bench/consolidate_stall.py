@@ -1,4 +1,4 @@
-"""Consolidate stall benchmark (issue 25): does one agent's Consolidate over thousands of lessons
+"""Consolidate stall benchmark: does one agent's Consolidate over thousands of lessons
 slow another tenant's calls?
 
 One run starts embedded PostgreSQL and Redis and a real `memplane serve` (foundation.py), creates
@@ -13,7 +13,7 @@ cluster (4 of the topic's 6 words and 3 of 20,000 others). Then, through the SDK
 2. the same while a1 calls Consolidate(dry_run=true) in a loop from another process: GetStats
    p50/p95/p99 during, and each Consolidate's duration and what it found.
 Target: GetStats p99 during < 100 ms. With --pairwise the grouping loop that ran on the event
-loop before issue 25 is timed in this process on the same rows, for comparison.
+loop before grouping moved off it is timed in this process on the same rows, for comparison.
 
 Run:  .venv/bin/python bench/consolidate_stall.py [--lessons 5000] [--rounds 5] [--idle 300] [--pairwise] [--json out.json]
 """
@@ -126,7 +126,7 @@ def summary(ms: list[float]) -> dict:
 
 
 def pairwise_seconds(texts: list[str], vectors: np.ndarray) -> float:
-    """The grouping loop as it ran on the event loop before issue 25 (kept in the unit test as the reference)."""
+    """The grouping loop as it ran on the event loop before grouping moved off it (kept in the unit test as the reference)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from dataclasses import replace
 
@@ -189,7 +189,7 @@ def main() -> int:
     old = None
     if args.pairwise:
         old = pairwise_seconds(texts, vectors)
-        print(f"the pairwise loop that ran on the event loop before issue 25, same rows, in this process: {old:.1f} s")
+        print(f"the pairwise loop that ran on the event loop before, same rows, in this process: {old:.1f} s")
     print(f"total run time {time.perf_counter() - started:.0f} s")
     if args.json:
         args.json.write_text(json.dumps({"environment": env, "lessons": args.lessons, "pairs_close": passing,

@@ -1,4 +1,4 @@
-"""CPU cost of building session digests (issue 15 item 3): every LoCoMo dev session_N, as the
+"""CPU cost of building session digests: every LoCoMo dev session_N, as the
 window worker builds it (keyword tokens, entities, the mean of the turns' vectors), timed in
 process. Vectors are random: averaging them costs the same, and embedding is not part of a build.
 

@@ -1,4 +1,4 @@
-"""Forget at scale (issue 14): forgetting N memories by filter next to a raw SQL delete of the same rows.
+"""Forget at scale: forgetting N memories by filter next to a raw SQL delete of the same rows.
 
 One run starts embedded PostgreSQL and Redis and a real `memplane serve` (foundation.running_server)
 and loads, with bulk.bulk_load (SQL as the owner), the same N + K memories into three tenants: the
@@ -17,7 +17,7 @@ Then, in this order:
 4. hard Forget of user "leaving" in A through the SDK.
 Every side of 2-4 runs while that client searches, so all share the machine with the same Search.
 The ratio Forget/floor is printed for each mode, for hard also Forget/schema DELETE with the target
-(issue 14: <= 2.0 over "a raw SQL delete of the same rows", which the schema's own DELETE is; the
+(<= 2.0 over "a raw SQL delete of the same rows", which the schema's own DELETE is; the
 floor, triggers off, also leaves undone what a delete of them must do here), and Search p50/p95/p99 during each Forget, in the tenant being forgotten and in the other, next to step 1's. Afterwards the rows,
 the audit entry and the change log are checked, and EXPLAIN (ANALYZE) of the forget's statements is
 printed, from a hard and a soft forget of tenant B's K staying memories with the server's own
@@ -59,7 +59,7 @@ FLOOR_TENANT = "bench-floor"
 # with the same rows: the figure an operator's raw DELETE of these rows gives here.
 SCHEMA_TENANT = "bench-schema-delete"
 LEAVING, STAYING = "leaving", "staying"
-TARGET = 2.0  # issue 14: hard Forget by filter <= 2x a raw SQL delete of the same rows (the schema's DELETE)
+TARGET = 2.0  # hard Forget by filter <= 2x a raw SQL delete of the same rows (the schema's DELETE)
 TOP_K = 10
 
 SOFT_FLOOR = ("UPDATE memories m SET status = 'deleted', updated_at = clock_timestamp()"

@@ -202,7 +202,7 @@ def bench_write(client: MemoryClient, e5: E5, texts: list[str]) -> dict:
             "ratio": write_rate / embed_rate}
 
 
-TARGET = 1.5  # issue 11: Search p50 <= 1.5x (query embedding + the vector channel's SQL)
+TARGET = 1.5  # Search p50 <= 1.5x (query embedding + the vector channel's SQL)
 
 
 def vector_floor(loop: asyncio.AbstractEventLoop, store: MemoryStore, caller: Caller, e5: E5, q: str,

@@ -1,4 +1,4 @@
-"""Ingest benchmark (issue 11): do turn windows keep up with the writes?
+"""Ingest benchmark: do turn windows keep up with the writes?
 
 One run starts embedded PostgreSQL and Redis and a real `memplane serve` subprocess (as
 foundation.py does) and talks to it through the SDK over a socket. Memories are LoCoMo turns

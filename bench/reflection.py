@@ -1,4 +1,4 @@
-"""Reflection benchmark (issue 13): the job engine next to the same work called directly, and what
+"""Reflection benchmark: the job engine next to the same work called directly, and what
 stale-summary marking adds to a fact write.
 
 One run starts embedded PostgreSQL and Redis, a real `memplane serve` (foundation.py) and an

@@ -1,4 +1,4 @@
-"""Watch streams benchmark (issue 25): does one key's pile of open Watch streams slow another
+"""Watch streams benchmark: does one key's pile of open Watch streams slow another
 tenant's writes, and does the cap hold?
 
 One run starts embedded PostgreSQL and Redis and a real `memplane serve` (foundation.py) with the

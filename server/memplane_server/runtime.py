@@ -295,7 +295,7 @@ def start_background(deps: Deps, services: Services) -> tuple[list[JobRunner], l
 def _freeze_startup_objects() -> None:
     """What startup made (modules, the model, litellm's tables: ~400,000 objects) lives as long as
     the process. Frozen, the collector's full passes no longer walk it: each took 50-200 ms with the
-    GIL held, stalling every call whenever a request allocated thousands of objects (issue 25)."""
+    GIL held, stalling every call whenever a request allocated thousands of objects."""
     gc.collect()
     gc.freeze()
 

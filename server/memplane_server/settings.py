@@ -124,7 +124,7 @@ class Settings(BaseSettings):
         description="a transcript query names the feelings the user's words express (core/write/emotion.py) in its focus search, or in both searches",
     )
     graph_weight: float = Field(
-        # Off by default: on the dev slices it lowered recall (bench/README.md, issue 15).
+        # Off by default: on the dev slices it lowered recall (bench/README.md, quality.py: the graph channel).
         0.0, ge=0, description="weight of the graph channel (memories sharing rare entities with the first hits); 0 = off",
     )
     graph_max_entity_rows: int = Field(

@@ -1,4 +1,4 @@
-"""The city scenario of issue 13 through the SDK: a summary built from user.city = Shanghai is
+"""The city scenario through the SDK: a summary built from user.city = Shanghai is
 STALE the moment Shenzhen is written, search answers Shenzhen first, and the server's own
 worker then replaces the summary with one that says Shenzhen."""
 from __future__ import annotations

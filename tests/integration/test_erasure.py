@@ -1,4 +1,4 @@
-"""Erasure of a user (issue 14 item 2): one Forget call with erase_user_id removes everything about a
+"""Erasure of a user: one Forget call with erase_user_id removes everything about a
 user in the caller's tenant, every layer, scope, table and Redis key, derived memories included,
 and returns a receipt whose counts match what the shared scan found before; afterwards the scan
 finds nothing of the user (another tenant's user of the same id is another person and stays), and

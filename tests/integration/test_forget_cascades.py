@@ -1,4 +1,4 @@
-"""Forgetting a source reaches what was derived from it and every copy (issue 14 item 1): a summary
+"""Forgetting a source reaches what was derived from it and every copy: a summary
 is rebuilt without it, a fact extracted from a forgotten turn is gone, and the shared scan finds the
 forgotten text in no table and no Redis key. Calls go through the SDK and the in-process server, so
 the idempotency cache holds the responses of the writes, as it does in production."""

@@ -1,5 +1,5 @@
 """Grouping many rows never runs on the event loop, and compares at most MEMPLANE_GROUPING_MAX_ROWS
-of the newest (issue 25: 2,000 lessons clustered on the loop stalled every other call for 7 s)."""
+of the newest (2,000 lessons clustered on the loop once stalled every other call for 7 s)."""
 from __future__ import annotations
 
 import threading

@@ -1,5 +1,5 @@
 """Isolation property (tests/support/isolation_machine.py) over every way memory is forgotten
-(issue 14: "forgets and erasures stay within the caller's visibility"):
+(forgets and erasures stay within the caller's visibility):
 
     `services.forget` by filter, with and without the explicit `everything` flag (by id is a
     shared rule); `services.erasure`, the erasure of a user, in the call, dry or as an operation

@@ -1,5 +1,5 @@
 """Isolation property (tests/support/isolation_machine.py) over Search and every channel it reads
-(issue 15: "the isolation property test covers the new channels and the entity index"):
+(every search channel and the entity index):
 
     vector and keyword, their turn windows (vector_context, keyword_context: the shared rules
     build them), exact facts, time, the last turn of a dialogue, preferences, the session's

@@ -1,4 +1,4 @@
-"""Lifecycle policies over a simulated year (issue 14 item 3): an injected clock moves a month at a
+"""Lifecycle policies over a simulated year: an injected clock moves a month at a
 time, searches bump the usage of some memories, and each month a dry run and then the real run of
 the tenant's policy are made at the same time. Every rule fires on the memory and in the month it
 should, what remains at the end is what each rule leaves, and every dry run named exactly what the

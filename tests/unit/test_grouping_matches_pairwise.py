@@ -17,7 +17,7 @@ from memplane_server.core.reflection.reflection import near_duplicate_groups
 
 
 def pairwise_clusters(records: list[MemoryRecord], vectors: np.ndarray, words: list[set[str]]) -> list[list[int]]:
-    """The reference: consolidation's clusters as computed before issue 25, every pair in Python."""
+    """The reference: consolidation's clusters as first computed, every pair in Python."""
     parent = list(range(len(records)))
 
     def root(i: int) -> int:
@@ -42,7 +42,7 @@ def pairwise_clusters(records: list[MemoryRecord], vectors: np.ndarray, words: l
 
 
 def pairwise_near_duplicates(vectors: np.ndarray, keys: list[tuple], threshold: float) -> list[list[int]]:
-    """The reference: reflection's near-duplicate groups as computed before issue 25."""
+    """The reference: reflection's near-duplicate groups as first computed, every pair in Python."""
     if len(vectors) == 0:
         return []
     sims = vectors @ vectors.T

@@ -1,7 +1,7 @@
 """Groups of rows linked pairwise by close vectors (and whatever else a caller requires of a pair),
 for consolidation's clusters and reflection's near-duplicates.
 
-Comparing every pair in Python took 7.6 s for 2,000 lessons (issue 25). Here the rows are first
+Comparing every pair in Python took 7.6 s for 2,000 lessons, all of it on the event loop. Here the rows are first
 split by the key a linked pair must share, so pairs across keys are never compared; each part's
 cosines come from matrix products of at most BLOCK_CELLS cells, so memory stays bounded whatever
 the number of rows; the links join with a vectorised union-find. The groups are the connected

@@ -130,7 +130,7 @@ class EmbeddedPostgres(EmbeddedService):
     def _shutdown(self) -> None:
         # Straight to the postmaster: SIGINT is pg_ctl's fast shutdown (a checkpoint, then exit).
         # `pg0 stop` took 2.1 s on an idle server against 0.1 s for this, and a SIGTERM to the
-        # server must be done within its grace time plus 2 s (issue 11).
+        # server must be done within its grace time plus 2 s.
         pid = read_pid_file(self._data / "postmaster.pid")
         if pid is not None and running_in(pid, self._data):
             if not terminate(pid, self._data, (signal.SIGINT, signal.SIGQUIT, signal.SIGKILL), _STOP_GRACE):

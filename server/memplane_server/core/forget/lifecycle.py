@@ -1,4 +1,4 @@
-"""Lifecycle policies (issue 14): what a tenant keeps, demotes, flags, archives and removes as its
+"""Lifecycle policies: what a tenant keeps, demotes, flags, archives and removes as its
 memories age, decided here without I/O from a policy, a memory's usage and a clock.
 
 A run looks at each of the tenant's own (global and private) memories once and names at most one

@@ -1,4 +1,4 @@
-"""Which lessons and procedures of one scope say the same kind of thing (issue 13's consolidation).
+"""Which lessons and procedures of one scope say the same kind of thing, so consolidation can merge them.
 
 Two memories are similar when their vectors are close AND they share an entity or enough of their
 words. Closeness alone does not separate with the local embedder: passage cosines are compressed

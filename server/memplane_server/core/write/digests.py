@@ -1,4 +1,4 @@
-"""Session digests (issue 15 item 3): what a session was about, told without a model, so a search
+"""Session digests: what a session was about, told without a model, so a search
 can pick the sessions worth looking into before their turns ("what happened around the move"
 reaches the session before the turn).
 

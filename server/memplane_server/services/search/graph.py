@@ -1,4 +1,4 @@
-"""The graph channel of Search (issue 15): from the first pass's best hits to the memories that
+"""The graph channel of Search: from the first pass's best hits to the memories that
 share their rarer entities (people, places, organisations, products, events: core/write/entities.py)
 or the query's own, so an answer whose parts were said in different sessions comes back together.
 Runs after the other channels, on their fused order; one statement of the entity index

@@ -1,4 +1,4 @@
-"""The session channel of Search (issue 15 item 3): the session digests (core/write/digests.py) are
+"""The session channel of Search: the session digests (core/write/digests.py) are
 searched first, by vector and by keyword, to pick the few sessions worth looking into
 (MEMPLANE_SESSION_TOP_SESSIONS); then the turns within them, by vector, under the search's own
 filters. A question about "what happened around the move" reaches the session before the turn."""

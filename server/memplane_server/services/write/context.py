@@ -6,7 +6,7 @@ write path nothing. The server's worker takes a session once it has been quiet f
 written without pause: a session being written in bursts is built once after the burst.
 
 Building costs no embedding: a window's vector is first the mean of its turns' own vectors, so
-windows keep up with any write rate (issue 11: embedding each window's text, about 5 turns at
+windows keep up with any write rate (embedding each window's text, about 5 turns at
 width 2, cost 4.5x the turns' own embedding and windows fell minutes behind a bulk load). With
 MEMPLANE_CONTEXT_VECTORS=embed the session is then queued for an upgrade: each averaged window is
 embedded from its text, a round at a time, in the embedder's background process when no request
