@@ -1,8 +1,8 @@
 """Generates the blocking modules of the Python SDK from their asyncio sources.
 
-The SDK's transport and client base are written once, for asyncio, in memplane/_aio_transport.py.
-Each blocking module is the same code with every asyncio construct rewritten by RULES below, in
-order, over the whole text.
+The SDK's API is written once, for asyncio: memplane/aio.py (the clients) and
+memplane/_aio_transport.py (the transport and client base). Each blocking module is the same
+code with every asyncio construct rewritten by RULES below, in order, over the whole text.
 
 Run with --check to fail (exit 1) when a committed blocking module differs from what would be
 generated, which the unit tests do so that the two kinds of client never drift apart.
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "clients" / "python" / "memplane"
 
 #: asyncio source -> the blocking module generated from it, both in PACKAGE.
-FILES = {"_aio_transport.py": "_sync_transport.py"}
+FILES = {"aio.py": "client.py", "_aio_transport.py": "_sync_transport.py"}
 
 HEADER = (
     "# Generated from memplane/{source} by scripts/gen_sync_client.py: do not edit by hand.\n"
