@@ -41,6 +41,7 @@ deploy-test: $(STAMP)
 generate: $(STAMP)
 	$(BIN)/python scripts/gen_proto.py
 	$(BIN)/python scripts/gen_settings_doc.py
+	$(BIN)/python scripts/gen_sync_client.py
 
 bench: $(STAMP)
 	$(BIN)/python bench/foundation.py
