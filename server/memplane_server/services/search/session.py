@@ -30,7 +30,7 @@ class SessionResult:
 def choose_sessions(by_vector: list[str], by_keyword: list[str], top: int) -> list[str]:
     """The sessions both rankings of digests put first, fused as the channels are."""
     fused = reciprocal_rank_fusion({"vector": by_vector, "keyword": by_keyword}, {"vector": 1.0, "keyword": 1.0})
-    return [s for s, _ in sorted(fused.items(), key=lambda kv: -kv[1][0])][:top]  # type: ignore[misc]
+    return [s for s, _ in sorted(fused.items(), key=lambda kv: -kv[1][0])][:top]
 
 
 def merge_turns(per_session: list[list[Scored]], limit: int) -> list[Scored]:
