@@ -63,7 +63,7 @@ def rank_links(links: Links, seeds: list[uuid.UUID], query_entities: list[str], 
                 reasons.append(f"{entity!r} ({holding} of {total} rows) with {source}")
         if score > 0:
             ranked.append((score, Scored(linked.record, score), "; ".join(reasons)))
-    ranked.sort(key=lambda t: (-t[0], place.get(t[1].record.id, len(place) + 1)))
+    ranked.sort(key=lambda t: (-t[0], place.get(t[1].record.stored_id, len(place) + 1)))
     ranked = ranked[:limit]
     return GraphResult([s for _, s, _ in ranked], {str(s.record.id): why for _, s, why in ranked})
 

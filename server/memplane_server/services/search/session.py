@@ -74,8 +74,12 @@ class SessionChannel:
             for session in chosen))
         scored = merge_turns(list(found), limit)
         place = {session: i for i, session in enumerate(chosen, 1)}
-        why = {str(s.record.id): f"session {s.record.session_id!r} (#{place[s.record.session_id]}), digest "
-               f"{' '.join(digests.get(s.record.session_id, '').split())[:EXPLAIN_CHARS]!r}" for s in scored}
+        why = {}
+        for s in scored:
+            session = s.record.session_id
+            assert session is not None, "read by its session's filter"
+            why[str(s.record.id)] = (f"session {session!r} (#{place[session]}), digest "
+                                     f"{' '.join(digests.get(session, '').split())[:EXPLAIN_CHARS]!r}")
         return SessionResult(scored, why)
 
 
