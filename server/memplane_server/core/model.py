@@ -146,6 +146,13 @@ class MemoryRecord:
         assert isinstance(self.id, UUID), f"{self.id!r} is not the id of a stored memory"
         return self.id
 
+    @property
+    def changed_at(self) -> datetime:
+        """When a memory read from the memories table (where created_at is NOT NULL) last changed."""
+        changed = self.updated_at or self.created_at
+        assert changed is not None, f"{self.id} was not read from the memories table"
+        return changed
+
 
 @dataclass(frozen=True)
 class MemoryFilter:
