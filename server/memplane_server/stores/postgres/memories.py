@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import asyncpg
 import numpy as np
@@ -54,6 +54,7 @@ _MAX_LISTED_IDS = 1000
 
 
 FETCH_ROWS = 250  # rows decoded per turn of the event loop when a statement reads thousands
+E = TypeVar("E", Scope, Layer, Kind, Status)
 
 
 async def _unwindow(conn: asyncpg.Connection, changed: Sequence[MemoryRecord]) -> None:
@@ -86,6 +87,10 @@ async def _derived_traces(conn: asyncpg.Connection, ids: Sequence[uuid.UUID]) ->
     rows = await conn.fetch("SELECT * FROM mp_derived($1::uuid[])", list(ids))
     return ([Trace(r["tenant_id"], r["id"], r["session_id"], r["user_id"], r["content"]) for r in rows],
             [r["id"] for r in rows if r["status"] == "deleted"])
+
+
+def _count(counts: dict[E, int], value: E, n: int) -> None:
+    counts[value] = counts.get(value, 0) + n
 
 
 class MemoryStore:
@@ -363,9 +368,9 @@ class MemoryStore:
             records = [record_from_row(r) for r in rows]
             await append_history(conn, records, "deleted", actor, reason)
             await _unwindow(conn, records)
-            traces = [Trace(r.tenant_id, r.id, r.session_id, r.user_id, r.content) for r in records]
-            derived, cascaded = await _derived_traces(conn, [r.id for r in records])
-            return Forgotten(len(records), [r.id for r in records][:_MAX_LISTED_IDS], traces + derived, cascaded)
+            traces = [Trace(r.tenant_id, r.stored_id, r.session_id, r.user_id, r.content) for r in records]
+            derived, cascaded = await _derived_traces(conn, [r.stored_id for r in records])
+            return Forgotten(len(records), [r.stored_id for r in records][:_MAX_LISTED_IDS], traces + derived, cascaded)
 
     async def forget_targets(
         self, caller: Caller, f: MemoryFilter, *, hard: bool, everything: bool = False
@@ -433,9 +438,10 @@ class MemoryStore:
         by_status: dict[Status, int] = {}
         newest: datetime | None = None
         for r in rows:
-            for counts, value in ((by_scope, Scope(r["scope"])), (by_layer, Layer(r["layer"])),
-                                  (by_kind, Kind(r["kind"])), (by_status, Status(r["status"]))):
-                counts[value] = counts.get(value, 0) + r["n"]
+            _count(by_scope, Scope(r["scope"]), r["n"])
+            _count(by_layer, Layer(r["layer"]), r["n"])
+            _count(by_kind, Kind(r["kind"]), r["n"])
+            _count(by_status, Status(r["status"]), r["n"])
             group_newest = aware(r["newest"])
             if newest is None or group_newest > newest:
                 newest = group_newest
