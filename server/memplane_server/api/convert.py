@@ -5,7 +5,7 @@ import enum
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timezone
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from google.protobuf import struct_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -19,6 +19,8 @@ from ..core.model import HistoryEntry, Kind, Layer, MemoryDraft, MemoryFilter, M
 from ..core.validation import check_filter, check_metadata, check_time, check_ttl
 
 E = TypeVar("E")
+K = TypeVar("K", bound=int)  # the numbers of one protobuf enum, which its stubs type apart from int
+D = TypeVar("D", bound=enum.Enum)
 log = logging.getLogger(__name__)
 
 SCOPES = {pb.SCOPE_GLOBAL: Scope.GLOBAL, pb.SCOPE_DOMAIN: Scope.DOMAIN, pb.SCOPE_PRIVATE: Scope.PRIVATE}
@@ -43,7 +45,7 @@ CHANGE_KINDS = {spb.CHANGE_KIND_CREATED: ChangeKind.CREATED, spb.CHANGE_KIND_SUP
                 spb.CHANGE_KIND_ERASED: ChangeKind.ERASED, spb.CHANGE_KIND_SUMMARY_STALE: ChangeKind.SUMMARY_STALE}
 
 
-def enum_in(table: dict[int, E], value: int, field: str) -> E | None:
+def enum_in(table: Mapping[K, E], value: K, field: str) -> E | None:
     """Unspecified -> None; an unknown number (proto3 keeps them) -> INVALID_ARGUMENT."""
     if value == 0:
         return None
@@ -52,7 +54,7 @@ def enum_in(table: dict[int, E], value: int, field: str) -> E | None:
     return table[value]
 
 
-def enums_in(table: dict[int, E], values, field: str) -> tuple[E, ...]:
+def enums_in(table: Mapping[K, E], values: Iterable[K], field: str) -> tuple[E, ...]:
     out = []
     for v in values:
         e = enum_in(table, v, field)
@@ -62,11 +64,11 @@ def enums_in(table: dict[int, E], values, field: str) -> tuple[E, ...]:
     return tuple(out)
 
 
-def enum_out(table: dict[int, E], value: E | None) -> int:
+def enum_out(table: Mapping[K, E], value: E | None) -> K:
     for number, e in table.items():
         if e == value:
             return number
-    return 0
+    return cast(K, 0)  # UNSPECIFIED, in every proto3 enum
 
 
 def ts_in(msg: Any, field: str) -> datetime | None:
@@ -260,7 +262,7 @@ def hit_out(h: SearchHit, target: spb.SearchHit) -> None:
 
 def history_out(e: HistoryEntry, target: spb.HistoryEntry) -> None:
     target.memory_id = str(e.memory_id)
-    target.action = HISTORY_ACTIONS.get(e.action, 0)
+    target.action = HISTORY_ACTIONS.get(e.action, spb.HISTORY_ACTION_UNSPECIFIED)
     if e.snapshot is not None:  # None: erased, or a snapshot that no longer reads as a memory
         memory_out(e.snapshot, target.snapshot)
     ts_out(target.change_time, e.changed_at)
@@ -268,7 +270,7 @@ def history_out(e: HistoryEntry, target: spb.HistoryEntry) -> None:
     target.reason = e.reason
 
 
-def counts_out(counts: Mapping[enum.Enum, int], target, names: Mapping[enum.Enum, str]) -> None:
+def counts_out(counts: Mapping[D, int], target, names: Mapping[D, str]) -> None:
     for key, n in sorted(counts.items(), key=lambda item: item[0].value):
         target.add(key=names[key], count=n)
 
@@ -287,7 +289,7 @@ def change_filter_in(f: spb.WatchFilter) -> ChangeFilter:
 def change_out(e: ChangeEvent, target: spb.ChangeEvent) -> None:
     target.position = e.position
     target.change_kind = enum_out(CHANGE_KINDS, e.change)
-    target.action = HISTORY_ACTIONS.get(e.action, 0)
+    target.action = HISTORY_ACTIONS.get(e.action, spb.HISTORY_ACTION_UNSPECIFIED)
     target.memory_id = str(e.memory_id)
     if e.memory is not None:
         memory_out(e.memory, target.memory)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from memplane.v1 import memory_pb2 as pb
 from memplane.v1 import memory_service_pb2 as spb
@@ -163,7 +164,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
         m = request.memory
         if not m.id:
             raise invalid("ID_REQUIRED", "memory.id is required", field="memory.id")
-        changes = {}
+        changes: dict[str, Any] = {}
         for path in request.update_mask.paths:
             if path not in UPDATABLE_FIELDS:
                 raise invalid("FIELD_NOT_UPDATABLE", f"cannot update {shown(path)}", field=shown(path))

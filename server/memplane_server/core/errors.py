@@ -33,7 +33,7 @@ class MemplaneError(Exception):
 
 
 def invalid(reason: str, message: str, **metadata: str) -> MemplaneError:
-    return MemplaneError(Code.INVALID_ARGUMENT, reason, message, **metadata)
+    return MemplaneError(Code.INVALID_ARGUMENT, reason, message, retry_after=None, **metadata)
 
 
 def not_found(what: str) -> MemplaneError:

@@ -103,7 +103,7 @@ class MemoryDraft:
 class MemoryRecord:
     """A stored memory as read back."""
 
-    id: UUID | str
+    id: UUID | str  # text for a working item (core/working.py) and a history snapshot (JSON)
     tenant_id: str
     scope: Scope
     domain: str | None
@@ -138,6 +138,20 @@ class MemoryRecord:
     consolidated_into: UUID | None = None  # a lesson or procedure a more general one now stands for
     lifecycle_weight: float = 1.0  # below 1: kept at a lower weight by a lifecycle policy
     review_flagged_at: datetime | None = None  # often used, little believed: a lifecycle run asks for review
+
+    @property
+    def stored_id(self) -> UUID:
+        """The id of a memory read from the memories table, the only kind of record whose id is
+        handed back to the store."""
+        assert isinstance(self.id, UUID), f"{self.id!r} is not the id of a stored memory"
+        return self.id
+
+    @property
+    def changed_at(self) -> datetime:
+        """When a memory read from the memories table (where created_at is NOT NULL) last changed."""
+        changed = self.updated_at or self.created_at
+        assert changed is not None, f"{self.id} was not read from the memories table"
+        return changed
 
 
 @dataclass(frozen=True)

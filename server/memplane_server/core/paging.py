@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from .errors import invalid
+from .model import MemoryRecord
 from .validation import EARLIEST_TIME, LATEST_TIME, MAX_FREE_ID_BYTES, MAX_PAGE_TOKEN_BYTES
 
 _INT64 = (-2**63, 2**63 - 1)
@@ -16,6 +17,12 @@ _INT64 = (-2**63, 2**63 - 1)
 def encode_token(position: list[Any]) -> str:
     raw = json.dumps(position, separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def record_token(last: MemoryRecord) -> str:
+    """The token of a page of memories in (created_at, id) order that ends at `last`."""
+    assert last.created_at is not None, "read from the memories table, where it is NOT NULL"
+    return encode_token([last.created_at.isoformat(), str(last.id)])
 
 
 def _not_ours() -> Exception:

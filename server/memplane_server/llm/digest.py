@@ -24,7 +24,8 @@ def parse_digest(text: str) -> str:
 
 
 def turns_prompt(turns: list[str]) -> str:
-    shown, used = [], 0
+    shown: list[str] = []
+    used = 0
     for turn in turns:
         if used + len(turn) > MAX_PROMPT_CHARS:
             shown.append(f"(and {len(turns) - len(shown)} more turns)")

@@ -21,6 +21,8 @@ import time
 from collections import deque
 from concurrent.futures import Executor, Future
 from enum import IntEnum
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from typing import Protocol
 
 import numpy as np
@@ -151,16 +153,18 @@ class BackgroundModel:
     def __init__(self, threads: int) -> None:
         self.threads = threads
         self._lock = threading.Lock()
-        self._process = None
-        self._conn = None
+        self._process: BaseProcess | None = None
+        self._conn: Connection | None = None
 
     def passage(self, texts: list[str]) -> np.ndarray:
         with self._lock:
             if self._process is None or not self._process.is_alive():
                 self._start()
+            conn = self._conn
+            assert conn is not None, "set by _start, before any call"
             try:
-                self._conn.send(texts)
-                ok, answer = self._conn.recv()
+                conn.send(texts)
+                ok, answer = conn.recv()
             except (EOFError, OSError) as exc:  # it was killed: the next call starts another
                 self._process = None
                 raise RuntimeError(f"the background embedding process ended: {exc}") from exc

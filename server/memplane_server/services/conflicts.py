@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..core.access.caller import Caller
 from ..core.errors import Code, MemplaneError, invalid, not_found
 from ..core.model import MemoryRecord
-from ..core.paging import decode_position, encode_token
+from ..core.paging import decode_position, record_token
 from ..core.validation import MAX_NOTE_BYTES, check_free_id, check_text, clamp_page_size
 from ..stores.postgres.conflicts import ConflictClosed, OpenConflict
 from .changeable import parse_memory_id
@@ -27,7 +27,7 @@ class ConflictsService:
         after = decode_position(page_token, "time", "uuid")
         found = await self.deps.conflicts.list_open(caller, entity=entity or None, limit=size + 1, after=after)
         page = found[:size]
-        token = encode_token([page[-1].challenger.created_at.isoformat(), str(page[-1].challenger.id)]) if len(found) > size else ""
+        token = record_token(page[-1].challenger) if len(found) > size else ""
         return page, token
 
     async def resolve(self, caller: Caller, challenger_id: str, keep: str | None, reason: str) -> tuple[MemoryRecord, MemoryRecord]:

@@ -1,13 +1,14 @@
 """Reading and changing single memories: get, list, update, history, feedback, stats."""
 from __future__ import annotations
 
+import builtins
 from dataclasses import replace
 from typing import Any
 
 from ..core.access.caller import Caller
 from ..core.errors import denied, invalid, not_found
 from ..core.model import UPDATABLE_FIELDS, HistoryEntry, MemoryFilter, MemoryRecord, MemoryStats, Status
-from ..core.paging import decode_position, encode_token
+from ..core.paging import decode_position, encode_token, record_token
 from ..core.retrieval.tokens import keyword_tokens
 from ..core.validation import (
     MAX_NOTE_BYTES,
@@ -47,7 +48,7 @@ class MemoriesService:
         after = decode_position(page_token, "time", "uuid")
         rows = await self.deps.memories.list(caller, f, limit=size + 1, after=after)
         page = rows[:size]
-        token = encode_token([page[-1].created_at.isoformat(), str(page[-1].id)]) if len(rows) > size else ""
+        token = record_token(page[-1]) if len(rows) > size else ""
         return page, token
 
     async def update(self, caller: Caller, memory_id: str, changes: dict[str, Any], *, reason: str = "") -> MemoryRecord:
@@ -109,7 +110,7 @@ class MemoriesService:
     async def history(
         self, caller: Caller, *, memory_id: str | None, entity: str | None, attribute: str | None,
         page_size: int, page_token: str,
-    ) -> tuple[list[HistoryEntry], str]:
+    ) -> tuple[builtins.list[HistoryEntry], str]:
         caller.require_tenant()
         if (memory_id is None) == (entity is None):
             raise invalid("SUBJECT_REQUIRED", "give exactly one of memory_id or entity")
@@ -131,9 +132,9 @@ class MemoriesService:
         return [entry for _, entry in page], token
 
     async def feedback(
-        self, caller: Caller, memory_ids: list[str], useful: bool, comment: str, *, task_id: str = "",
+        self, caller: Caller, memory_ids: builtins.list[str], useful: bool, comment: str, *, task_id: str = "",
         outcome: str | None = None,
-    ) -> list[MemoryRecord]:
+    ) -> builtins.list[MemoryRecord]:
         caller.require_writer()
         if not memory_ids:
             raise invalid("IDS_REQUIRED", "memory_ids must not be empty")
@@ -145,7 +146,7 @@ class MemoriesService:
             return await apply_outcome(self.deps, caller, memory_ids, task_id=task_id, outcome=outcome, comment=comment)
         out = []
         for current in await changeable(self.deps.memories, caller, memory_ids):
-            mid = current.id
+            mid = current.stored_id
             step = FEEDBACK_STEP if useful else -FEEDBACK_STEP
             confidence = round(min(1.0, max(0.0, current.confidence + step)), 4)
             record = await self.deps.memories.update(

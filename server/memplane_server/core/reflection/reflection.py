@@ -123,9 +123,9 @@ def facts_summary(title: str, records: list[MemoryRecord]) -> SessionSummary:
         room = SUMMARY_MAX_CHARS - len(text) - 1 - len(tail)
         if len(line) <= room:
             text += "\n" + line
-            stated.append(r.id)
+            stated.append(r.stored_id)
         elif not stated and room >= 20:  # one long first fact is shortened rather than left out
-            return SessionSummary(f"{text}\n{line[:room - 1]}…{tail}", (r.id,))
+            return SessionSummary(f"{text}\n{line[:room - 1]}…{tail}", (r.stored_id,))
         else:
             return SessionSummary(f"{text}\n- (+{len(lines) - n} more)"[:SUMMARY_MAX_CHARS], tuple(stated))
     return SessionSummary(text[:SUMMARY_MAX_CHARS], tuple(stated))

@@ -12,7 +12,7 @@ def collapse_duplicates(hits: list[SearchHit], limit: int | None = None) -> list
     """Keeps the best of hits that say the same thing (same kind, same normalised text), the first
     `limit` of them (all when None): what is answered needs no normalising past that."""
     seen: set[tuple[str, str]] = set()
-    kept = []
+    kept: list[SearchHit] = []
     for hit in hits:
         if limit is not None and len(kept) == limit:
             break
@@ -53,7 +53,8 @@ def within_budget(hits: list[SearchHit], budget: int) -> list[SearchHit]:
     """The leading hits that fit in the token budget (0 = no budget); the first always fits."""
     if not budget:
         return hits
-    kept, used = [], 0
+    kept: list[SearchHit] = []
+    used = 0
     for hit in hits:
         cost = approx_tokens(hit.memory.content)
         if kept and used + cost > budget:

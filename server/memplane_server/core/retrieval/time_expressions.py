@@ -239,7 +239,9 @@ def parse_time_range(query: str, now: datetime, zone: ZoneInfo | None = None) ->
     found = list(_candidates(query, clock))
     for m in _NEXT_TO.finditer(query):
         inner = max(_candidates(query, clock, at=m.end()), key=lambda f: f[1], default=None)
-        span = inner and _safe(_next_to, m, inner[2], clock)
+        if inner is None:
+            continue
+        span = _safe(_next_to, m, inner[2], clock)
         if span:
             found.append((m.start(), inner[1], span))
     if not found:

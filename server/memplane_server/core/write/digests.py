@@ -70,9 +70,10 @@ def digest_text(entities: list[str], phrases: list[str]) -> str:
 
 def mean_vector(turns: list[SessionTurn]) -> np.ndarray | None:
     """The normalised mean of the turns' own vectors; None when a turn has none yet."""
-    if not turns or any(t.vector is None for t in turns):
+    vectors = [t.vector for t in turns if t.vector is not None]
+    if not turns or len(vectors) < len(turns):
         return None
-    mean = np.mean(np.stack([t.vector for t in turns]), axis=0)
+    mean = np.mean(np.stack(vectors), axis=0)
     norm = float(np.linalg.norm(mean))
     return (mean / norm).astype(np.float32) if norm else None
 

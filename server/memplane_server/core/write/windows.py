@@ -62,7 +62,9 @@ def fingerprint(text: str, model: str) -> str:
 def averaged(window: Window) -> np.ndarray:
     """The mean of the members' own vectors: a window vector for no embedding work, a little less
     precise than embedding the window's text (MEMPLANE_CONTEXT_VECTORS)."""
-    return np.mean(np.stack([t.vector for t in window.members]), axis=0).astype(np.float32)
+    vectors = [t.vector for t in window.members if t.vector is not None]
+    assert len(vectors) == len(window.members), "averaged only once every member has its vector"
+    return np.mean(np.stack(vectors), axis=0).astype(np.float32)
 
 
 def _windows(turns: list[SessionTurn], width: int):

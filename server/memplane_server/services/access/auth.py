@@ -60,6 +60,7 @@ class Authenticator:
                 raise MemplaneError(Code.PERMISSION_DENIED, "AGENT_MISMATCH", "this key is bound to another agent")
             if key.role is Role.PLATFORM_ADMIN:
                 raise MemplaneError(Code.PERMISSION_DENIED, "NO_TENANT", "platform admin keys act on no tenant")
+            assert key.tenant_id is not None, "the api_keys table holds no tenant for platform admin keys only"
             check_identifier(acting_agent, "agent")
             if not await self.tenancy.agent_exists(key.tenant_id, acting_agent):
                 raise not_found("agent")
@@ -77,14 +78,15 @@ async def reload_caller(tenancy: TenancyStore, queued: Caller) -> Caller:
     """A queued job's caller as its key and its tenant's grants are now: the job does what the key
     may do when it runs, not what it could when it was queued. Work the service queued itself
     (key ids `system:*`) has no key; it keeps its role with the tenant's current grants."""
-    if queued.tenant_id is None:
+    tenant_id = queued.tenant_id
+    if tenant_id is None:
         raise MemplaneError(Code.PERMISSION_DENIED, "NO_TENANT", "a job acts on a tenant")
     if not queued.key_id.startswith(SYSTEM_KEY_PREFIX):
         key = await tenancy.get_key(queued.key_id)
-        if key is None or key.revoked_at is not None or key.tenant_id != queued.tenant_id:
+        if key is None or key.revoked_at is not None or key.tenant_id != tenant_id:
             raise key_revoked()
         if key.agent_id is not None and key.agent_id != queued.agent_id:
             raise MemplaneError(Code.PERMISSION_DENIED, "AGENT_MISMATCH", "this key is bound to another agent")
-        queued = Caller(key_id=key.id, role=key.role, tenant_id=key.tenant_id, agent_id=queued.agent_id)
-    return Caller(key_id=queued.key_id, role=queued.role, tenant_id=queued.tenant_id, agent_id=queued.agent_id,
-                  domains=await tenancy.grants_of(queued.tenant_id))
+        queued = Caller(key_id=key.id, role=key.role, tenant_id=tenant_id, agent_id=queued.agent_id)
+    return Caller(key_id=queued.key_id, role=queued.role, tenant_id=tenant_id, agent_id=queued.agent_id,
+                  domains=await tenancy.grants_of(tenant_id))

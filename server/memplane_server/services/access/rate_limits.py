@@ -23,8 +23,8 @@ class RateLimits:
         self.shared = shared
         self.per_second = shared.per_second
         self.local = LocalBuckets(per_second=shared.per_second, burst=shared.burst)
-        self.failures = failures
-        self.local_failures = LocalBuckets(per_second=failures.per_second, burst=failures.burst) if failures else None
+        # Failed authentications counted in Redis, and per instance while it is away.
+        self.failures = (failures, LocalBuckets(per_second=failures.per_second, burst=failures.burst)) if failures else None
         # Client addresses over their failure rate, refused until then without looking a key up.
         self._blocked: dict[str, float] = {}
         self._log = OncePerCause(log)
@@ -55,9 +55,12 @@ class RateLimits:
     async def count_failure(self, address: str) -> None:
         """Counts a failed authentication of the client address; over its rate, raises
         RESOURCE_EXHAUSTED TOO_MANY_FAILED_AUTHENTICATIONS (with a retry delay) instead."""
-        if self.failures is None or self.failures.per_second <= 0:
+        if self.failures is None:
             return
-        decision = await self._take(self.failures, self.local_failures, f"unauth:{address}")
+        shared, local = self.failures
+        if shared.per_second <= 0:
+            return
+        decision = await self._take(shared, local, f"unauth:{address}")
         if not decision.allowed:
             if len(self._blocked) >= _MAX_BLOCKED:
                 self._blocked.clear()

@@ -59,7 +59,7 @@ class ForgetService:
             raise invalid("FILTER_REQUIRED", "a forget filter needs a condition; set everything to forget all")
         store = self.deps.memories
         if ids is not None or dry_run:
-            parsed = [r.id for r in await changeable(store, caller, ids)] if ids is not None else None
+            parsed = [r.stored_id for r in await changeable(store, caller, ids)] if ids is not None else None
             done = await store.forget_traced(
                 caller, ids=parsed, f=f, hard=hard, dry_run=dry_run, actor=caller.key_id, reason=reason,
             )
@@ -71,9 +71,11 @@ class ForgetService:
         # By filter: the memories it reaches now, forgotten FORGET_BATCH at a time, each batch in its
         # own transaction (the filter checked again), so that locks, the change log's commit and the
         # cascades' work stay bounded and searches and writes meanwhile wait for none of it.
+        assert f is not None, "without ids, checked above to come with a filter"
         targets = await store.forget_targets(caller, f, hard=hard, everything=everything)
         pending = {i for i, _ in targets}
-        count, forgotten = 0, []
+        count = 0
+        forgotten: list[uuid.UUID] = []
         # A batch's copies are dropped while the next batch's transaction runs (Redis and this
         # process beside PostgreSQL: 60-110 ms a batch at 20,000 memories, bench/README.md), one
         # batch's at a time, in order, and all of them before the call returns.

@@ -85,9 +85,9 @@ class ConsolidateService:
         draft = MemoryDraft(
             scope=first.scope, domain=first.domain, agent_id=None, layer=None, kind=cluster.kind, content=content,
             context=context, confidence=confidence, source_type="consolidation", source_id=key,
-            derived_from=tuple(m.id for m in cluster.members),
+            derived_from=tuple(m.stored_id for m in cluster.members),
         )
         # Keyed by the cluster: consolidating the same memories again answers with the first result.
         [written] = await self.writes.write(caller, [draft], request_key(caller, "Consolidate", key, b""))
-        await self.deps.memories.mark_consolidated(caller, [m.id for m in cluster.members], written.id)
+        await self.deps.memories.mark_consolidated(caller, [m.stored_id for m in cluster.members], written.stored_id)
         cluster.consolidated = written

@@ -31,11 +31,11 @@ async def apply_outcome(
                   f" -> {confidence:.3f}{note}")
         if task_id:
             record = await deps.memories.apply_task_outcome(
-                caller, current.id, task_id=task_id, outcome=outcome, changes=changes, actor=caller.key_id,
+                caller, current.stored_id, task_id=task_id, outcome=outcome, changes=changes, actor=caller.key_id,
                 reason=reason)
         else:  # nothing names the task: each report counts
             record = await deps.memories.update(
-                caller, current.id, changes, embedding=None, keywords=None, action="feedback", actor=caller.key_id,
+                caller, current.stored_id, changes, embedding=None, keywords=None, action="feedback", actor=caller.key_id,
                 reason=reason)
         if record is None:
             raise not_found("memory")

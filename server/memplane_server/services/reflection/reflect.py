@@ -178,11 +178,11 @@ class ReflectService:
             reflection = await reflect_with_model(self.deps.llm, transcript)
             outcome.used_llm = True
             if reflection.summary and r.session_id:
-                sources = tuple(m.id for m in records)  # the model read all of them
+                sources = tuple(m.stored_id for m in records)  # the model read all of them
             summary = reflection.summary or summary
             # What the model distilled from a session is derived from all it read (a task's trajectory
             # comes in the request, not from stored memories).
-            read = tuple(m.id for m in records) if r.session_id else ()
+            read = tuple(m.stored_id for m in records) if r.session_id else ()
             drafts = [self._draft(r, m.kind, m.content, m.context, m.confidence, source, derived_from=read)
                       for m in reflection.memories]
         drafts.append(self._draft(r, Kind.SUMMARY, summary, "", 1.0, source, derived_from=sources))
@@ -261,7 +261,7 @@ class ReflectService:
                 reflection = await reflect_with_model(
                     self.deps.llm, "\n".join(f"[{m.kind.value}] {m.content}" for m in records))
                 if reflection.summary:
-                    summary, sources = reflection.summary, tuple(m.id for m in records)
+                    summary, sources = reflection.summary, tuple(m.stored_id for m in records)
         else:
             return ReflectOutcome()  # forgotten meanwhile
         assert r.session_id is not None
@@ -276,13 +276,15 @@ class ReflectService:
         """The model rewrites the stale summary from what changed since it was written (its sources
         that no longer hold, the session's memories new or changed since), not from the session."""
         assert self.deps.llm is not None
-        stated = await self.deps.memories.get_many(caller, await self.deps.memories.sources_of(caller, stale.id))
+        stated = await self.deps.memories.get_many(caller, await self.deps.memories.sources_of(caller, stale.stored_id))
         gone = [m for m in stated if m.status is not Status.ACTIVE]
-        changed = [m for m in records if m.kind is not Kind.SUMMARY and (m.updated_at or m.created_at) > stale.created_at]
+        written = stale.created_at
+        assert written is not None, "read from the memories table, where it is NOT NULL"
+        changed = [m for m in records if m.kind is not Kind.SUMMARY and m.changed_at > written]
         summary = await refresh_with_model(self.deps.llm, stale.content, [statement(m) for m in gone],
                                            [statement(m) for m in changed])
-        still = tuple(m.id for m in stated if m.status is Status.ACTIVE)
-        return summary, still + tuple(m.id for m in changed)
+        still = tuple(m.stored_id for m in stated if m.status is Status.ACTIVE)
+        return summary, still + tuple(m.stored_id for m in changed)
 
     async def _session_records(self, caller: Caller, r: ReflectInput) -> list[MemoryRecord]:
         records = await self.deps.memories.list(
@@ -299,7 +301,7 @@ class ReflectService:
                                  kinds=(Kind.SUMMARY,), statuses=(Status.ACTIVE, Status.STALE)),
             limit=1000, after=None,
         )
-        older = [m.id for m in earlier if (m.source_type, m.source_id) == (current.source_type, current.source_id)
+        older = [m.stored_id for m in earlier if (m.source_type, m.source_id) == (current.source_type, current.source_id)
                  and m.id != current.id
                  and (m.scope, m.domain, m.agent_id) == (current.scope, current.domain, current.agent_id)]
         if older:
@@ -333,7 +335,7 @@ class ReflectService:
         merged = 0
         for group in await self.deps.cpu.run(groups):
             newest = max(group, key=lambda i: (rows[i][0].created_at, str(rows[i][0].id)))
-            older = [rows[i][0].id for i in group if i != newest]
+            older = [rows[i][0].stored_id for i in group if i != newest]
             done = await self.deps.memories.supersede(
                 caller, older, action="merged", actor="reflect", reason=f"near-duplicate of {rows[newest][0].id}"
             )

@@ -150,7 +150,7 @@ def lexical_channels(
     plan: Plan = {}
     if not persistent:
         return plan
-    def searches(queries: list[KeywordQuery | FactQuery], _session: None) -> Awaitable[list[list[Scored]]]:
+    def searches(queries: list[KeywordQuery | FactQuery], _ahead: SessionAhead | None) -> Awaitable[list[list[Scored]]]:
         return store.lexical_searches(caller, queries, candidates=True)
 
     shared: SessionBatch[KeywordQuery | FactQuery] = SessionBatch("lexical SQL", searches)
@@ -159,13 +159,15 @@ def lexical_channels(
         # Apart, each channel has a session of its own and PostgreSQL runs their statements side by
         # side: what a big tenant's keyword channels need to fit under the query's embedding.
         return shared if together else SessionBatch("lexical SQL", searches)
+
+    def keyword(in_windows: bool) -> Awaitable[list[Scored]]:
+        return batch().search(KeywordQuery(
+            f, parts.terms, limit * KEYWORD_POOL, as_of, lambda matches: best_matches(parts.terms, matches, limit),
+            in_windows, settings.keyword_common_share, lead))
     if parts.terms:
-        for suffix, w in (("", False), ("_context", True)):
-            if w and not windows:
-                continue
-            plan[f"keyword{suffix}"] = lambda w=w: batch().search(KeywordQuery(
-                f, parts.terms, limit * KEYWORD_POOL, as_of, lambda matches: best_matches(parts.terms, matches, limit),
-                w, settings.keyword_common_share, lead))
+        plan["keyword"] = lambda: keyword(False)
+        if windows:
+            plan["keyword_context"] = lambda: keyword(True)
     if parts.names:
         facts, valid = f, None
         if (parts.intent is Intent.HISTORY or parts.time_range is not None) and not f.statuses:
@@ -187,19 +189,21 @@ def vector_channels(
     plan: Plan = {}
     if not persistent:
         return plan
+    vector = parts.vector
+    assert vector is not None, "planned once the query is embedded"
     batch: SessionBatch[VectorQuery] = SessionBatch(
         "vector SQL", lambda queries, session: store.vector_searches(caller, queries, candidates=True, ahead=session),
         ahead)
-    plan["vector"] = lambda: batch.search(VectorQuery(f, parts.vector, limit, as_of, lead=lead))
+    plan["vector"] = lambda: batch.search(VectorQuery(f, vector, limit, as_of, lead=lead))
     if windows:
-        plan["vector_context"] = lambda: batch.search(VectorQuery(f, parts.vector, limit, as_of, True, lead))
-    if parts.last_turn_vector is not None:
-        plan["last_turn"] = lambda: batch.search(VectorQuery(f, parts.last_turn_vector, limit, as_of, lead=lead))
+        plan["vector_context"] = lambda: batch.search(VectorQuery(f, vector, limit, as_of, True, lead))
+    if (last_turn := parts.last_turn_vector) is not None:
+        plan["last_turn"] = lambda: batch.search(VectorQuery(f, last_turn, limit, as_of, lead=lead))
     if parts.time_range is not None and (spanned := within(f, parts.time_range)) is not None:
-        plan["time"] = lambda: batch.search(VectorQuery(spanned, parts.vector, limit, as_of, lead=lead))
+        plan["time"] = lambda: batch.search(VectorQuery(spanned, vector, limit, as_of, lead=lead))
     if not f.kinds or Kind.PREFERENCE in f.kinds:
         # Not a ranking: the closest preferences are always in the answer (core/retrieval/ranking.py).
         plan[PREFERENCES] = lambda: batch.search(
-            VectorQuery(replace(f, kinds=(Kind.PREFERENCE,)), parts.vector, ALWAYS_PREFERENCES, as_of,
+            VectorQuery(replace(f, kinds=(Kind.PREFERENCE,)), vector, ALWAYS_PREFERENCES, as_of,
                         lead=ALWAYS_PREFERENCES if lead else 0))
     return plan

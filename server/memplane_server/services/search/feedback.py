@@ -28,7 +28,7 @@ async def feedback_channels(
     parts: QueryParts, hits: list[SearchHit], *, limit: int, as_of: datetime | None,
 ) -> dict[str, list[Scored]]:
     """The second pass's rankings by channel; none when the first pass found nothing stored."""
-    ids = [h.memory.id for h in hits if h.memory.layer is not Layer.WORKING][:settings.search_feedback_docs]
+    ids = [h.memory.stored_id for h in hits if h.memory.layer is not Layer.WORKING][:settings.search_feedback_docs]
     if not ids:
         return {}
     terms_wanted = settings.search_feedback_terms > 0 and bool(parts.terms)
@@ -38,6 +38,7 @@ async def feedback_channels(
     runs = {}
     vectors = [d.vector for d in docs if d.vector is not None]
     if settings.search_feedback_vector > 0 and vectors:
+        assert parts.vector is not None, "the second pass follows the first, which embedded the query"
         moved = rocchio(parts.vector, vectors, settings.search_feedback_vector)
         runs[VECTOR] = memories.vector_search(caller, f, moved, limit=limit, as_of=as_of)
     if terms_wanted:

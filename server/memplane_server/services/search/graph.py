@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from ...core.access.caller import Caller
-from ...core.model import MemoryFilter, Scored, SearchHit
+from ...core.model import Layer, MemoryFilter, Scored, SearchHit
 from ...core.retrieval.fusion import reciprocal_rank_fusion
 from ...core.write.entities import extract_entities
 from ...stores.postgres.search.entities import EntityStore, Links
@@ -29,9 +29,12 @@ class GraphResult:
 
 
 def seeds_of(first_pass: dict[str, list[Scored]], weights: dict[str, float]) -> list[uuid.UUID]:
-    """The first pass's best memories, by the same fusion that orders the answer."""
-    fused = reciprocal_rank_fusion({ch: [s.record.id for s in scored] for ch, scored in first_pass.items()}, weights)
-    return [memory_id for memory_id, _ in sorted(fused.items(), key=lambda kv: -kv[1][0])][:SEEDS]  # type: ignore[misc]
+    """The first pass's best stored memories, by the same fusion that orders the answer. Working
+    items are left out: the entity index holds none, so as seeds they would link nothing and take
+    the places of memories that do."""
+    fused = reciprocal_rank_fusion({ch: [s.record.stored_id for s in scored if s.record.layer is not Layer.WORKING]
+                                    for ch, scored in first_pass.items()}, weights)
+    return [memory_id for memory_id, _ in sorted(fused.items(), key=lambda kv: -kv[1][0])][:SEEDS]
 
 
 def rank_links(links: Links, seeds: list[uuid.UUID], query_entities: list[str], limit: int) -> GraphResult:
@@ -51,7 +54,7 @@ def rank_links(links: Links, seeds: list[uuid.UUID], query_entities: list[str], 
         score, reasons = 0.0, []
         for entity, holding in sorted(linked.entities.items(), key=lambda kv: kv[1]):
             pull = QUERY_WEIGHT if entity in asked else 0.0
-            via = [place[s] for s in holders.get(entity, []) if s != linked.record.id]
+            via = [place[s] for s in holders.get(entity, []) if s != linked.record.stored_id]
             if via:
                 pull = max(pull, 1 / (1 + min(via)))
             if pull:
@@ -60,7 +63,7 @@ def rank_links(links: Links, seeds: list[uuid.UUID], query_entities: list[str], 
                 reasons.append(f"{entity!r} ({holding} of {total} rows) with {source}")
         if score > 0:
             ranked.append((score, Scored(linked.record, score), "; ".join(reasons)))
-    ranked.sort(key=lambda t: (-t[0], place.get(t[1].record.id, len(place) + 1)))
+    ranked.sort(key=lambda t: (-t[0], place.get(t[1].record.stored_id, len(place) + 1)))
     ranked = ranked[:limit]
     return GraphResult([s for _, s, _ in ranked], {str(s.record.id): why for _, s, why in ranked})
 

@@ -8,9 +8,10 @@ import asyncio
 import logging
 import math
 import os
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, tzinfo
+from datetime import datetime
+from zoneinfo import ZoneInfo
 
 import numpy as np
 
@@ -73,7 +74,7 @@ class SearchQuery:
     time_zone: str | None = None
 
 
-async def _embedded(embeddings: list[Awaitable[np.ndarray]]) -> list[np.ndarray]:
+async def _embedded(embeddings: Sequence[Awaitable[np.ndarray]]) -> list[np.ndarray]:
     with stage("embed"):
         return await asyncio.gather(*embeddings)
 
@@ -89,6 +90,10 @@ def _leading(results: dict[str, list[Scored]], preferences: list[Scored], top_k:
     ids = {s.record.id: None for scored in (*(r[:top_k] for r in results.values()), preferences) for s in scored
            if s.record.layer is not Layer.WORKING and s.record.id not in whole}
     return list(ids)
+
+
+async def _no_channels() -> dict[str, list[Scored]]:
+    return {}
 
 
 class SearchService:
@@ -155,7 +160,7 @@ class SearchService:
             if vector_ahead is not None:
                 await vector_ahead.close()
 
-    async def _searched(self, caller: Caller, q: SearchQuery, top_k: int, zone: tzinfo | None, now: datetime,
+    async def _searched(self, caller: Caller, q: SearchQuery, top_k: int, zone: ZoneInfo | None, now: datetime,
                         text: str, embedded: asyncio.Future, vector_ahead: SessionAhead | None) -> list[SearchHit]:
         settings = self.deps.settings
         limit = max(settings.search_candidates, top_k)
@@ -196,12 +201,14 @@ class SearchService:
             caller, q.filter, vector, parts.terms, limit=limit, as_of=q.as_of))) if planned and self.session.enabled else None
         if working is not None:
             runs["working"] = asyncio.ensure_future(staged("working channel", self._working_channel(q, working, vector, limit)))
-        if planned and settings.search_rewrite:
-            runs["rewrites"] = asyncio.ensure_future(staged("rewrite channels", self._rewrite_channels(caller, q, limit)))
-        results: dict[str, list[Scored]] = dict(zip(runs, await asyncio.gather(*runs.values())))
+        # Gathered with the channels, so that it is cancelled with them; it answers channels by name.
+        rewriting = (staged("rewrite channels", self._rewrite_channels(caller, q, limit))
+                     if planned and settings.search_rewrite else _no_channels())
+        found, rewritten = await asyncio.gather(asyncio.gather(*runs.values()), rewriting)
+        results = dict(zip(runs, found))
         preferences = results.pop(PREFERENCES, [])
         always = [s.record for s in preferences]
-        results.update(results.pop("rewrites", {}))
+        results.update(rewritten)
         weights = routed_weights(intent, settings.channel_weights)
         weights.update({ch: weights.get("rewrite", 1.0) for ch in results if ch.startswith("rewrite")})
         sessions = await session_run if session_run is not None else None
@@ -253,7 +260,7 @@ class SearchService:
                 await self._explain_conflicts(caller, hits)
             if not hits:
                 self._signal_nothing_found(caller, q.text, q.filter.user_id)
-            self.usage.add(caller, [h.memory.id for h in hits if h.memory.layer is not Layer.WORKING])
+            self.usage.add(caller, [h.memory.stored_id for h in hits if h.memory.layer is not Layer.WORKING])
         return hits
 
     async def _read_whole(self, caller: Caller, ids: list) -> dict:
@@ -284,10 +291,10 @@ class SearchService:
     async def _explain_conflicts(self, caller: Caller, hits: list[SearchHit]) -> None:
         """A served value that another is waiting to replace says so: the agent should not take it
         as settled."""
-        disputed = await self.deps.conflicts.challengers_of(
-            caller, [h.memory.id for h in hits if h.memory.layer is not Layer.WORKING])
-        for hit in hits:
-            for challenger in disputed.get(hit.memory.id, []):
+        stored = [h for h in hits if h.memory.layer is not Layer.WORKING]
+        disputed = await self.deps.conflicts.challengers_of(caller, [h.memory.stored_id for h in stored])
+        for hit in stored:
+            for challenger in disputed.get(hit.memory.stored_id, []):
                 hit.explanation.append(ScoreComponent(
                     "conflict", 0.0, 0, f"disputed by {challenger.id}, which says "
                     f"{(challenger.value or challenger.content)[:200]!r}: needs confirmation (ResolveConflict)"))
@@ -295,6 +302,7 @@ class SearchService:
     async def _rewrite_channels(self, caller: Caller, q: SearchQuery, limit: int) -> dict[str, list[Scored]]:
         """Nearest memories to each LLM rephrasing of the query; nothing when the model fails."""
         try:
+            assert self.deps.llm is not None, "settings refuse search_rewrite without llm_model"
             rewrites = await asyncio.wait_for(
                 QueryRewriter(self.deps.llm).rewrite(q.text), self.deps.settings.search_llm_timeout_seconds)
             vectors = [await self.deps.embedder.embed_query(text) for text in rewrites]
@@ -310,6 +318,7 @@ class SearchService:
         scores still fall down the list. On failure the fused order stands."""
         pool = hits[:MAX_CANDIDATES]
         try:
+            assert self.deps.llm is not None, "settings refuse search_rerank without llm_model"
             order = await asyncio.wait_for(
                 Reranker(self.deps.llm).rerank(text, [(str(h.memory.id), h.memory.content) for h in pool], len(pool)),
                 self.deps.settings.search_llm_timeout_seconds)
@@ -357,8 +366,8 @@ class SearchService:
         task.add_done_callback(self._background.discard)
 
         def report(done: asyncio.Task) -> None:
-            if not done.cancelled() and done.exception() is not None:
-                exc = done.exception()
+            exc = None if done.cancelled() else done.exception()
+            if exc is not None:
                 self._failures.log(cause_of(exc), f"{failure}: %s", type(exc).__name__,
                                    level=logging.WARNING, exc_info=False)
 

@@ -30,7 +30,7 @@ class SessionResult:
 def choose_sessions(by_vector: list[str], by_keyword: list[str], top: int) -> list[str]:
     """The sessions both rankings of digests put first, fused as the channels are."""
     fused = reciprocal_rank_fusion({"vector": by_vector, "keyword": by_keyword}, {"vector": 1.0, "keyword": 1.0})
-    return [s for s, _ in sorted(fused.items(), key=lambda kv: -kv[1][0])][:top]  # type: ignore[misc]
+    return [s for s, _ in sorted(fused.items(), key=lambda kv: -kv[1][0])][:top]
 
 
 def merge_turns(per_session: list[list[Scored]], limit: int) -> list[Scored]:
@@ -74,8 +74,12 @@ class SessionChannel:
             for session in chosen))
         scored = merge_turns(list(found), limit)
         place = {session: i for i, session in enumerate(chosen, 1)}
-        why = {str(s.record.id): f"session {s.record.session_id!r} (#{place[s.record.session_id]}), digest "
-               f"{' '.join(digests.get(s.record.session_id, '').split())[:EXPLAIN_CHARS]!r}" for s in scored}
+        why = {}
+        for s in scored:
+            session = s.record.session_id
+            assert session is not None, "read by its session's filter"
+            why[str(s.record.id)] = (f"session {session!r} (#{place[session]}), digest "
+                                     f"{' '.join(digests.get(session, '').split())[:EXPLAIN_CHARS]!r}")
         return SessionResult(scored, why)
 
 

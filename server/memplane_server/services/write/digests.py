@@ -14,6 +14,7 @@ from datetime import datetime
 from ...core.access.attribution import reset_work_tenant, set_work_tenant
 from ...core.write.digests import Digest, build_digests, digest_text
 from ...core.write.windows import SessionTurn
+from ...llm.chat import ChatModel
 from ...llm.digest import write_digest
 from ...logs import OncePerCause, cause_of
 from ..deps import Deps
@@ -31,29 +32,31 @@ class DigestService:
         return self.deps.settings.session_digests
 
     @property
-    def _model_writes(self) -> bool:
-        return self.deps.settings.session_digest_llm and self.deps.llm is not None
+    def _writer(self) -> ChatModel | None:
+        """The model that writes digests, if one does."""
+        return self.deps.llm if self.deps.settings.session_digest_llm else None
 
     async def rebuild(self, tenant_id: str, session_id: str, marked_at: datetime, turns: list[SessionTurn]) -> bool:
         """Replaces the session's digests with ones built from `turns` (its active turns as read
         when the session was leased); False when the session was marked again meanwhile."""
         common = await self.deps.digests.common_terms(tenant_id)
         digests = await asyncio.to_thread(build_digests, session_id, turns, common)
-        if self._model_writes:
+        if (writer := self._writer) is not None:
             token = set_work_tenant(tenant_id)
             try:
-                digests = [await self._written(d, [t.content for t in turns if t.group == d.group]) for d in digests]
+                digests = [await self._written(writer, d, [t.content for t in turns if t.group == d.group])
+                           for d in digests]
             finally:
                 reset_work_tenant(token)
         return await self.deps.digests.save(tenant_id, session_id, marked_at, digests)
 
-    async def _written(self, digest: Digest, turns: list[str]) -> Digest:
+    async def _written(self, writer: ChatModel, digest: Digest, turns: list[str]) -> Digest:
         try:
-            text = await write_digest(self.deps.llm, turns)
+            text = await write_digest(writer, turns)
             vector = (await self.deps.embedder.embed_passages([text], background=True))[0]
         except Exception as exc:  # the model or the embedder failed: the digest built without them serves
             self._failures.log(cause_of(exc), "writing a session digest failed, keeping the keyphrases: %s",
                                type(exc).__name__, level=logging.WARNING, exc_info=False)
             return digest
         combined = f"{text}\n{digest_text(list(digest.entities), list(digest.keyphrases))}"
-        return replace(digest, text=combined, vector=vector, written_by=self.deps.llm.model)
+        return replace(digest, text=combined, vector=vector, written_by=writer.model)

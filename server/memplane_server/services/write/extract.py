@@ -90,7 +90,7 @@ class ExtractService:
         zone = parse_time_zone(time_zone)
         known = [
             KnownFact(c.record.entity, c.record.attribute, c.record.value or c.record.content,
-                      render(c.record.updated_at or c.record.created_at, zone))
+                      render(c.record.changed_at, zone))
             for c in candidates if c.record.entity and c.record.attribute
         ]
         operations = await extract(
@@ -104,13 +104,13 @@ class ExtractService:
         read: list[MemoryRecord], new: list[MemoryRecord],
     ) -> ExtractOutcome:
         outcome = ExtractOutcome()
-        read_ids = {str(t.id): t.id for t in read}
+        read_ids = {str(t.id): t.stored_id for t in read}
 
         def derived_from(source_turn: str | None) -> tuple[uuid.UUID, ...]:
             # The turn the model names, else every new turn: forgetting it forgets the fact.
             if source_turn and source_turn in read_ids:
                 return (read_ids[source_turn],)
-            return tuple(t.id for t in new)
+            return tuple(t.stored_id for t in new)
 
         drafts = [
             MemoryDraft(
@@ -130,7 +130,7 @@ class ExtractService:
                 )
                 if current:
                     _, ids = await self.deps.memories.forget(
-                        caller, ids=[m.id for m in current], f=None, hard=False, dry_run=False, actor=caller.key_id,
+                        caller, ids=[m.stored_id for m in current], f=None, hard=False, dry_run=False, actor=caller.key_id,
                         reason=f"extraction: turn {op.source_turn} says it no longer holds",
                     )
                     outcome.deleted.extend(ids)

@@ -74,7 +74,9 @@ class ConflictStore:
             )
         out: dict[uuid.UUID, list[MemoryRecord]] = {}
         for record in map(record_from_row, rows):
-            out.setdefault(record.conflicts_with, []).append(record)
+            challenged = record.conflicts_with
+            assert challenged is not None, "read by its conflicts_with"
+            out.setdefault(challenged, []).append(record)
         return out
 
     async def resolve(

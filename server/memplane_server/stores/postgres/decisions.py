@@ -40,7 +40,8 @@ class DecisionStore:
         self, caller: Caller, *, subject_type: str | None, subject_id: str | None, limit: int,
         after: tuple[datetime, uuid.UUID] | None,
     ) -> list[DecisionRecord]:
-        where, args = ["tenant_id = $1"], [caller.tenant_id]
+        where = ["tenant_id = $1"]
+        args: list[object] = [caller.tenant_id]
         for column, value in (("subject_type", subject_type), ("subject_id", subject_id)):
             if value:
                 args.append(value)

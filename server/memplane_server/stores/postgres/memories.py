@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import asyncio
+import builtins
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import asyncpg
 import numpy as np
@@ -53,6 +54,7 @@ _MAX_LISTED_IDS = 1000
 
 
 FETCH_ROWS = 250  # rows decoded per turn of the event loop when a statement reads thousands
+E = TypeVar("E", Scope, Layer, Kind, Status)
 
 
 async def _unwindow(conn: asyncpg.Connection, changed: Sequence[MemoryRecord]) -> None:
@@ -85,6 +87,10 @@ async def _derived_traces(conn: asyncpg.Connection, ids: Sequence[uuid.UUID]) ->
     rows = await conn.fetch("SELECT * FROM mp_derived($1::uuid[])", list(ids))
     return ([Trace(r["tenant_id"], r["id"], r["session_id"], r["user_id"], r["content"]) for r in rows],
             [r["id"] for r in rows if r["status"] == "deleted"])
+
+
+def _count(counts: dict[E, int], value: E, n: int) -> None:
+    counts[value] = counts.get(value, 0) + n
 
 
 class MemoryStore:
@@ -174,12 +180,12 @@ class MemoryStore:
     async def vector_search(
         self, caller: Caller, f: MemoryFilter, query: np.ndarray, *, limit: int, as_of: datetime | None,
         windows: bool = False,
-    ) -> list[Scored]:
+    ) -> builtins.list[Scored]:
         """Nearest memories by their own vector, or (windows) by their turn window's."""
         return (await self.vector_searches(caller, [VectorQuery(f, query, limit, as_of, windows)]))[0]
 
     async def vector_searches(self, caller: Caller, queries: Sequence[VectorQuery], *, candidates: bool = False,
-                              ahead: SessionAhead | None = None) -> list[list[Scored]]:
+                              ahead: SessionAhead | None = None) -> builtins.list[builtins.list[Scored]]:
         """Several nearest-neighbour searches in one statement and one session (stores/postgres/search/nearest.py),
         `ahead` when one was opened for them (vector_session_ahead); with candidates, each record holds
         only what ranking reads (sql.CANDIDATE_COLUMNS) but those among its query's `lead` nearest, read
@@ -200,9 +206,9 @@ class MemoryStore:
 
     async def keyword_search(
         self, caller: Caller, f: MemoryFilter, terms: Sequence[str], *, pool: int, as_of: datetime | None,
-        choose: Callable[[list[KeywordMatch]], list[KeywordMatch]], windows: bool = False,
+        choose: Callable[[builtins.list[KeywordMatch]], builtins.list[KeywordMatch]], windows: bool = False,
         common_share: float = 1.0,
-    ) -> list[Scored]:
+    ) -> builtins.list[Scored]:
         """One keyword channel alone (stores/postgres/search/lexical.py)."""
         return (await self.lexical_searches(
             caller, [KeywordQuery(f, terms, pool, as_of, choose, windows, common_share)]))[0]
@@ -210,12 +216,12 @@ class MemoryStore:
     async def fact_lookup(
         self, caller: Caller, f: MemoryFilter, names: Sequence[str], *, limit: int, as_of: datetime | None,
         valid: TimeRange | None = None,
-    ) -> list[Scored]:
+    ) -> builtins.list[Scored]:
         """The exact channel alone (stores/postgres/search/lexical.py)."""
         return (await self.lexical_searches(caller, [FactQuery(f, names, limit, as_of, valid)]))[0]
 
     async def lexical_searches(self, caller: Caller, queries: Sequence[LexicalQuery], *, candidates: bool = False
-                               ) -> list[list[Scored]]:
+                               ) -> builtins.list[builtins.list[Scored]]:
         """Several keyword and exact searches in one session (stores/postgres/search/lexical.py); candidates as
         for vector_searches."""
         # Their plans do not depend on the tenant's size (a function's matches, keys, ids): planned
@@ -254,7 +260,7 @@ class MemoryStore:
         action: str,
         actor: str,
         reason: str = "",
-        entities: list[str] | None = None,
+        entities: builtins.list[str] | None = None,
     ) -> MemoryRecord | None:
         """Changes one writable memory and records the change; None when not writable."""
         async with self.session(caller) as conn:
@@ -283,7 +289,7 @@ class MemoryStore:
 
     async def supersede(
         self, caller: Caller, old_ids: Sequence[uuid.UUID], *, action: str, actor: str, reason: str
-    ) -> list[MemoryRecord]:
+    ) -> builtins.list[MemoryRecord]:
         """Marks writable memories superseded (kept for history)."""
         p = Params(list(old_ids))
         async with self.session(caller) as conn:
@@ -308,7 +314,7 @@ class MemoryStore:
         dry_run: bool,
         actor: str,
         reason: str,
-    ) -> tuple[int, list[uuid.UUID]]:
+    ) -> tuple[int, builtins.list[uuid.UUID]]:
         """Soft- or hard-deletes writable memories selected by ids or filter."""
         done = await self.forget_traced(caller, ids=ids, f=f, hard=hard, dry_run=dry_run, actor=actor, reason=reason)
         return done.count, done.ids
@@ -362,13 +368,13 @@ class MemoryStore:
             records = [record_from_row(r) for r in rows]
             await append_history(conn, records, "deleted", actor, reason)
             await _unwindow(conn, records)
-            traces = [Trace(r.tenant_id, r.id, r.session_id, r.user_id, r.content) for r in records]
-            derived, cascaded = await _derived_traces(conn, [r.id for r in records])
-            return Forgotten(len(records), [r.id for r in records][:_MAX_LISTED_IDS], traces + derived, cascaded)
+            traces = [Trace(r.tenant_id, r.stored_id, r.session_id, r.user_id, r.content) for r in records]
+            derived, cascaded = await _derived_traces(conn, [r.stored_id for r in records])
+            return Forgotten(len(records), [r.stored_id for r in records][:_MAX_LISTED_IDS], traces + derived, cascaded)
 
     async def forget_targets(
         self, caller: Caller, f: MemoryFilter, *, hard: bool, everything: bool = False
-    ) -> list[tuple[uuid.UUID, tuple[str, str | None]]]:
+    ) -> builtins.list[tuple[uuid.UUID, tuple[str, str | None]]]:
         """The ids a forget by filter would reach now with their (tenant, session), a session's
         together (services/forget/service.py batches them by session)."""
         cond, p = _forget_condition(caller, None, f, hard=hard, everything=everything)
@@ -386,7 +392,7 @@ class MemoryStore:
         attribute: str | None,
         limit: int,
         before_seq: int | None,
-    ) -> list[tuple[int, HistoryEntry]]:
+    ) -> builtins.list[tuple[int, HistoryEntry]]:
         """History rows of memories the caller can see now, newest first."""
         p = Params()
         where = [visibility(caller, p)]
@@ -432,9 +438,10 @@ class MemoryStore:
         by_status: dict[Status, int] = {}
         newest: datetime | None = None
         for r in rows:
-            for counts, value in ((by_scope, Scope(r["scope"])), (by_layer, Layer(r["layer"])),
-                                  (by_kind, Kind(r["kind"])), (by_status, Status(r["status"]))):
-                counts[value] = counts.get(value, 0) + r["n"]
+            _count(by_scope, Scope(r["scope"]), r["n"])
+            _count(by_layer, Layer(r["layer"]), r["n"])
+            _count(by_kind, Kind(r["kind"]), r["n"])
+            _count(by_status, Status(r["status"]), r["n"])
             group_newest = aware(r["newest"])
             if newest is None or group_newest > newest:
                 newest = group_newest
@@ -443,7 +450,7 @@ class MemoryStore:
 
     async def embeddings_of(
         self, caller: Caller, f: MemoryFilter, *, limit: int, to_consolidate: bool = False,
-    ) -> tuple[list[tuple[MemoryRecord, np.ndarray]], int]:
+    ) -> tuple[builtins.list[tuple[MemoryRecord, np.ndarray]], int]:
         """The newest `limit` visible memories matching f with their vectors, oldest first, in one
         statement, and how many matched in all. to_consolidate: only those the caller may change
         that are neither consolidated nor a consolidation, so that the limit counts candidates."""

@@ -163,8 +163,8 @@ class WriteTransaction:
             current = await self._current_fact(d)
             if current is not None and normalized(current.value or current.content) == normalized(d.value or d.content):
                 return await self._reobserve(current, s)
-            why = current and self.conflicts and conflict_reason(current, d, datetime.now(timezone.utc), self.conflicts)
-            if why:
+            if current is not None and self.conflicts and (
+                    why := conflict_reason(current, d, datetime.now(timezone.utc), self.conflicts)):
                 if (same := await self._open_challenger(current, d)) is not None:
                     return await self._reobserve(same, s)
                 return await self._insert(s, replaces=None, action="", contradicts=(current, why))
@@ -201,6 +201,7 @@ class WriteTransaction:
 
     async def _nearest(self, s: StoredDraft) -> list[MemoryRecord]:
         """The closest memories of the draft's kind and space above the near-duplicate threshold, closest first."""
+        assert s.draft.kind is not None, "set by the write service's prepare"
         # A memory derived from others (a consolidation of them) never merges into one of them.
         p = Params(s.embedding, list(s.draft.derived_from))
         rows = await self.conn.fetch(
@@ -238,6 +239,7 @@ class WriteTransaction:
     async def _insert(self, s: StoredDraft, *, replaces: MemoryRecord | None, action: str,
                       contradicts: tuple[MemoryRecord, str] | None = None) -> MemoryRecord:
         d = s.draft
+        assert d.scope is not None and d.layer is not None and d.kind is not None, "set by the write service's prepare"
         valid_from = d.valid_from
         if d.entity and d.attribute and valid_from is None:
             valid_from = s.occurred_at  # a fact holds from when it was observed until replaced

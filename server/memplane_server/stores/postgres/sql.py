@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, overload
 
 from ...core.access.caller import WRITING_ROLES, Caller, Role
 from ...core.model import Kind, Layer, MemoryFilter, MemoryRecord, Scope, Status
@@ -104,6 +104,14 @@ def filter_clauses(f: MemoryFilter, p: Params, *, as_of: datetime | None = None)
             f" OR (m.status IN ('superseded', 'deleted', 'stale') AND m.updated_at > {at}))"
         )
     return where
+
+
+@overload
+def aware(value: datetime) -> datetime: ...
+
+
+@overload
+def aware(value: None) -> None: ...
 
 
 def aware(value: datetime | None) -> datetime | None:

@@ -52,7 +52,8 @@ class TracedRedisCluster(RedisCluster):
             return await super().execute_command(*args, **kwargs)
 
     def pipeline(self, transaction: bool | None = None, shard_hint: Any = None) -> TracedClusterPipeline:
-        return TracedClusterPipeline(self, transaction)
+        # redis-py's command protocols declare _event_dispatcher, which its ClusterPipeline never sets.
+        return TracedClusterPipeline(self, transaction)  # type: ignore[abstract]
 
 
 def connect(url: str, *, timeout: float, retry: Retry | None = None) -> redis.Redis | RedisCluster:

@@ -13,6 +13,7 @@ import re
 import secrets
 from collections.abc import Collection
 from dataclasses import dataclass
+from typing import cast
 
 import redis.asyncio as redis
 
@@ -87,7 +88,8 @@ class IdempotencyStore:
         while True:
             if await self.client.set(key, value, nx=True, px=int(LEASE_SECONDS * 1000)):
                 return Claim(key, value, fp, request.tenant_id, request.method)
-            stored = await self.client.get(key)
+            # redis-py types a reply bytes | str whatever the client; this one decodes none (client.py).
+            stored = cast("bytes | None", await self.client.get(key))
             if stored is None:
                 continue
             state, _, rest = stored.partition(b":")

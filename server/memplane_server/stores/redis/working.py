@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, cast, overload
 
 import numpy as np
 import redis.asyncio as redis
@@ -128,6 +128,14 @@ OPERATION_KEYS = {
     "claim script": lambda session: [expiry_index(session.tenant_id)],
     "legacy drop script": lambda session: [LEGACY_EXPIRY_INDEX],
 }
+
+
+@overload
+def _time(v: float) -> datetime: ...
+
+
+@overload
+def _time(v: None) -> None: ...
 
 
 def _time(v: float | None) -> datetime | None:
@@ -256,7 +264,8 @@ class WorkingStore:
         """Sessions past their expiry, each handed to exactly one caller (instance) by its removal
         from its tenant's index."""
         await self._adopt_legacy(limit)
-        tenants = [t.decode() for t in await self.client.smembers(TENANTS)]
+        # redis-py types a reply bytes | str whatever the client; this one decodes none (client.py).
+        tenants = [t.decode() for t in cast("set[bytes]", await self.client.smembers(TENANTS))]
         # In a random order, so no tenant's sessions wait behind another's backlog round after round.
         random.shuffle(tenants)
         now = time.time()
@@ -285,7 +294,10 @@ class WorkingStore:
         step idempotent, so sweepers may race), until it is empty; also while older servers still
         run during an upgrade and add to it. Earliest expiry first, as many as a round claims, so
         the sessions that are due move before the others."""
-        for member, score in await self.client.zrange(LEGACY_EXPIRY_INDEX, 0, limit - 1, withscores=True):
+        # redis-py types the reply as with or without scores, and its members bytes | str (client.py decodes none).
+        pairs = cast("list[tuple[bytes, float]]",
+                     await self.client.zrange(LEGACY_EXPIRY_INDEX, 0, limit - 1, withscores=True))
+        for member, score in pairs:
             tenant = WorkingSession.from_member(member).tenant_id
             await self.client.zadd(expiry_index(tenant), {member: score}, gt=True)
             await self.client.sadd(TENANTS, tenant)
@@ -352,7 +364,8 @@ async def drop_items(
     else:
         async with client.pipeline(transaction=False) as pipe:
             for raw, item in gone:
-                pipe.lrem(session.key("items"), 0, raw)
+                # redis-py annotates the value str; Redis compares the bytes it is sent.
+                pipe.lrem(session.key("items"), 0, raw)  # type: ignore[arg-type]
                 pipe.hdel(session.key("vectors"), item["id"])
             if state_keys:
                 pipe.hdel(session.key("state"), *state_keys)

@@ -136,10 +136,10 @@ async def lexical(conn: asyncpg.Connection, caller: Caller, queries: Sequence[Le
     if shape.leads:
         first = {m.id: None for (_, q), choice in zip(keyword, chosen) for m in choice[:q.lead]}
         columns = shape.select(f"m.id = ANY({p.add(list(first))}::uuid[])")
-    rows = {r["id"]: r for r in await search_rows(
+    by_id = {r["id"]: r for r in await search_rows(
         conn, f"SELECT {columns} FROM memories m WHERE m.id = ANY($1::uuid[]) AND {visibility(caller, p)}",
         *p.values)}
-    records = {memory_id: shape.build(r) for memory_id, r in rows.items()}
+    records = {memory_id: shape.build(r) for memory_id, r in by_id.items()}
     for (i, _), choice in zip(keyword, chosen):
-        found[i] = [Scored(records[m.id], m.score, shape.whole(rows[m.id])) for m in choice if m.id in rows]
+        found[i] = [Scored(records[m.id], m.score, shape.whole(by_id[m.id])) for m in choice if m.id in by_id]
     return found

@@ -163,7 +163,8 @@ def nearest_statement(caller: Caller, queries: Sequence[VectorQuery], *, walk: b
     if len(queries) == 1:
         return _select(caller, queries[0], p, vector(queries[0].vector), shape=shape), p
     groups = _groups(queries, walk)
-    scans, parts = [], []
+    scans: list[str] = []
+    parts: list[str] = []
     for group in groups:
         if len(group) == 1:
             i, q = group[0]
