@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from . import _convert, types
+from ._messages import wire
 from ._requests import PreparedCall
 from .enums import DomainAccess, DomainAccessLike, Role, RoleLike
 from .v1 import admin_service_pb2 as admin_pb
@@ -46,7 +47,7 @@ def create_api_key(
 ) -> PreparedCall[types.CreatedApiKey]:
     """CreateApiKey."""
     request = admin_pb.CreateApiKeyRequest(
-        tenant_id=tenant_id or "", agent_id=agent_id or "", role=Role.parse(role).value, display_name=display_name
+        tenant_id=tenant_id or "", agent_id=agent_id or "", role=wire(admin_pb.Role, Role.parse(role)), display_name=display_name
     )
     return PreparedCall("CreateApiKey", request, _convert.created_api_key)
 
@@ -78,7 +79,7 @@ def list_domains(*, page_size: int, page_token: str) -> PreparedCall[types.Page[
 
 def grant_domain(domain: str, tenant_id: str, access: DomainAccessLike) -> PreparedCall[types.DomainGrant]:
     """GrantDomain."""
-    grant = admin_pb.DomainGrant(domain=domain, tenant_id=tenant_id, access=DomainAccess.parse(access).value)
+    grant = admin_pb.DomainGrant(domain=domain, tenant_id=tenant_id, access=wire(admin_pb.DomainAccess, DomainAccess.parse(access)))
     return PreparedCall(
         "GrantDomain", admin_pb.GrantDomainRequest(grant=grant), lambda r: _convert.domain_grant(r.grant)
     )

@@ -70,7 +70,8 @@ def time_field(message: Message, name: str) -> datetime | None:
     """The UTC datetime of a Timestamp field, or None when unset."""
     if not message.HasField(name):
         return None
-    return getattr(message, name).ToDatetime(tzinfo=timezone.utc)
+    when: datetime = getattr(message, name).ToDatetime(tzinfo=timezone.utc)
+    return when
 
 
 def memory(pb: memory_pb2.Memory) -> types.Memory:

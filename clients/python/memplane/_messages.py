@@ -3,7 +3,7 @@ enum and list values inside them (shared by the MemoryService request builders).
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Any, Mapping, TypeVar
+from typing import Any, Mapping, TypeVar, cast
 
 from . import _convert
 from .enums import Kind, Layer, MemoryStatus, ProtoEnum, Scope, TaskOutcome
@@ -12,6 +12,7 @@ from .v1 import memory_pb2
 from .v1 import memory_service_pb2 as svc_pb
 
 _E = TypeVar("_E", bound=ProtoEnum)
+_P = TypeVar("_P", bound=int)
 
 _FILTER_KEYS = frozenset(FilterArgs.__annotations__)
 _MEMORY_INPUT_FIELDS = frozenset(f.name for f in fields(MemoryInput))
@@ -26,12 +27,21 @@ def many(value: Any) -> list[Any]:
     return list(value)
 
 
-def enum_values(cls: type[_E], value: Any) -> list[int]:
-    return [cls.parse(v).value for v in many(value)]
+def wire(proto: type[_P], member: ProtoEnum) -> _P:
+    """The proto number of a mirrored member.
+
+    `proto` is the generated enum, there for the type checker: the stubs type each proto enum as
+    its own int subclass, while on the wire (and at runtime) the number is a plain int.
+    """
+    return cast(_P, member.value)
 
 
-def enum_or_zero(cls: type[_E], value: Any) -> int:
-    return 0 if value is None else cls.parse(value).value
+def enum_values(cls: type[_E], proto: type[_P], value: Any) -> list[_P]:
+    return [wire(proto, cls.parse(v)) for v in many(value)]
+
+
+def enum_or_zero(cls: type[_E], proto: type[_P], value: Any) -> _P:
+    return cast(_P, 0) if value is None else wire(proto, cls.parse(value))
 
 
 def memory_filter(filters: Mapping[str, Any]) -> memory_pb2.MemoryFilter:
@@ -40,10 +50,10 @@ def memory_filter(filters: Mapping[str, Any]) -> memory_pb2.MemoryFilter:
     if unknown:
         raise TypeError(f"unknown filter argument(s): {', '.join(sorted(unknown))}")
     pb = memory_pb2.MemoryFilter(
-        scopes=enum_values(Scope, filters.get("scopes")),
-        layers=enum_values(Layer, filters.get("layers")),
-        kinds=enum_values(Kind, filters.get("kinds")),
-        statuses=enum_values(MemoryStatus, filters.get("statuses")),
+        scopes=enum_values(Scope, memory_pb2.Scope, filters.get("scopes")),
+        layers=enum_values(Layer, memory_pb2.Layer, filters.get("layers")),
+        kinds=enum_values(Kind, memory_pb2.Kind, filters.get("kinds")),
+        statuses=enum_values(MemoryStatus, memory_pb2.MemoryStatus, filters.get("statuses")),
         domains=many(filters.get("domains")),
         tags=many(filters.get("tags")),
         agent_id=filters.get("agent_id") or "",
@@ -86,9 +96,9 @@ def memory_input(item: MemoryInputLike) -> svc_pb.MemoryInput:
     v = _memory_input_fields(item)
     pb = svc_pb.MemoryInput(
         content=v["content"],
-        kind=Kind.parse(v["kind"]).value,
-        scope=enum_or_zero(Scope, v.get("scope")),
-        layer=enum_or_zero(Layer, v.get("layer")),
+        kind=wire(memory_pb2.Kind, Kind.parse(v["kind"])),
+        scope=enum_or_zero(Scope, memory_pb2.Scope, v.get("scope")),
+        layer=enum_or_zero(Layer, memory_pb2.Layer, v.get("layer")),
         domain=v.get("domain") or "",
         context=v.get("context") or "",
         entity=v.get("entity") or "",
@@ -130,7 +140,7 @@ def task_trajectory(task: TaskTrajectoryLike) -> svc_pb.TaskTrajectory:
         task_id=t.task_id,
         request=t.request,
         steps=[_task_step(s) for s in t.steps],
-        outcome=enum_or_zero(TaskOutcome, t.outcome),
+        outcome=enum_or_zero(TaskOutcome, svc_pb.TaskOutcome, t.outcome),
         feedback=t.feedback,
         used_memory_ids=list(t.used_memory_ids),
         attempts=t.attempts,

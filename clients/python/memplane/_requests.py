@@ -13,7 +13,7 @@ from google.protobuf.field_mask_pb2 import FieldMask
 from google.protobuf.message import Message
 
 from . import _convert, types
-from ._messages import enum_or_zero, enum_values, many, memory_filter, memory_input, task_trajectory
+from ._messages import enum_or_zero, enum_values, many, memory_filter, memory_input, task_trajectory, wire
 from .enums import (
     ChangeKind,
     DecisionSubject,
@@ -36,7 +36,7 @@ from .enums import (
     TaskOutcomeLike,
 )
 from .inputs import MemoryInput, MemoryInputLike, TaskTrajectoryLike
-from .v1 import memory_pb2
+from .v1 import memory_pb2, operation_pb2
 from .v1 import memory_service_pb2 as svc_pb
 from .v1 import operations_service_pb2 as ops_pb
 
@@ -73,7 +73,7 @@ def write(
     request = svc_pb.WriteRequest(
         memories=[memory_input(m) for m in memories],
         request_id=request_id or "",
-        infer=enum_or_zero(InferMode, infer),
+        infer=enum_or_zero(InferMode, svc_pb.InferMode, infer),
         time_zone=time_zone or "",
     )
     if not request.memories:
@@ -106,7 +106,7 @@ def search(
         filter=memory_filter(filters),
         top_k=top_k,
         token_budget=token_budget,
-        scope_weights=[svc_pb.ScopeWeight(scope=Scope.parse(s).value, weight=w) for s, w in weights.items()],
+        scope_weights=[svc_pb.ScopeWeight(scope=wire(memory_pb2.Scope, Scope.parse(s)), weight=w) for s, w in weights.items()],
         explain=explain,
         time_zone=time_zone or "",
     )
@@ -134,9 +134,9 @@ def reflect(
     if decide and task is None:
         raise ValueError("decide applies to task reflections")
     request = svc_pb.ReflectRequest(
-        scope=enum_or_zero(Scope, scope),
+        scope=enum_or_zero(Scope, memory_pb2.Scope, scope),
         domain=domain or "",
-        mode=enum_or_zero(ReflectMode, mode),
+        mode=enum_or_zero(ReflectMode, svc_pb.ReflectMode, mode),
         request_id=request_id or "",
         decide=decide,
     )
@@ -184,7 +184,7 @@ def erase_user(
         raise ValueError("erase_user needs a user_id")
     request = svc_pb.ForgetRequest(
         erase_user_id=user_id, dry_run=dry_run, reason=reason, request_id=request_id or "", hard=True,
-        erase_mode=EraseMode.parse(mode).value if mode is not None else 0,
+        erase_mode=enum_or_zero(EraseMode, svc_pb.EraseMode, mode),
     )
     return PreparedCall("Forget", request, _convert.erasure_result)
 
@@ -236,7 +236,7 @@ def update_memory(
         memory.confidence = confidence
         paths.append("confidence")
     if status is not None:
-        memory.status = MemoryStatus.parse(status).value
+        memory.status = wire(memory_pb2.MemoryStatus, MemoryStatus.parse(status))
         paths.append("status")
     for name, when in (("valid_from", valid_from), ("valid_to", valid_to)):
         if when is not None:
@@ -281,7 +281,7 @@ def submit_feedback(
         raise ValueError("submit_feedback needs exactly one of useful or outcome")
     request = svc_pb.SubmitFeedbackRequest(
         memory_ids=many(memory_ids), useful=bool(useful), comment=comment, task_id=task_id,
-        outcome=enum_or_zero(TaskOutcome, outcome),
+        outcome=enum_or_zero(TaskOutcome, svc_pb.TaskOutcome, outcome),
     )
     return PreparedCall("SubmitFeedback", request, lambda r: _convert.memories(r.memories))
 
@@ -308,7 +308,7 @@ def list_reflection_decisions(
 ) -> PreparedCall[types.Page[types.ReflectionDecision]]:
     """One page of ListReflectionDecisions."""
     request = svc_pb.ListReflectionDecisionsRequest(
-        subject=enum_or_zero(DecisionSubject, subject), subject_id=subject_id, page_size=page_size,
+        subject=enum_or_zero(DecisionSubject, svc_pb.DecisionSubject, subject), subject_id=subject_id, page_size=page_size,
         page_token=page_token)
     return PreparedCall("ListReflectionDecisions", request,
                         lambda r: _convert.page(r.decisions, _convert.reflection_decision, r.next_page_token))
@@ -318,7 +318,7 @@ def consolidate(
     *, scope: ScopeLike | None, domain: str, dry_run: bool
 ) -> PreparedCall[tuple[types.MemoryCluster, ...]]:
     """Consolidate, resolving to the clusters found (and written, unless a dry run)."""
-    request = svc_pb.ConsolidateRequest(scope=enum_or_zero(Scope, scope), domain=domain, dry_run=dry_run)
+    request = svc_pb.ConsolidateRequest(scope=enum_or_zero(Scope, memory_pb2.Scope, scope), domain=domain, dry_run=dry_run)
     return PreparedCall("Consolidate", request, lambda r: tuple(_convert.memory_cluster(c) for c in r.clusters))
 
 
@@ -341,7 +341,7 @@ def get_working_memory(session_id: str) -> PreparedCall[types.WorkingMemory]:
 def close_session(session_id: str, *, promote: bool | None, request_id: str | None) -> PreparedCall[tuple[types.Memory, ...]]:
     """CloseSession."""
     mode = PromoteMode.UNSPECIFIED if promote is None else (PromoteMode.PROMOTE if promote else PromoteMode.DISCARD)
-    request = svc_pb.CloseSessionRequest(session_id=session_id, promote=mode.value, request_id=request_id or "")
+    request = svc_pb.CloseSessionRequest(session_id=session_id, promote=wire(svc_pb.PromoteMode, mode), request_id=request_id or "")
     return PreparedCall("CloseSession", request, lambda response: _convert.memories(response.promoted))
 
 
@@ -363,7 +363,7 @@ def list_operations(
 ) -> PreparedCall[types.Page[types.Operation]]:
     """One page of ListOperations."""
     request = ops_pb.ListOperationsRequest(
-        state=enum_or_zero(OperationState, state), page_size=page_size, page_token=page_token
+        state=enum_or_zero(OperationState, operation_pb2.OperationState, state), page_size=page_size, page_token=page_token
     )
     return PreparedCall(
         "ListOperations", request, lambda r: _convert.page(r.operations, _convert.operation, r.next_page_token)
@@ -384,8 +384,8 @@ def watch(
     """A WatchRequest; scopes, kinds and change_kinds take one value or an iterable."""
     request = svc_pb.WatchRequest(
         filter=svc_pb.WatchFilter(
-            scopes=enum_values(Scope, scopes), session_id=session_id or "", entity=entity or "",
-            kinds=enum_values(Kind, kinds), change_kinds=enum_values(ChangeKind, change_kinds),
+            scopes=enum_values(Scope, memory_pb2.Scope, scopes), session_id=session_id or "", entity=entity or "",
+            kinds=enum_values(Kind, memory_pb2.Kind, kinds), change_kinds=enum_values(ChangeKind, svc_pb.ChangeKind, change_kinds),
         )
     )
     if after_position is not None:
