@@ -28,10 +28,11 @@ def work_dir():
 
 
 def settle(client: MemoryClient) -> None:
-    """Waits until the tenant's turn windows are built, so no background work changes its rows."""
+    """Waits until the tenant's turn windows are built and upgraded (embedded from their text), so
+    no background work changes its rows between the export and the comparison."""
     deadline = time.monotonic() + 60
-    while client.get_stats().sessions_awaiting_context:
-        assert time.monotonic() < deadline, "turn windows were not built"
+    while (stats := client.get_stats()).sessions_awaiting_context or stats.sessions_awaiting_upgrade:
+        assert time.monotonic() < deadline, "turn windows were not built and upgraded"
         time.sleep(0.2)
 
 
