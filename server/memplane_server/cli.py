@@ -32,7 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     import_cmd.add_argument("--keep-quota", action="store_true",
                             help="give a new tenant the file's memory quota (default: this deployment's)")
     admin = sub.add_parser("admin", help="manage tenants, agents, keys, domains and grants")
-    admin.add_argument("command", choices=sorted([*ADMIN_COMMANDS, "erase-user", "lifecycle"]))
+    admin.add_argument("command", choices=sorted([*ADMIN_COMMANDS, "erase-user", "lifecycle", "content-policy"]))
+    admin.add_argument("action", nargs="?", choices=["get", "set", "run", "scan"],
+                       help="lifecycle: get, set or run; content-policy: get, set or scan")
     admin.add_argument("--target", help="server address (default: MEMPLANE_LISTEN)")
     admin.add_argument("--api-key", help="admin key (default: MEMPLANE_API_KEY)")
     for name in ("id", "tenant", "agent", "domain", "name"):
@@ -47,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     admin.add_argument("--wait", action="store_true", help="erase-user: wait for an erasure that runs as an operation")
     admin.add_argument("--wait-timeout", type=float, default=600.0)
     add_lifecycle_arguments(admin)
+    keys_cmd = sub.add_parser("keys", help="encryption at rest: status, rotate a tenant's data key, reseal, rewrap")
+    keys_cmd.add_argument("action", choices=["status", "rotate", "reseal", "rewrap"])
+    keys_cmd.add_argument("--tenant", help="rotate, reseal: one tenant (default: every tenant)")
     sub.add_parser("worker", help="run the background work (jobs, expiry sweep, turn windows) without gRPC")
     health = sub.add_parser("health", help="exit 0 when the server answers SERVING on grpc.health.v1, else 1")
     health.add_argument("--address", help="host:port of the server (default: MEMPLANE_LISTEN)")
@@ -72,6 +77,10 @@ def main(argv: list[str] | None = None) -> int:
         from .commands.reembed import run as reembed
 
         return reembed(args, settings)
+    if args.cmd == "keys":
+        from .commands.keys import run as keys
+
+        return keys(args, settings)
     if args.cmd == "worker":
         from .commands.worker import run as work
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import secrets
 import signal
 from dataclasses import dataclass
+from pathlib import Path
 
 import asyncpg
 import redis.asyncio as redis
@@ -27,6 +29,9 @@ from .services.access.rate_limits import RateLimits
 from .services.access.read_routing import ReadRouting
 from .services.admin import AdminService
 from .services.conflicts import ConflictsService
+from .services.content.admin import ContentPolicyService
+from .services.content.keys import TenantKeys
+from .services.content.policies import ContentPolicies
 from .services.deps import Deps
 from .services.forget.erasure import ErasureService
 from .services.forget.lifecycle import LifecycleService
@@ -46,6 +51,8 @@ from .services.write.service import WriteService
 from .settings import Settings
 from .stores.postgres.changes import ChangeListener, ChangeStore
 from .stores.postgres.conflicts import ConflictStore
+from .stores.postgres.content.keys import TenantKeyStore
+from .stores.postgres.content.policies import ContentPolicyStore
 from .stores.postgres.contexts import ContextStore
 from .stores.postgres.decisions import DecisionStore
 from .stores.postgres.forget.erasure import ErasureStore
@@ -65,10 +72,12 @@ from .stores.redis.client import connect as connect_redis
 from .stores.redis.idempotency import IdempotencyStore
 from .stores.redis.rate_limit import RateLimiter
 from .stores.redis.working import WorkingStore
+from .stores.sealing import OPENERS, Kek, describe, new_kek_line, parse_keks
 from .telemetry import setup_telemetry
 from .worker.loops import (
     build_turn_windows,
     keep_keyword_stats,
+    maintain_keys,
     report_backlogs,
     schedule_consolidations,
     schedule_lifecycle,
@@ -164,6 +173,49 @@ async def prepare_schema(settings: Settings, database_url: str) -> None:
             "docker compose's migrate service)")
 
 
+KEK_FILE = Path("keys") / "kek"
+
+
+def key_encryption_keys(s: Settings, *, embedded: bool, create: bool = True) -> list[Kek]:
+    """The KEKs from the settings or their file; on the embedded default without either, a key of
+    its own kept in the data directory (0600), outside the database and its backups (made on the
+    server's first start; a tool run beside it only reads it)."""
+    if s.encryption_keys is not None:
+        return parse_keks(s.encryption_keys.get_secret_value())
+    if s.encryption_keys_file is not None:
+        return parse_keks(s.encryption_keys_file.read_text())
+    if not embedded:
+        return []
+    path = s.data_dir / KEK_FILE
+    if not path.exists():
+        if not create:
+            return []
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # An id of its own: a data directory made afresh (a restore) must not take its new key for
+        # the old one it replaces.
+        write_private_file(path, new_kek_line(f"local-{secrets.token_hex(4)}") + "\n")
+    return parse_keks(path.read_text())
+
+
+async def refuse_missing_keks(store: TenantKeyStore, held: set[str]) -> None:
+    """A server that could not open what the database holds does not start: every read of it would
+    fail (a restore into a fresh data directory without the old key file, a KEK left out)."""
+    missing = sorted({describe(wrapped).kek_id for _, _, wrapped in await store.all_keys()} - held)
+    if missing:
+        raise SystemExit(
+            f"the database holds data keys wrapped by key-encryption key(s) {', '.join(missing)}, which this server"
+            " lacks: give them in MEMPLANE_ENCRYPTION_KEYS or MEMPLANE_ENCRYPTION_KEYS_FILE (after a restore into a"
+            " fresh data directory, copy the old MEMPLANE_DATA_DIR/keys/kek into it); docs/security.md")
+
+
+def open_with_keys(s: Settings) -> str | None:
+    """For a tool outside the server: this deployment's KEKs, so that it can open what the server
+    sealed; returns the active one (None: encryption off)."""
+    keks = key_encryption_keys(s, embedded=not s.database_url, create=False)
+    OPENERS.add(keks)
+    return keks[0].id if keks else None
+
+
 @dataclass
 class Runtime:
     settings: Settings
@@ -200,6 +252,9 @@ class Runtime:
             ChatModel(s.llm_model, api_base=s.llm_api_base, api_key=s.llm_api_key, timeout=s.llm_timeout_seconds)
             if s.llm_model else None
         )
+        keks = key_encryption_keys(s, embedded=not s.database_url)
+        OPENERS.add(keks)
+        await refuse_missing_keks(TenantKeyStore(self.pool), {k.id for k in keks})
         self.deps = Deps(
             settings=s, memories=MemoryStore(
                 self.pool, default_max_memories=s.max_memories_per_tenant, walk_min_memories=s.search_walk_min_memories,
@@ -211,6 +266,8 @@ class Runtime:
             entities=EntityStore(self.pool), digests=DigestStore(self.pool),
             working=WorkingStore(self.redis_client, s.working_max_items), embedder=embedder, llm=model,
             changes=ChangeStore(self.pool, self.standby_pool), change_listener=ChangeListener(s.migration_database_url or self.database_url),
+            content=ContentPolicies(ContentPolicyStore(self.pool), s.content_policy_cache_seconds),
+            keys=TenantKeys(TenantKeyStore(self.pool), keks[0].id if keks else None),
             idempotency=IdempotencyStore(self.redis_client, s.idempotency_ttl_seconds),
         )
         return self.deps
@@ -254,8 +311,10 @@ def build_services(deps: Deps, pool: asyncpg.Pool, redis_client: redis.Redis) ->
         contexts=ContextService(deps, quiet_seconds=s.context_quiet_seconds, digests=DigestService(deps)),
         admin=AdminService(deps.tenancy),
         lifecycle=LifecycleService(deps, LifecycleStore(pool), forgets),
+        content_policies=ContentPolicyService(deps),
         auth=Authenticator(deps.tenancy),
-        idempotency=Idempotency(deps.idempotency or IdempotencyStore(redis_client, s.idempotency_ttl_seconds)),
+        idempotency=Idempotency(deps.idempotency or IdempotencyStore(redis_client, s.idempotency_ttl_seconds),
+                                deps.keys),
         rate_limits=RateLimits(RateLimiter(redis_client, per_second=s.rate_limit_per_second,
                                            burst=s.rate_limit_burst),
                                failures=RateLimiter(redis_client, per_second=s.auth_failures_per_second,
@@ -289,6 +348,8 @@ def start_background(deps: Deps, services: Services) -> tuple[list[JobRunner], l
         tasks.append(asyncio.create_task(schedule_consolidations(deps, s.consolidate_every_seconds, runners[0])))
     if runners and s.lifecycle_every_seconds:
         tasks.append(asyncio.create_task(schedule_lifecycle(deps, s.lifecycle_every_seconds, runners[0])))
+    if runners and s.key_maintenance_seconds:
+        tasks.append(asyncio.create_task(maintain_keys(deps, s.key_maintenance_seconds, runners[0])))
     return runners, tasks
 
 

@@ -232,6 +232,21 @@ class Settings(BaseSettings):
     working_promote: bool = Field(True, description="promote a session's working memory when it closes or expires")
     working_sweep_seconds: float = Field(30.0, gt=0, description="how often expired sessions are looked for")
     idempotency_ttl_seconds: int = Field(24 * 3600, ge=1, description="how long a `request_id` is remembered")
+    encryption_keys: SecretStr | None = Field(
+        None, description="key-encryption keys, `id:base64` of 32 random bytes each, comma separated; the first wraps"
+        " new data keys, the others only unwrap (a rotation keeps the old one here until `memplane keys rewrap`"
+        " is done). With none (and no file) memories are stored in clear, except on the embedded default"
+        " (docs/security.md)")
+    encryption_keys_file: Path | None = Field(
+        None, description="a file of key-encryption keys, one `id:base64` per line (a mounted Kubernetes Secret);"
+        " on the embedded default without either setting, `MEMPLANE_DATA_DIR/keys/kek` is made on first start")
+    key_maintenance_seconds: float = Field(
+        300.0, ge=0, description="how often a worker moves stored memories to the current keys: re-wraps data keys"
+        " after a KEK rotation, re-seals a tenant's memories after `memplane keys rotate` and those stored in"
+        " clear before encryption was on (0: only `memplane keys` does)")
+    content_policy_cache_seconds: float = Field(
+        5.0, ge=0, description="how long a server reuses a tenant's or domain's content policy before reading it again:"
+        " a change made through another server applies to writes within this time (0: read on every write)")
     change_retention_seconds: float = Field(
         24 * 3600, gt=0, description="how long the change log keeps changes, so a `Watch` can resume from a position"
         " that old; pruned by the sweep every `MEMPLANE_WORKING_SWEEP_SECONDS`"

@@ -172,3 +172,12 @@ def test_a_migration_url_reaches_the_migration_job_through_the_charts_secret():
     assert {"secretRef": {"name": secret["metadata"]["name"]}} in env_from
     assert "MEMPLANE_MIGRATION_DATABASE_URL" not in find(
         render("-f", str(VALUE_FILES["minimal"])), "Secret")["stringData"]
+
+
+def test_encryption_keys_reach_the_pods_through_the_charts_secret_and_a_malformed_one_is_refused():
+    keys = "k1:" + "A" * 43 + "="
+    manifests = render("-f", str(VALUE_FILES["minimal"]), "--set", f"secrets.encryptionKeys={keys}")
+    assert find(manifests, "Secret")["stringData"]["MEMPLANE_ENCRYPTION_KEYS"] == keys
+    refused = run(tool("helm"), "template", "mp", str(CHART), "-f", str(VALUE_FILES["minimal"]),
+                  "--set", "secrets.encryptionKeys=no colon here")
+    assert refused.returncode != 0 and "encryptionKeys" in refused.stderr

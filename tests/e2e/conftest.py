@@ -18,6 +18,7 @@ import asyncpg
 import pytest
 
 from tests.conftest import make_shared_tmpdir
+from tests.support.keys import ENCRYPTION_KEYS
 
 
 def free_port() -> int:
@@ -117,6 +118,7 @@ def server(services_urls, database_settings, redis_url_for):
         "MEMPLANE_DATA_DIR": str(data),
         "MEMPLANE_BOOTSTRAP_TENANT": "acme",
         "MEMPLANE_SHUTDOWN_GRACE_SECONDS": "2",
+        "MEMPLANE_ENCRYPTION_KEYS": ENCRYPTION_KEYS,
     }).start()
     yield proc
     proc.stop()

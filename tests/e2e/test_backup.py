@@ -124,6 +124,9 @@ def test_backup_under_write_load_restores_into_a_fresh_data_dir(services_urls, t
     finally:
         first.stop()
 
+    # The archive holds the memories sealed, never the key that opens them: it moves apart.
+    (second_dir / "keys").mkdir(mode=0o700)
+    shutil.copy2(first_dir / "keys" / "kek", second_dir / "keys" / "kek")
     restored = memplane({"MEMPLANE_DATA_DIR": str(second_dir)}, "restore", str(archive))
     assert restored.returncode == 0, restored.stderr
     second = ServerProcess({"MEMPLANE_DATA_DIR": str(second_dir), "MEMPLANE_REDIS_URL": redis,

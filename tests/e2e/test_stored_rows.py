@@ -98,8 +98,10 @@ def test_rows_stored_before_the_checks_still_read(channel, new_tenant, superuser
         s.MemoryInput(kind=m.KIND_EVENT, content="the user moved to Lyon"),
     ])).memories
     fact, event = (uuid.UUID(x.id) for x in written)
+    # Stored by a release before encryption at rest, too: in clear.
     superuser("UPDATE memories SET occurred_at = '-infinity', valid_from = '-infinity', valid_to = 'infinity',"
-              " metadata = '{\"n\": 1e400}' WHERE id = $1", fact)
+              " metadata = '{\"n\": 1e400}', content = 'the user lives in Lyon', value = 'Lyon', sealed_key = NULL"
+              " WHERE id = $1", fact)
     superuser("UPDATE memory_history SET snapshot = '{\"id\": \"older shape\"}' WHERE memory_id = $1", event)
 
     got = caller.GetMemory(s.GetMemoryRequest(id=str(fact))).memory

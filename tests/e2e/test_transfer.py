@@ -14,10 +14,14 @@ import pytest
 
 from memplane import AdminClient, MemoryClient
 from memplane.errors import NotFoundError
+from memplane_server.stores.sealing import OPENERS, Texts, key_from_json, open_texts, parse_keks
 from tests.conftest import make_shared_tmpdir
 from tests.e2e.test_backup import memplane
+from tests.support.keys import ENCRYPTION_KEYS
 
 T = datetime(2025, 3, 4, 5, 6, 7, 891011, tzinfo=timezone.utc)
+
+OPENERS.add(parse_keks(ENCRYPTION_KEYS))
 
 
 @pytest.fixture
@@ -67,12 +71,23 @@ async def rows_of(url: str, tenant: str) -> dict[str, list[dict]]:
         queries = {
             "tenants": "SELECT to_jsonb(t)::text FROM tenants t WHERE id = $1",
             "agents": "SELECT to_jsonb(a)::text FROM agents a WHERE tenant_id = $1 ORDER BY id",
-            "memories": "SELECT to_jsonb(m)::text FROM memories m WHERE tenant_id = $1 ORDER BY created_at, content",
+            "memories": "SELECT to_jsonb(m)::text FROM memories m WHERE tenant_id = $1",
             "memory_history": "SELECT to_jsonb(h)::text FROM memory_history h WHERE tenant_id = $1 ORDER BY seq",
         }
-        return {t: [json.loads(r[0]) for r in await conn.fetch(sql, tenant)] for t, sql in queries.items()}
+        rows = {t: [json.loads(r[0]) for r in await conn.fetch(sql, tenant)] for t, sql in queries.items()}
     finally:
         await conn.close()
+    # What the texts say, opened: each tenant's are sealed under its own data key (a copy's differ).
+    rows["memories"] = sorted(map(opened, rows["memories"]), key=lambda m: (m["created_at"], m["content"]))
+    rows["memory_history"] = [dict(h, snapshot=opened(h["snapshot"])) for h in rows["memory_history"]]
+    return rows
+
+
+def opened(m: dict) -> dict:
+    texts = open_texts(key_from_json(m.get("sealed_key")), m["tenant_id"],
+                       Texts(m["content"], m["context"], m["value"], m["metadata"]))
+    return dict(m, content=texts.content, context=texts.context, value=texts.value, metadata=texts.metadata,
+                sealed_key=None)
 
 
 def as_source(rows: dict[str, list[dict]], source_tenant: str, ids: dict[str, str]) -> dict[str, list[dict]]:
@@ -97,7 +112,8 @@ def as_source(rows: dict[str, list[dict]], source_tenant: str, ids: dict[str, st
 def test_export_then_import_into_another_tenant_round_trips_every_field(server, platform_key, new_tenant, work_dir):
     source, source_key = new_tenant()
     populate(server.target, source_key)
-    env = {"MEMPLANE_DATABASE_URL": server.env["MEMPLANE_DATABASE_URL"], "MEMPLANE_DATA_DIR": str(work_dir)}
+    env = {"MEMPLANE_DATABASE_URL": server.env["MEMPLANE_DATABASE_URL"], "MEMPLANE_DATA_DIR": str(work_dir),
+           "MEMPLANE_ENCRYPTION_KEYS": ENCRYPTION_KEYS}
     exported = memplane(env, "export", "--tenant", source, "--out", str(work_dir / "t.jsonl"))
     assert exported.returncode == 0, exported.stderr
     copy = f"{source}-copy"
@@ -121,7 +137,8 @@ def test_imported_memories_answer_their_own_tenants_key_only(server, platform_ke
     source, source_key = new_tenant()
     with MemoryClient(server.target, source_key) as client:
         client.write([{"content": "The staging cluster needs the VPN", "kind": "fact"}])
-    env = {"MEMPLANE_DATABASE_URL": server.env["MEMPLANE_DATABASE_URL"], "MEMPLANE_DATA_DIR": str(work_dir)}
+    env = {"MEMPLANE_DATABASE_URL": server.env["MEMPLANE_DATABASE_URL"], "MEMPLANE_DATA_DIR": str(work_dir),
+           "MEMPLANE_ENCRYPTION_KEYS": ENCRYPTION_KEYS}
     assert memplane(env, "export", "--tenant", source, "--out", str(work_dir / "t.jsonl")).returncode == 0
     copy = f"{source}-copy"
     assert memplane(env, "import", "--tenant", copy, str(work_dir / "t.jsonl")).returncode == 0
@@ -141,7 +158,8 @@ def test_importing_a_file_twice_into_one_tenant_is_refused_whole(server, new_ten
     source, source_key = new_tenant()
     with MemoryClient(server.target, source_key) as client:
         client.write([{"content": f"note {i}", "kind": "event"} for i in range(3)])
-    env = {"MEMPLANE_DATABASE_URL": server.env["MEMPLANE_DATABASE_URL"], "MEMPLANE_DATA_DIR": str(work_dir)}
+    env = {"MEMPLANE_DATABASE_URL": server.env["MEMPLANE_DATABASE_URL"], "MEMPLANE_DATA_DIR": str(work_dir),
+           "MEMPLANE_ENCRYPTION_KEYS": ENCRYPTION_KEYS}
     assert memplane(env, "export", "--tenant", source, "--out", str(work_dir / "t.jsonl")).returncode == 0
     copy = f"{source}-copy"
     assert memplane(env, "import", "--tenant", copy, str(work_dir / "t.jsonl")).returncode == 0
@@ -155,7 +173,8 @@ def test_vectors_of_another_model_are_imported_stale_for_reembed(server, new_ten
     with MemoryClient(server.target, source_key) as client:
         client.write([{"content": "Deploys need the VPN on", "kind": "lesson"},
                       {"content": "Lunch is at noon", "kind": "event"}])
-    env = {"MEMPLANE_DATABASE_URL": server.env["MEMPLANE_DATABASE_URL"], "MEMPLANE_DATA_DIR": str(work_dir)}
+    env = {"MEMPLANE_DATABASE_URL": server.env["MEMPLANE_DATABASE_URL"], "MEMPLANE_DATA_DIR": str(work_dir),
+           "MEMPLANE_ENCRYPTION_KEYS": ENCRYPTION_KEYS}
     export = work_dir / "t.jsonl"
     assert memplane(env, "export", "--tenant", source, "--out", str(export)).returncode == 0
     lines = export.read_text().splitlines()
@@ -194,7 +213,8 @@ def test_an_edited_file_cannot_import_memories_into_a_domain_the_tenant_may_not_
         client.write([{"content": "a note", "kind": "event"}])
     with AdminClient(server.target, platform_key) as admin:
         admin.create_domain(domain)
-    env = {"MEMPLANE_DATABASE_URL": server.env["MEMPLANE_DATABASE_URL"], "MEMPLANE_DATA_DIR": str(work_dir)}
+    env = {"MEMPLANE_DATABASE_URL": server.env["MEMPLANE_DATABASE_URL"], "MEMPLANE_DATA_DIR": str(work_dir),
+           "MEMPLANE_ENCRYPTION_KEYS": ENCRYPTION_KEYS}
     assert memplane(env, "export", "--tenant", source, "--out", str(work_dir / "t.jsonl")).returncode == 0
 
     def into_domain(r: dict) -> dict:
@@ -220,7 +240,8 @@ def test_an_edited_file_cannot_import_memories_into_a_domain_the_tenant_may_not_
 
 def test_an_import_sets_a_quota_only_when_asked(server, new_tenant, work_dir):
     source, _ = new_tenant()
-    env = {"MEMPLANE_DATABASE_URL": server.env["MEMPLANE_DATABASE_URL"], "MEMPLANE_DATA_DIR": str(work_dir)}
+    env = {"MEMPLANE_DATABASE_URL": server.env["MEMPLANE_DATABASE_URL"], "MEMPLANE_DATA_DIR": str(work_dir),
+           "MEMPLANE_ENCRYPTION_KEYS": ENCRYPTION_KEYS}
     assert memplane(env, "export", "--tenant", source, "--out", str(work_dir / "t.jsonl")).returncode == 0
 
     def with_quota(r: dict) -> dict:

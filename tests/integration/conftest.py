@@ -13,7 +13,7 @@ from memplane_server.runtime import Runtime
 from memplane_server.services.admin import AdminService
 from memplane_server.services.deps import Deps
 from memplane_server.settings import Settings
-from tests.support.keys import register_keys
+from tests.support.keys import ENCRYPTION_KEYS, register_keys
 
 PLATFORM = Caller(key_id="test-platform", role=Role.PLATFORM_ADMIN, tenant_id=None, agent_id=None)
 
@@ -22,7 +22,7 @@ PLATFORM = Caller(key_id="test-platform", role=Role.PLATFORM_ADMIN, tenant_id=No
 def settings(services_urls, database_settings, redis_url_for) -> Settings:
     database_url, redis_url = services_urls
     return Settings(**database_settings(database_url), redis_url=redis_url_for(redis_url), bootstrap_tenant="",
-                    workers=0)
+                    workers=0, encryption_keys=ENCRYPTION_KEYS)
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")

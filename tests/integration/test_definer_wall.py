@@ -10,6 +10,7 @@ import pytest
 from memplane_server.core.model import Kind, MemoryDraft, Scope
 from memplane_server.services.write.service import WriteService
 from memplane_server.stores.postgres.session import APP_ROLE, caller_session
+from memplane_server.stores.postgres.sql import trace_of
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -90,9 +91,10 @@ async def test_the_app_role_gets_no_other_tenants_content_from_mp_derived(deps, 
     a, _, shared, _, derived_b = await _domain_world(deps, make_tenant)
     async with caller_session(deps.memories.pool, a.writer) as conn:
         rows = await conn.fetch("SELECT * FROM mp_derived($1::uuid[])", [shared.id])
-    assert [(r["id"], r["content"], r["session_id"], r["user_id"]) for r in rows] == [(derived_b.id, None, None, None)]
+    assert [(r["id"], r["content"], r["sealed_key"], r["session_id"], r["user_id"]) for r in rows] == [
+        (derived_b.id, None, None, None, None)]
     owner = await deps.memories.pool.fetch("SELECT * FROM mp_derived($1::uuid[])", [shared.id])
-    assert [r["content"] for r in owner] == ["b's summary of it"]
+    assert [trace_of(r).content for r in owner] == ["b's summary of it"]
 
 
 async def test_mp_sources_alive_does_not_tell_the_app_role_about_another_tenants_ids(deps, make_tenant):

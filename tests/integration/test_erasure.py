@@ -18,6 +18,9 @@ from memplane_server.core.forget.erasure import subject_of
 from memplane_server.core.model import Kind, MemoryDraft
 from memplane_server.services.forget.service import ForgetService
 from memplane_server.services.write.service import WriteService
+from memplane_server.stores.postgres.sql import record_from_json
+from memplane_server.stores.redis.working import opened_item, opened_state
+from memplane_server.stores.sealing import Texts, open_texts
 from tests.support.inproc import serving
 from tests.support.jobs import run_jobs_until
 from tests.support.scan import Hit, describe, rows_by_table, scan
@@ -50,25 +53,44 @@ async def snapshot(deps, client, tenant: str, user: str) -> dict:
     """Everything not about the user in that tenant (nor holding their id): memory rows (vectors aside),
     their history, and the working memory of every session not the user's alone."""
     rows = await deps.memories.pool.fetch(
-        "SELECT (to_jsonb(m) - 'embedding' - 'context_embedding')::text AS row FROM memories m"
+        "SELECT (to_jsonb(m) - 'embedding' - 'context_embedding')::text AS row, m.tenant_id, m.sealed_key,"
+        " m.content, m.context, m.value, m.metadata FROM memories m"
         " WHERE NOT (m.tenant_id = $1 AND m.user_id IS NOT DISTINCT FROM $2) ORDER BY m.id", tenant, user)
     history = await deps.memories.pool.fetch(
         "SELECT h.seq, h.snapshot::text FROM memory_history h JOIN memories m ON m.id = h.memory_id"
         " WHERE NOT (m.tenant_id = $1 AND m.user_id IS NOT DISTINCT FROM $2) ORDER BY h.tenant_id, h.seq", tenant, user)
     working = {}
     async for key in client.scan_iter(match="mp:wm:*:items"):
-        items = [v for v in await client.lrange(key, 0, -1) if user.encode() not in v]
+        items = [v for v in await client.lrange(key, 0, -1) if user not in json.dumps(opened_item(json.loads(v)))]
         if not items:
             continue  # a session of the user alone
         session = key[: -len(b"items")]
         working[session + b"items"] = items
         for part in (b"state", b"meta"):
             working[session + part] = {k: v for k, v in (await client.hgetall(session + part)).items()
-                                       if user.encode() not in v}
-    # Rows derived from the user's (a summary stating their fact) hold their text: theirs too.
-    return {"memories": [r["row"] for r in rows if user not in r["row"]],
-            "history": [tuple(r) for r in history if user not in r[1]],
+                                       if user.encode() not in v and user not in _opened_state(v, session)}
+    # Rows derived from the user's (a summary stating their fact) hold their text: theirs too. The
+    # texts are sealed: what they say is read opened.
+    return {"memories": [r["row"] for r in rows if user not in r["row"] and user not in _opened_row(r)],
+            "history": [tuple(r) for r in history if user not in r[1] and user not in _opened_snapshot(r[1])],
             "working": {k: v for k, v in working.items() if v}}
+
+
+def _opened_row(r) -> str:
+    return repr(open_texts(r["sealed_key"], r["tenant_id"], Texts(r["content"], r["context"], r["value"],
+                                                                     r["metadata"])))
+
+
+def _opened_snapshot(text: str) -> str:
+    record = record_from_json(json.loads(text))
+    return repr((record.content, record.context, record.value, record.metadata)) if record else ""
+
+
+def _opened_state(value: bytes, session: bytes) -> str:
+    if not value.startswith(b"\x00"):
+        return value.decode(errors="replace")
+    tenant = session.decode().split("{", 1)[1].split("}", 1)[0]  # mp:wm:{tenant}:agent:session:
+    return opened_state(value.decode(), tenant)
 
 
 async def populate(served, deps, keys: dict[str, str], domain: str, user: str, other: str) -> dict:

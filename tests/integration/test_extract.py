@@ -10,8 +10,10 @@ from datetime import datetime, timezone
 
 import pytest
 
+from memplane_server.core.access.caller import Caller, Role
 from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter, Status
 from memplane_server.llm.chat import ChatModel
+from memplane_server.services.content.admin import ContentPolicyService
 from memplane_server.services.memories import MemoriesService
 from memplane_server.services.search.service import SearchQuery, SearchService
 from memplane_server.services.write.service import WriteService
@@ -141,3 +143,18 @@ async def test_the_prompt_renders_times_in_the_callers_zone(llm_deps, fake_llm, 
     prompt = fake_llm.requests[-1]["body"]["messages"][1]["content"]
     assert prompt.startswith("NOW: ") and " CST" in prompt.splitlines()[0]
     assert re.search(r"address = Hangzhou \(updated \d{4}-\d\d-\d\d \d\d:\d\d CST\)", prompt)
+
+
+async def test_what_the_model_extracts_passes_the_content_policy_and_a_refusal_becomes_a_redaction(
+        llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    await ContentPolicyService(llm_deps).set(
+        Caller(key_id="admin", role=Role.TENANT_ADMIN, tenant_id=world.tenant_id, agent_id=None), "", "",
+        {"email": "refuse"})
+    fake_llm.script(Reply(lambda body: json.dumps({"operations": [{
+        "op": "ADD", "kind": "fact", "entity": "user", "attribute": "email", "value": "li.wei@example.cn",
+        "content": "The user's e-mail is li.wei@example.cn", "confidence": 0.95, "source_turn": new_turn_id(body)}]})))
+
+    _, [fact], _ = await write_turn(llm_deps, world.writer, "you can write to me at my usual address")
+
+    assert (fact.content, fact.value) == ("The user's e-mail is [REDACTED:email]", "[REDACTED:email]")

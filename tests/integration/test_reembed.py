@@ -18,6 +18,7 @@ from memplane_server.services.write.reembed import reembed
 from memplane_server.services.write.service import WriteService
 from memplane_server.stores.postgres.bulk.embeddings import EmbeddingStore
 from tests.support.fake_llm import FakeLLM
+from tests.support.keys import ENCRYPTION_KEYS
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -98,7 +99,7 @@ async def test_the_cli_reembeds_a_tenant_with_a_progress_bar(deps, settings, mak
     world = await make_tenant()
     await WriteService(deps).write(world.writer, events(3))
     env = {**os.environ, "MEMPLANE_DATABASE_URL": settings.database_url, "MEMPLANE_LLM_API_BASE": provider.api_base,
-           "MEMPLANE_LLM_API_KEY": "k"}
+           "MEMPLANE_LLM_API_KEY": "k", "MEMPLANE_ENCRYPTION_KEYS": ENCRYPTION_KEYS}
     out = subprocess.run([sys.executable, "-m", "memplane_server.cli", "reembed", "--model", "openai/cli-embed",
                           "--tenant", world.tenant_id, "--batch", "2"], env=env, capture_output=True, text=True,
                          timeout=300)

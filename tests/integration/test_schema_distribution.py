@@ -18,6 +18,9 @@ EXCEPTIONS = {
     ("domains", "domains_pkey"): "domains span tenants: a reference table",
     ("domain_grants", "domain_grants_domain_fkey"): "a foreign key to the domains reference table",
     ("memories", "memories_domain_fkey"): "a foreign key to the domains reference table",
+    ("domain_content_policies", "domain_content_policies_pkey"): "a domain's content policy: a reference table"
+                                                                  " beside domains",
+    ("domain_content_policies", "domain_content_policies_domain_fkey"): "a foreign key to the domains reference table",
     ("audit_events", "audit_events_pkey"): "platform events have no tenant: stays a local table",
     ("schema_migrations", "schema_migrations_pkey"): "migration bookkeeping, not tenant data",
     # Unique by id alone: a uuid is unique anyway, but Citus cannot enforce these on a distributed

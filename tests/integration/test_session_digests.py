@@ -22,6 +22,7 @@ from memplane_server.services.write.digests import DigestService
 from memplane_server.services.write.service import WriteService
 from memplane_server.stores.postgres.forget.erasure import ErasureStore
 from memplane_server.stores.postgres.session import caller_session
+from memplane_server.stores.sealing import OPENERS
 from tests.support.fake_llm import Reply
 from tests.support.scan import describe, scan
 
@@ -53,6 +54,10 @@ async def readable(deps, caller) -> list[dict]:
     async with caller_session(deps.contexts.pool, caller) as conn:
         return [dict(r) for r in await conn.fetch(
             "SELECT tenant_id, session_id, scope, agent_id, digest FROM session_digests")]
+
+
+def opened(row, world) -> str:
+    return OPENERS.open_text(row["sealed_key"], world.tenant_id, "digest", row["digest"])
 
 
 def digest_rows(hits) -> set[str]:
@@ -194,8 +199,10 @@ async def test_a_configured_model_writes_the_digest_and_its_embedding_is_the_vec
     await WriteService(deps).write(world.writer, turns("Mo: so, the big change", "Ned: yes, June it is"))
     await build(llm_deps, world.writer)
     row = await deps.contexts.pool.fetchrow(
-        "SELECT digest, written_by, keywords::text AS keywords FROM session_digests WHERE tenant_id = $1", world.tenant_id)
-    assert row["written_by"] == "openai/test-model" and "relocation to Valparaiso" in row["digest"]
+        "SELECT digest, sealed_key, written_by, keywords::text AS keywords FROM session_digests WHERE tenant_id = $1",
+        world.tenant_id)
+    assert "Valparaiso" not in row["digest"]  # sealed, as memory texts are
+    assert row["written_by"] == "openai/test-model" and "relocation to Valparaiso" in opened(row, world)
     assert "valparaiso" in row["keywords"]
     prompt = fake_llm.requests[-1 if not fake_llm.requests[-1]["path"].endswith("/embeddings") else -2]["body"]
     assert "Mo: so, the big change" in json.dumps(prompt)
@@ -210,5 +217,5 @@ async def test_a_failing_model_leaves_the_digest_built_without_it(deps, make_ten
     await WriteService(deps).write(world.writer, turns("Oz: the Kilimanjaro climb"))
     await build(llm_deps, world.writer)
     row = await deps.contexts.pool.fetchrow(
-        "SELECT digest, written_by FROM session_digests WHERE tenant_id = $1", world.tenant_id)
-    assert row["written_by"] == "" and "kilimanjaro" in row["digest"]
+        "SELECT digest, sealed_key, written_by FROM session_digests WHERE tenant_id = $1", world.tenant_id)
+    assert row["written_by"] == "" and "kilimanjaro" in opened(row, world)

@@ -231,7 +231,8 @@ async def test_row_level_security_alone_hides_other_tenants_changes(deps, make_t
 async def test_pages_are_cut_by_count_and_size(deps, make_tenant):
     world = await make_tenant()
     start = await deps.changes.head()
-    await WriteService(deps).write(world.writer, [draft(f"note {i}", metadata={"blob": "x" * 20_000})
+    # Each stores about 20 KB: 15,000 characters, sealed (base64 of the ciphertext).
+    await WriteService(deps).write(world.writer, [draft(f"note {i}", metadata={"blob": "x" * 15_000})
                                                   for i in range(10)])
     through = await deps.changes.head()
     events, more = await deps.changes.read(world.writer, after=start, through=through, f=ChangeFilter(), limit=4,

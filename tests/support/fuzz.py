@@ -43,7 +43,7 @@ BAD_TIME_ZONES = ["Mars/Olympus", "../../etc/passwd", "/etc/localtime", "Asia/Sh
                   "x" * 300, "x" * 100_000, ".", "Europe/", "\u00e9"]
 NEEDED = {"memories", "kind", "content", "query", "id", "memory", "update_mask", "request", "memory_ids",
           "session_id", "entity", "tenant", "agent", "grant", "domain", "name", "role", "access", "ids",
-          "tenant_id", "session", "task", "paths"}
+          "tenant_id", "session", "task", "paths", "challenger_id", "keep"}
 SELDOM = {"ttl", "state_key", "infer", "request_id", "page_token", "as_of_time", "valid_to", "layer", "hard",
           "statuses", "scope_weights"}
 MEMORY_FIELDS = ["content", "context", "tags", "metadata", "confidence", "status", "value", "valid_from", "valid_to",

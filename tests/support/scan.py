@@ -8,6 +8,10 @@ PostgreSQL prints it, for the text as given and as JSON escapes it.
 Redis: every key (SCAN), its name and its contents whatever the type (strings, lists, hashes,
 sets, sorted sets), as bytes.
 
+Sealed texts (encryption at rest: the suites run with a KEK) are searched opened too: a memory's
+row and history snapshots, session digests, working items and state, cached responses. What was sealed still says
+what it says to whoever holds the KEK, so a forget must remove it as it would a clear text.
+
     hits = await scan(pool, redis_client, ["The user lives in Xanadu-7f3a", "user-7f3a"])
     assert not hits, describe(hits)
 """
@@ -19,6 +23,9 @@ from dataclasses import dataclass
 
 import asyncpg
 import redis.asyncio as redis
+
+from memplane_server.stores.redis.working import opened_item, opened_state
+from memplane_server.stores.sealing import OPENERS, SEALED_BYTES, SealError, Texts, key_from_json, open_texts
 
 _TEXT_TYPES = ("text", "varchar", "bpchar", "name", "json", "jsonb", "tsvector")
 
@@ -78,13 +85,75 @@ async def scan_postgres(pool: asyncpg.Pool, needles: list[str]) -> list[Hit]:
     return hits
 
 
-async def scan_redis(client: redis.Redis, needles: list[str]) -> list[Hit]:
+async def scan_sealed_postgres(pool: asyncpg.Pool, needles: list[str]) -> list[Hit]:
+    hits: list[Hit] = []
+
+    def check(table: str, part: str, row: str, text: str) -> None:
+        hits.extend(Hit("postgres", table, part, row, n) for n in needles if any(f in text for f in _forms(n)))
+
+    async with pool.acquire() as conn:
+        for r in await conn.fetch("SELECT ctid::text AS row, tenant_id, content, context, value, metadata, sealed_key"
+                                  " FROM memories WHERE sealed_key IS NOT NULL"):
+            texts = open_texts(r["sealed_key"], r["tenant_id"], Texts(r["content"], r["context"], r["value"],
+                                                                         r["metadata"]))
+            for part in ("content", "context", "value"):
+                check("memories", part, r["row"], getattr(texts, part) or "")
+            check("memories", "metadata", r["row"], json.dumps(texts.metadata, ensure_ascii=False))
+        for r in await conn.fetch("SELECT ctid::text AS row, snapshot FROM memory_history"
+                                  " WHERE snapshot->>'sealed_key' IS NOT NULL"):
+            snapshot = r["snapshot"]
+            texts = open_texts(key_from_json(snapshot["sealed_key"]), snapshot["tenant_id"],
+                               Texts(snapshot["content"], snapshot["context"], snapshot["value"], snapshot["metadata"]))
+            check("memory_history", "snapshot", r["row"], json.dumps(texts.__dict__, ensure_ascii=False))
+        for r in await conn.fetch("SELECT ctid::text AS row, tenant_id, digest, sealed_key FROM session_digests"
+                                  " WHERE sealed_key IS NOT NULL"):
+            check("session_digests", "digest", r["row"],
+                  OPENERS.open_text(r["sealed_key"], r["tenant_id"], "digest", r["digest"]))
+    return hits
+
+
+def _opened(data: bytes, tenants: list[str]) -> bytes:
+    """Redis bytes with what is sealed in them opened: a working item, a state value, a response."""
+    try:
+        item = json.loads(data)
+        if isinstance(item, dict) and item.get("sealed_key"):
+            return json.dumps(opened_item(item), ensure_ascii=False).encode()
+    except (ValueError, UnicodeDecodeError):
+        pass
+    text = data.decode(errors="replace")
+    if text.startswith("\x00mp1:"):
+        return opened_state(text, text_tenant(tenants, text)).encode()
+    head, sep, rest = data.partition(b":")
+    fingerprint, sep2, response = rest.partition(b":")
+    if head == b"done" and sep and sep2 and response.startswith(SEALED_BYTES):
+        for tenant in tenants:
+            try:
+                return OPENERS.open_bytes(tenant, "response", response)
+            except SealError:
+                continue
+    return data
+
+
+def text_tenant(tenants: list[str], value: str) -> str:
+    for tenant in tenants:
+        try:
+            opened_state(value, tenant)
+            return tenant
+        except SealError:
+            continue
+    return ""
+
+
+async def scan_redis(client: redis.Redis, needles: list[str], tenants: list[str] | None = None) -> list[Hit]:
     hits: list[Hit] = []
     encoded = [(n, [f.encode() for f in _forms(n)]) for n in needles]
+    tenants = tenants or []
 
-    def check(key: str, part: str, data: bytes) -> None:
+    def check(key: str, part: str, data: bytes, stored: bytes | None = None) -> None:
+        """stored: the value, when data is more than it (a hash field and its value)."""
+        opened = _opened(data if stored is None else stored, tenants)
         for needle, forms in encoded:
-            if any(f in data for f in forms):
+            if any(f in data or f in opened for f in forms):
                 hits.append(Hit("redis", key, part, "", needle))
 
     async for raw_key in client.scan_iter(count=1000):
@@ -100,7 +169,7 @@ async def scan_redis(client: redis.Redis, needles: list[str]) -> list[Hit]:
                 check(key, f"[{i}]", value)
         elif kind == "hash":
             for field, value in (await client.hgetall(raw_key)).items():
-                check(key, field.decode(errors="replace"), field + b"\x00" + value)
+                check(key, field.decode(errors="replace"), field + b"\x00" + value, value)
         elif kind == "set":
             for member in await client.smembers(raw_key):
                 check(key, "member", member)
@@ -111,9 +180,11 @@ async def scan_redis(client: redis.Redis, needles: list[str]) -> list[Hit]:
 
 
 async def scan(pool: asyncpg.Pool, client: redis.Redis, needles: list[str]) -> list[Hit]:
-    """Every place in PostgreSQL and Redis holding one of the needles."""
+    """Every place in PostgreSQL and Redis holding one of the needles, sealed or not."""
     needles = [n for n in needles if n]
-    return await scan_postgres(pool, needles) + await scan_redis(client, needles)
+    tenants = [r["id"] for r in await pool.fetch("SELECT id FROM tenants")]
+    return (await scan_postgres(pool, needles) + await scan_sealed_postgres(pool, needles)
+            + await scan_redis(client, needles, tenants))
 
 
 def rows_by_table(hits: list[Hit]) -> Counter:

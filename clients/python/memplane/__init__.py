@@ -17,6 +17,7 @@ from .client import MemoryClient
 from .enums import (
     AdviceKind,
     ChangeKind,
+    ContentAction,
     DecisionOutcome,
     DecisionSubject,
     DomainAccess,
@@ -55,6 +56,8 @@ from .types import (
     ChangeEvent,
     Conflict,
     ConflictResolution,
+    ContentPolicy,
+    ContentScanReport,
     CreatedApiKey,
     CreatedTenant,
     Domain,
@@ -91,13 +94,13 @@ __all__ = [
     # enums
     "Scope", "Layer", "Kind", "MemoryStatus", "HistoryAction", "Role", "DomainAccess",
     "OperationState", "TaskOutcome", "AdviceKind", "DecisionSubject", "DecisionOutcome", "InferMode", "ReflectMode",
-    "PromoteMode", "ChangeKind", "EraseMode",
+    "PromoteMode", "ChangeKind", "EraseMode", "ContentAction",
     # results
     "Memory", "ScoreComponent", "SearchHit", "SearchResult", "WriteResult", "ReflectResult",
     "Operation", "ForgetResult", "ErasureResult", "ErasureReceipt", "Page", "HistoryEntry", "WorkingMemory", "Stats",
     "Conflict", "ConflictResolution", "Advice", "ReflectionDecision", "MemoryCluster", "ChangeEvent", "WatchProgress",
     "Tenant", "Agent", "ApiKey", "CreatedApiKey", "CreatedTenant", "Domain", "DomainGrant", "AuditEvent",
-    "LifecyclePolicy", "LifecycleKindRule", "LifecycleReport",
+    "LifecyclePolicy", "LifecycleKindRule", "LifecycleReport", "ContentPolicy", "ContentScanReport",
     # errors
     "MemplaneError", "InvalidArgumentError", "NotFoundError", "AlreadyExistsError",
     "PermissionDeniedError", "UnauthenticatedError", "ResourceExhaustedError",

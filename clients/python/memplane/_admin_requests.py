@@ -1,10 +1,12 @@
 """Builds the AdminService requests from SDK arguments (see _requests for PreparedCall)."""
 from __future__ import annotations
 
+from typing import Mapping
+
 from . import _convert, types
 from ._messages import wire
 from ._requests import PreparedCall
-from .enums import DomainAccess, DomainAccessLike, Role, RoleLike
+from .enums import ContentAction, ContentActionLike, DomainAccess, DomainAccessLike, Role, RoleLike
 from .v1 import admin_service_pb2 as admin_pb
 
 
@@ -125,3 +127,36 @@ def run_lifecycle(tenant_id: str | None, *, dry_run: bool) -> PreparedCall[types
     """RunLifecycle."""
     request = admin_pb.RunLifecycleRequest(tenant_id=tenant_id or "", dry_run=dry_run)
     return PreparedCall("RunLifecycle", request, lambda r: _convert.lifecycle_report(r.report))
+
+
+def _content_policy_pb(
+    rules: Mapping[str, ContentActionLike], *, tenant_id: str | None, domain: str | None
+) -> admin_pb.ContentPolicy:
+    pb = admin_pb.ContentPolicy(tenant_id=tenant_id or "", domain=domain or "")
+    for name, action in rules.items():
+        pb.rules.add(name=name, action=wire(admin_pb.ContentAction, ContentAction.parse(action)))
+    return pb
+
+
+def get_content_policy(tenant_id: str | None, *, domain: str | None) -> PreparedCall[types.ContentPolicy]:
+    """GetContentPolicy."""
+    request = admin_pb.GetContentPolicyRequest(tenant_id=tenant_id or "", domain=domain or "")
+    return PreparedCall("GetContentPolicy", request, lambda r: _convert.content_policy(r.policy))
+
+
+def set_content_policy(
+    rules: Mapping[str, ContentActionLike], *, tenant_id: str | None, domain: str | None
+) -> PreparedCall[types.ContentPolicy]:
+    """SetContentPolicy."""
+    request = admin_pb.SetContentPolicyRequest(policy=_content_policy_pb(rules, tenant_id=tenant_id, domain=domain))
+    return PreparedCall("SetContentPolicy", request, lambda r: _convert.content_policy(r.policy))
+
+
+def scan_content_policy(
+    rules: Mapping[str, ContentActionLike] | None, *, tenant_id: str | None, domain: str | None
+) -> PreparedCall[types.ContentScanReport]:
+    """ScanContentPolicy."""
+    request = admin_pb.ScanContentPolicyRequest(tenant_id=tenant_id or "", domain=domain or "")
+    if rules is not None:
+        request.proposed.CopyFrom(_content_policy_pb(rules, tenant_id=None, domain=None))
+    return PreparedCall("ScanContentPolicy", request, lambda r: _convert.content_scan_report(r.report))

@@ -14,6 +14,7 @@ from . import types
 from .enums import (
     AdviceKind,
     ChangeKind,
+    ContentAction,
     DecisionOutcome,
     DecisionSubject,
     DomainAccess,
@@ -382,4 +383,25 @@ def lifecycle_report(pb: admin_pb.LifecycleReport) -> types.LifecycleReport:
     return types.LifecycleReport(
         tenant_id=pb.tenant_id, run_time=time_field(pb, "run_time"), dry_run=pb.dry_run, examined=pb.examined,
         counts={r.rule: r.count for r in pb.results}, memory_ids={r.rule: tuple(r.memory_ids) for r in pb.results},
+    )
+
+
+def content_policy(pb: admin_pb.ContentPolicy) -> types.ContentPolicy:
+    """A ContentPolicy from its proto."""
+    return types.ContentPolicy(
+        tenant_id=pb.tenant_id, domain=pb.domain,
+        rules={r.name: ContentAction.from_proto(r.action) for r in pb.rules},
+        effective={r.name: ContentAction.from_proto(r.action) for r in pb.effective},
+        is_set=pb.is_set, update_time=time_field(pb, "update_time"), updated_by=pb.updated_by,
+    )
+
+
+def content_scan_report(pb: admin_pb.ContentScanReport) -> types.ContentScanReport:
+    """A ContentScanReport from its proto."""
+    return types.ContentScanReport(
+        examined=pb.examined,
+        counts={(c.detector, ContentAction.from_proto(c.action)): c.memories for c in pb.counts},
+        refused=pb.refused, redacted=pb.redacted, tagged=pb.tagged,
+        refused_memory_ids=tuple(pb.refused_memory_ids), redacted_memory_ids=tuple(pb.redacted_memory_ids),
+        tagged_memory_ids=tuple(pb.tagged_memory_ids),
     )

@@ -13,6 +13,7 @@ from ._transport import AsyncClientBase
 from ._watch import WatchCursor
 from .enums import (
     ChangeKindLike,
+    ContentActionLike,
     DecisionSubjectLike,
     DomainAccessLike,
     EraseModeLike,
@@ -33,6 +34,8 @@ from .types import (
     ChangeEvent,
     Conflict,
     ConflictResolution,
+    ContentPolicy,
+    ContentScanReport,
     CreatedApiKey,
     CreatedTenant,
     Domain,
@@ -569,3 +572,28 @@ class AsyncAdminClient(AsyncClientBase):
     ) -> LifecycleReport:
         """Runs a tenant's lifecycle policy now; dry_run reports what it would do and changes nothing."""
         return await self._transport.call(_admin_requests.run_lifecycle(tenant_id, dry_run=dry_run), timeout)
+
+    async def get_content_policy(
+        self, tenant_id: str | None = None, *, domain: str | None = None, timeout: float | None = None
+    ) -> ContentPolicy:
+        """A tenant's content policy (the key's tenant by default) or a domain's, every detector's
+        action listed in effective; the defaults (is_set False) when none was set."""
+        return await self._transport.call(_admin_requests.get_content_policy(tenant_id, domain=domain), timeout)
+
+    async def set_content_policy(
+        self, rules: Mapping[str, ContentActionLike], *, tenant_id: str | None = None, domain: str | None = None,
+        timeout: float | None = None,
+    ) -> ContentPolicy:
+        """Replaces a tenant's (the key's by default) or a domain's content policy rules, by detector or
+        category ("secret", "personal") to off/tag/redact/refuse; what they do not name takes the defaults."""
+        return await self._transport.call(
+            _admin_requests.set_content_policy(rules, tenant_id=tenant_id, domain=domain), timeout)
+
+    async def scan_content_policy(
+        self, rules: Mapping[str, ContentActionLike] | None = None, *, tenant_id: str | None = None,
+        domain: str | None = None, timeout: float | None = None,
+    ) -> ContentScanReport:
+        """What the given rules (the policy in force without them) would change in the memories
+        already stored; changes nothing."""
+        return await self._transport.call(
+            _admin_requests.scan_content_policy(rules, tenant_id=tenant_id, domain=domain), timeout)

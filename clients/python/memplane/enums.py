@@ -224,6 +224,16 @@ class EraseMode(ProtoEnum):
     ASYNC = 2
 
 
+class ContentAction(ProtoEnum):
+    """What a write does with a secret or personal data a content detector found."""
+
+    UNSPECIFIED = 0
+    OFF = 1
+    TAG = 2
+    REDACT = 3
+    REFUSE = 4
+
+
 ScopeLike = Union[Scope, str, int]
 LayerLike = Union[Layer, str, int]
 KindLike = Union[Kind, str, int]
@@ -237,3 +247,4 @@ InferModeLike = Union[InferMode, str, int]
 ReflectModeLike = Union[ReflectMode, str, int]
 EraseModeLike = Union[EraseMode, str, int]
 DecisionSubjectLike = Union[DecisionSubject, str, int]
+ContentActionLike = Union[ContentAction, str, int]

@@ -13,6 +13,7 @@ from typing import Any, Generic, TypeVar
 from .enums import (
     AdviceKind,
     ChangeKind,
+    ContentAction,
     DecisionOutcome,
     DecisionSubject,
     DomainAccess,
@@ -445,3 +446,33 @@ class LifecycleReport:
     examined: int
     counts: dict[str, int]
     memory_ids: dict[str, tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class ContentPolicy:
+    """A tenant's or a domain's content policy: rules by detector or category ("secret",
+    "personal") as set, and every detector's action (effective). A domain memory gets, per
+    detector, the stricter of its tenant's and its domain's action."""
+
+    tenant_id: str = ""
+    domain: str = ""
+    rules: dict[str, ContentAction] = field(default_factory=dict)
+    effective: dict[str, ContentAction] = field(default_factory=dict)
+    is_set: bool = False  # output: False when these are the defaults
+    update_time: datetime | None = None
+    updated_by: str = ""
+
+
+@dataclass(frozen=True)
+class ContentScanReport:
+    """What a content policy would change in the stored memories (a dry run; nothing changed):
+    memories per (detector, action), and per change the count and the first 1000 ids."""
+
+    examined: int
+    counts: dict[tuple[str, ContentAction], int]
+    refused: int
+    redacted: int
+    tagged: int
+    refused_memory_ids: tuple[str, ...]
+    redacted_memory_ids: tuple[str, ...]
+    tagged_memory_ids: tuple[str, ...]

@@ -9,6 +9,7 @@ from memplane.v1 import admin_service_pb2_grpc as apb_grpc
 from ..core.access.caller import Role
 from ..core.access.tenancy import Agent, ApiKey, AuditEvent, Domain, DomainGrant, Tenant
 from ..services.registry import Services
+from . import content_convert
 from .context import current_caller
 from .convert import enum_in, ts_out
 from .lifecycle_convert import policy_in, policy_out, report_out
@@ -57,6 +58,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     def __init__(self, services: Services) -> None:
         self.admin = services.admin
         self.lifecycle = services.lifecycle
+        self.content_policies = services.content_policies
 
     async def CreateTenant(self, request, context):
         tenant, key, secret = await self.admin.create_tenant(
@@ -181,4 +183,24 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         response = apb.RunLifecycleResponse()
         report = await self.lifecycle.run(current_caller(), request.tenant_id, dry_run=request.dry_run)
         report_out(report, response.report)
+        return response
+
+    async def SetContentPolicy(self, request, context):
+        p = request.policy
+        view = await self.content_policies.set(current_caller(), p.tenant_id, p.domain, content_convert.rules_in(p))
+        response = apb.SetContentPolicyResponse()
+        content_convert.policy_out(view, response.policy)
+        return response
+
+    async def GetContentPolicy(self, request, context):
+        view = await self.content_policies.get(current_caller(), request.tenant_id, request.domain)
+        response = apb.GetContentPolicyResponse()
+        content_convert.policy_out(view, response.policy)
+        return response
+
+    async def ScanContentPolicy(self, request, context):
+        proposed = content_convert.rules_in(request.proposed) if request.HasField("proposed") else None
+        report = await self.content_policies.scan(current_caller(), request.tenant_id, request.domain, proposed)
+        response = apb.ScanContentPolicyResponse()
+        content_convert.report_out(report, response.report)
         return response

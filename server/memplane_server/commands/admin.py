@@ -61,6 +61,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         from .lifecycle import run as lifecycle
 
         return lifecycle(args, args.target or settings.listen, key)
+    if args.command == "content-policy":
+        from .content_policy import run as content_policy
+
+        return content_policy(args, args.target or settings.listen, key)
     action, required = ADMIN_COMMANDS[args.command]
     missing = [name for name in required if getattr(args, name) is None]
     if missing:

@@ -89,11 +89,11 @@ def run(args: argparse.Namespace, target: str, key: str) -> int:
 
 
 def add_arguments(admin: argparse.ArgumentParser) -> None:
-    admin.add_argument("action", nargs="?", choices=ACTIONS, help="lifecycle: get, set or run")
     admin.add_argument("--policy", help="lifecycle set: a JSON policy shaped like `lifecycle get`'s output")
     admin.add_argument("--enable", action="store_true", help="lifecycle set: the scheduled job runs the policy")
     admin.add_argument("--disable", action="store_true", help="lifecycle set: the scheduled job leaves the tenant")
     admin.add_argument("--hard-delete", choices=["yes", "no"], help="lifecycle set: removals erase (yes) or soft-forget")
     admin.add_argument("--archive-tasks-after-days", type=float, help="lifecycle set: archive finished tasks after N days")
-    admin.add_argument("--rule", action="append", metavar="KIND.FIELD=VALUE",
-                       help="lifecycle set: one rule value, e.g. turn.ttl_days=90 (repeatable)")
+    admin.add_argument("--rule", action="append", metavar="RULE",
+                       help="lifecycle set: KIND.FIELD=VALUE, e.g. turn.ttl_days=90; content-policy set, scan:"
+                       " NAME=ACTION, e.g. email=redact (repeatable)")

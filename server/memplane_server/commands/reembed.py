@@ -12,10 +12,13 @@ from .database import tool_database
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from ..llm.embedders import background_threads, create_embedder
+    from ..runtime import open_with_keys
     from ..services.write.reembed import reembed
     from ..stores.postgres.bulk.embeddings import EmbeddingStore
     from ..stores.postgres.pool import create_pool
     from ..stores.postgres.schema import VECTOR_DIM
+
+    open_with_keys(settings)  # the texts it embeds again are sealed
 
     model = args.model or settings.embedding_model
     embedder = create_embedder(

@@ -32,9 +32,11 @@ from ..core.transfer import (
     encode_header,
     encode_row,
 )
+from ..runtime import open_with_keys
 from ..settings import Settings
 from ..stores.postgres.bulk.transfer import ImportConflict, ImportRefused, UnknownTenant, export_tenant, import_rows
 from ..stores.postgres.migrations import latest_version
+from ..stores.sealing import SealError
 from . import ToolError
 from .database import tool_database
 
@@ -96,6 +98,7 @@ def import_(settings: Settings, database_url: str, path: Path, tenant_id: str | 
         raise ToolError(str(exc)) from None
     retarget = Retarget(header.tenant_id, tenant_id or header.tenant_id, memory_ids)
     stale: dict[str, int] = {}
+    active_kek = open_with_keys(settings)
 
     def rows() -> Iterator[ExportedRow]:
         for row in _rows(path):
@@ -108,7 +111,7 @@ def import_(settings: Settings, database_url: str, path: Path, tenant_id: str | 
     async def run() -> dict[str, int]:
         conn = await asyncpg.connect(database_url)
         try:
-            return await import_rows(conn, retarget.target, rows(), keep_quota=keep_quota)
+            return await import_rows(conn, retarget.target, rows(), keep_quota=keep_quota, active_kek=active_kek)
         finally:
             await conn.close()
 
@@ -150,6 +153,15 @@ def _rows(path: Path) -> Iterator[ExportedRow]:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """`memplane export` and `memplane import`."""
+    open_with_keys(settings)
+    try:
+        return _run(args, settings)
+    except SealError as exc:
+        raise ToolError(f"{exc}: give this deployment's key-encryption keys (MEMPLANE_ENCRYPTION_KEYS or"
+                        " MEMPLANE_ENCRYPTION_KEYS_FILE), as the server has them") from None
+
+
+def _run(args: argparse.Namespace, settings: Settings) -> int:
     with tool_database(settings) as url:
         if args.cmd == "export":
             rows = export(url, args.tenant, args.out)

@@ -138,6 +138,9 @@ class MemoryRecord:
     consolidated_into: UUID | None = None  # a lesson or procedure a more general one now stands for
     lifecycle_weight: float = 1.0  # below 1: kept at a lower weight by a lifecycle policy
     review_flagged_at: datetime | None = None  # often used, little believed: a lifecycle run asks for review
+    # Opaque to the domain: the wrapped data key the store sealed this memory's texts under (None:
+    # stored in clear), so that the copies it keeps (history snapshots) are sealed alike.
+    sealed_with: bytes | None = None
 
     @property
     def stored_id(self) -> UUID:
@@ -209,6 +212,9 @@ class StaleEmbedding:
     kind: Kind
     content: str
     context: str
+    # Opaque to the domain: the texts as the store holds them (sealed), which saving the new vector
+    # compares to tell that the row changed meanwhile.
+    stored: tuple[str, str] | None = None
 
     @property
     def embedding_text(self) -> str:  # as MemoryDraft.embedding_text embeds it

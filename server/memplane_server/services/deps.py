@@ -20,6 +20,8 @@ from ..stores.postgres.search.keyword_stats import KeywordStatsStore
 from ..stores.postgres.tenancy import TenancyStore
 from ..stores.redis.idempotency import IdempotencyStore
 from ..stores.redis.working import WorkingStore
+from .content.keys import TenantKeys
+from .content.policies import ContentPolicies
 from .cpu import CpuLane
 
 
@@ -41,6 +43,10 @@ class Deps:
     llm: ChatModel | None
     changes: ChangeStore
     change_listener: ChangeListener
+    # The content policies every write is screened against, read through a short cache.
+    content: ContentPolicies
+    # The tenants' data keys new memories are sealed under (none: encryption off).
+    keys: TenantKeys
     # Cached responses of request ids; forgets and erasures drop what they remove from it.
     idempotency: IdempotencyStore | None = None
     # Wall time in production; tests inject one to age memories (search usage, lifecycle runs).

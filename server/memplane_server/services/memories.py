@@ -7,7 +7,7 @@ from typing import Any
 
 from ..core.access.caller import Caller
 from ..core.errors import denied, invalid, not_found
-from ..core.model import UPDATABLE_FIELDS, HistoryEntry, MemoryFilter, MemoryRecord, MemoryStats, Status
+from ..core.model import UPDATABLE_FIELDS, HistoryEntry, MemoryDraft, MemoryFilter, MemoryRecord, MemoryStats, Status
 from ..core.paging import decode_position, encode_token, record_token
 from ..core.retrieval.tokens import keyword_tokens
 from ..core.validation import (
@@ -85,6 +85,7 @@ class MemoriesService:
             raise not_found("memory")
         if not caller.can_write(current):
             raise denied("MEMORY_READ_ONLY", "this caller may read but not change that memory")
+        changes = await self._screened(caller, current, changes)
         embedding = keywords = entities = None
         if "content" in changes or "context" in changes:
             content = changes.get("content", current.content)
@@ -106,6 +107,23 @@ class MemoriesService:
         if record is None:
             raise not_found("memory")
         return record
+
+    async def _screened(self, caller: Caller, current: MemoryRecord, changes: dict[str, Any]) -> dict[str, Any]:
+        """The changed texts as the content policy lets them be stored (the memory's domain's policy
+        too); a tag the policy adds joins the memory's tags."""
+        texts = [name for name in ("content", "context", "value", "metadata") if changes.get(name)]
+        if not texts:
+            return changes
+        tags = tuple(changes.get("tags", current.tags))
+        draft = MemoryDraft(
+            scope=current.scope, domain=current.domain, agent_id=None, layer=None, kind=None,
+            content=changes.get("content", ""), context=changes.get("context", ""), value=changes.get("value"),
+            metadata=changes.get("metadata") or {}, tags=tags)
+        [clean] = await self.deps.content.screen(caller, [draft])
+        screened = {**changes, **{name: getattr(clean, name) for name in texts}}
+        if clean.tags != tags:
+            screened["tags"] = list(clean.tags)
+        return screened
 
     async def history(
         self, caller: Caller, *, memory_id: str | None, entity: str | None, attribute: str | None,

@@ -11,6 +11,7 @@ from .access.rate_limits import RateLimits
 from .access.read_routing import ReadRouting
 from .admin import AdminService
 from .conflicts import ConflictsService
+from .content.admin import ContentPolicyService
 from .forget.erasure import ErasureService
 from .forget.lifecycle import LifecycleService
 from .forget.service import ForgetService
@@ -45,6 +46,7 @@ class Services:
     contexts: ContextService
     admin: AdminService
     lifecycle: LifecycleService
+    content_policies: ContentPolicyService
     auth: Authenticator
     idempotency: Idempotency
     rate_limits: RateLimits

@@ -63,4 +63,5 @@ class WorkingService:
     async def _promote(self, caller: Caller, session_id: str, contents: SessionContents) -> list[MemoryRecord]:
         drafts = promotion_drafts(session_id, contents, self.deps.settings.max_content_bytes)
         batch = self.deps.settings.max_batch
-        return [r for i in range(0, len(drafts), batch) for r in await self.writes.write(caller, drafts[i:i + batch])]
+        return [r for i in range(0, len(drafts), batch)
+                for r in await self.writes.write(caller, drafts[i:i + batch], derived=True)]

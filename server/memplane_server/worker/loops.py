@@ -121,6 +121,24 @@ async def schedule_lifecycle(deps: Deps, every_seconds: float, runner: JobRunner
     await _schedule(deps.jobs.schedule_lifecycle, "lifecycle runs", every_seconds, runner)
 
 
+async def maintain_keys(deps: Deps, every_seconds: float, runner: JobRunner) -> None:
+    """Moves stored memories to the current keys (docs/security.md): data keys wrapped by an older
+    KEK are re-wrapped, and each tenant with memories under an older data key (or stored in clear
+    from before encryption) is re-sealed. Every worker may run it: each step is guarded against
+    the others (a row moves only if it is still as read)."""
+    failures = OncePerCause(log)
+    while not runner.stopping and deps.keys.enabled:
+        try:
+            await deps.keys.rewrap_all()
+            for tenant_id in (await deps.keys.status()).tenants_behind:
+                if runner.stopping:
+                    break
+                await deps.keys.reseal(tenant_id)
+        except Exception as exc:  # PostgreSQL away, or a key this server lacks: the next round tries again
+            failures.log(cause_of(exc), "moving memories to the current keys failed")
+        await runner.wait(every_seconds)
+
+
 async def _schedule(queue: Callable[[float], Awaitable[object]], what: str, every_seconds: float,
                     runner: JobRunner) -> None:
     """Calls queue(every_seconds) at least once a minute; the store queues once per period however

@@ -25,6 +25,14 @@ class DomainAccess(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     DOMAIN_ACCESS_UNSPECIFIED: _ClassVar[DomainAccess]
     DOMAIN_ACCESS_READ: _ClassVar[DomainAccess]
     DOMAIN_ACCESS_READ_WRITE: _ClassVar[DomainAccess]
+
+class ContentAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CONTENT_ACTION_UNSPECIFIED: _ClassVar[ContentAction]
+    CONTENT_ACTION_OFF: _ClassVar[ContentAction]
+    CONTENT_ACTION_TAG: _ClassVar[ContentAction]
+    CONTENT_ACTION_REDACT: _ClassVar[ContentAction]
+    CONTENT_ACTION_REFUSE: _ClassVar[ContentAction]
 ROLE_UNSPECIFIED: Role
 ROLE_PLATFORM_ADMIN: Role
 ROLE_TENANT_ADMIN: Role
@@ -34,6 +42,11 @@ ROLE_AGENT: Role
 DOMAIN_ACCESS_UNSPECIFIED: DomainAccess
 DOMAIN_ACCESS_READ: DomainAccess
 DOMAIN_ACCESS_READ_WRITE: DomainAccess
+CONTENT_ACTION_UNSPECIFIED: ContentAction
+CONTENT_ACTION_OFF: ContentAction
+CONTENT_ACTION_TAG: ContentAction
+CONTENT_ACTION_REDACT: ContentAction
+CONTENT_ACTION_REFUSE: ContentAction
 
 class Tenant(_message.Message):
     __slots__ = ("id", "display_name", "create_time", "max_memories")
@@ -434,3 +447,101 @@ class RunLifecycleResponse(_message.Message):
     REPORT_FIELD_NUMBER: _ClassVar[int]
     report: LifecycleReport
     def __init__(self, report: _Optional[_Union[LifecycleReport, _Mapping]] = ...) -> None: ...
+
+class ContentRule(_message.Message):
+    __slots__ = ("name", "action")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    action: ContentAction
+    def __init__(self, name: _Optional[str] = ..., action: _Optional[_Union[ContentAction, str]] = ...) -> None: ...
+
+class ContentPolicy(_message.Message):
+    __slots__ = ("tenant_id", "domain", "rules", "effective", "is_set", "update_time", "updated_by")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    DOMAIN_FIELD_NUMBER: _ClassVar[int]
+    RULES_FIELD_NUMBER: _ClassVar[int]
+    EFFECTIVE_FIELD_NUMBER: _ClassVar[int]
+    IS_SET_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_BY_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    domain: str
+    rules: _containers.RepeatedCompositeFieldContainer[ContentRule]
+    effective: _containers.RepeatedCompositeFieldContainer[ContentRule]
+    is_set: bool
+    update_time: _timestamp_pb2.Timestamp
+    updated_by: str
+    def __init__(self, tenant_id: _Optional[str] = ..., domain: _Optional[str] = ..., rules: _Optional[_Iterable[_Union[ContentRule, _Mapping]]] = ..., effective: _Optional[_Iterable[_Union[ContentRule, _Mapping]]] = ..., is_set: _Optional[bool] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_by: _Optional[str] = ...) -> None: ...
+
+class SetContentPolicyRequest(_message.Message):
+    __slots__ = ("policy",)
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    policy: ContentPolicy
+    def __init__(self, policy: _Optional[_Union[ContentPolicy, _Mapping]] = ...) -> None: ...
+
+class SetContentPolicyResponse(_message.Message):
+    __slots__ = ("policy",)
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    policy: ContentPolicy
+    def __init__(self, policy: _Optional[_Union[ContentPolicy, _Mapping]] = ...) -> None: ...
+
+class GetContentPolicyRequest(_message.Message):
+    __slots__ = ("tenant_id", "domain")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    DOMAIN_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    domain: str
+    def __init__(self, tenant_id: _Optional[str] = ..., domain: _Optional[str] = ...) -> None: ...
+
+class GetContentPolicyResponse(_message.Message):
+    __slots__ = ("policy",)
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    policy: ContentPolicy
+    def __init__(self, policy: _Optional[_Union[ContentPolicy, _Mapping]] = ...) -> None: ...
+
+class ScanContentPolicyRequest(_message.Message):
+    __slots__ = ("tenant_id", "domain", "proposed")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    DOMAIN_FIELD_NUMBER: _ClassVar[int]
+    PROPOSED_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    domain: str
+    proposed: ContentPolicy
+    def __init__(self, tenant_id: _Optional[str] = ..., domain: _Optional[str] = ..., proposed: _Optional[_Union[ContentPolicy, _Mapping]] = ...) -> None: ...
+
+class ContentScanCount(_message.Message):
+    __slots__ = ("detector", "action", "memories")
+    DETECTOR_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    MEMORIES_FIELD_NUMBER: _ClassVar[int]
+    detector: str
+    action: ContentAction
+    memories: int
+    def __init__(self, detector: _Optional[str] = ..., action: _Optional[_Union[ContentAction, str]] = ..., memories: _Optional[int] = ...) -> None: ...
+
+class ContentScanReport(_message.Message):
+    __slots__ = ("examined", "counts", "refused", "redacted", "tagged", "refused_memory_ids", "redacted_memory_ids", "tagged_memory_ids")
+    EXAMINED_FIELD_NUMBER: _ClassVar[int]
+    COUNTS_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_FIELD_NUMBER: _ClassVar[int]
+    REDACTED_FIELD_NUMBER: _ClassVar[int]
+    TAGGED_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_MEMORY_IDS_FIELD_NUMBER: _ClassVar[int]
+    REDACTED_MEMORY_IDS_FIELD_NUMBER: _ClassVar[int]
+    TAGGED_MEMORY_IDS_FIELD_NUMBER: _ClassVar[int]
+    examined: int
+    counts: _containers.RepeatedCompositeFieldContainer[ContentScanCount]
+    refused: int
+    redacted: int
+    tagged: int
+    refused_memory_ids: _containers.RepeatedScalarFieldContainer[str]
+    redacted_memory_ids: _containers.RepeatedScalarFieldContainer[str]
+    tagged_memory_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, examined: _Optional[int] = ..., counts: _Optional[_Iterable[_Union[ContentScanCount, _Mapping]]] = ..., refused: _Optional[int] = ..., redacted: _Optional[int] = ..., tagged: _Optional[int] = ..., refused_memory_ids: _Optional[_Iterable[str]] = ..., redacted_memory_ids: _Optional[_Iterable[str]] = ..., tagged_memory_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ScanContentPolicyResponse(_message.Message):
+    __slots__ = ("report",)
+    REPORT_FIELD_NUMBER: _ClassVar[int]
+    report: ContentScanReport
+    def __init__(self, report: _Optional[_Union[ContentScanReport, _Mapping]] = ...) -> None: ...

@@ -122,6 +122,21 @@ class AdminServiceStub:
                 request_serializer=memplane_dot_v1_dot_admin__service__pb2.RunLifecycleRequest.SerializeToString,
                 response_deserializer=memplane_dot_v1_dot_admin__service__pb2.RunLifecycleResponse.FromString,
                 _registered_method=True)
+        self.SetContentPolicy = channel.unary_unary(
+                '/memplane.v1.AdminService/SetContentPolicy',
+                request_serializer=memplane_dot_v1_dot_admin__service__pb2.SetContentPolicyRequest.SerializeToString,
+                response_deserializer=memplane_dot_v1_dot_admin__service__pb2.SetContentPolicyResponse.FromString,
+                _registered_method=True)
+        self.GetContentPolicy = channel.unary_unary(
+                '/memplane.v1.AdminService/GetContentPolicy',
+                request_serializer=memplane_dot_v1_dot_admin__service__pb2.GetContentPolicyRequest.SerializeToString,
+                response_deserializer=memplane_dot_v1_dot_admin__service__pb2.GetContentPolicyResponse.FromString,
+                _registered_method=True)
+        self.ScanContentPolicy = channel.unary_unary(
+                '/memplane.v1.AdminService/ScanContentPolicy',
+                request_serializer=memplane_dot_v1_dot_admin__service__pb2.ScanContentPolicyRequest.SerializeToString,
+                response_deserializer=memplane_dot_v1_dot_admin__service__pb2.ScanContentPolicyResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -249,6 +264,28 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetContentPolicy(self, request, context):
+        """Sets a tenant's content policy (tenant admin of that tenant, or platform admin) or a domain's
+        (platform admin): what writes do with the secrets and personal data the detectors find.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetContentPolicy(self, request, context):
+        """Reads a tenant's or a domain's content policy; the defaults when none was set.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ScanContentPolicy(self, request, context):
+        """Reports what a content policy would change in the memories already stored; changes nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -336,6 +373,21 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.RunLifecycle,
                     request_deserializer=memplane_dot_v1_dot_admin__service__pb2.RunLifecycleRequest.FromString,
                     response_serializer=memplane_dot_v1_dot_admin__service__pb2.RunLifecycleResponse.SerializeToString,
+            ),
+            'SetContentPolicy': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetContentPolicy,
+                    request_deserializer=memplane_dot_v1_dot_admin__service__pb2.SetContentPolicyRequest.FromString,
+                    response_serializer=memplane_dot_v1_dot_admin__service__pb2.SetContentPolicyResponse.SerializeToString,
+            ),
+            'GetContentPolicy': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetContentPolicy,
+                    request_deserializer=memplane_dot_v1_dot_admin__service__pb2.GetContentPolicyRequest.FromString,
+                    response_serializer=memplane_dot_v1_dot_admin__service__pb2.GetContentPolicyResponse.SerializeToString,
+            ),
+            'ScanContentPolicy': grpc.unary_unary_rpc_method_handler(
+                    servicer.ScanContentPolicy,
+                    request_deserializer=memplane_dot_v1_dot_admin__service__pb2.ScanContentPolicyRequest.FromString,
+                    response_serializer=memplane_dot_v1_dot_admin__service__pb2.ScanContentPolicyResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -800,6 +852,87 @@ class AdminService:
             '/memplane.v1.AdminService/RunLifecycle',
             memplane_dot_v1_dot_admin__service__pb2.RunLifecycleRequest.SerializeToString,
             memplane_dot_v1_dot_admin__service__pb2.RunLifecycleResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetContentPolicy(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memplane.v1.AdminService/SetContentPolicy',
+            memplane_dot_v1_dot_admin__service__pb2.SetContentPolicyRequest.SerializeToString,
+            memplane_dot_v1_dot_admin__service__pb2.SetContentPolicyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetContentPolicy(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memplane.v1.AdminService/GetContentPolicy',
+            memplane_dot_v1_dot_admin__service__pb2.GetContentPolicyRequest.SerializeToString,
+            memplane_dot_v1_dot_admin__service__pb2.GetContentPolicyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ScanContentPolicy(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memplane.v1.AdminService/ScanContentPolicy',
+            memplane_dot_v1_dot_admin__service__pb2.ScanContentPolicyRequest.SerializeToString,
+            memplane_dot_v1_dot_admin__service__pb2.ScanContentPolicyResponse.FromString,
             options,
             channel_credentials,
             insecure,

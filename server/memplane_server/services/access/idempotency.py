@@ -12,6 +12,7 @@ from ...core.errors import request_id_reused
 from ...logs import OncePerCause
 from ...stores.outage import REDIS, outage_of
 from ...stores.redis.idempotency import RENEW_EVERY_SECONDS, Claim, IdempotencyConflict, IdempotencyStore
+from ..content.keys import TenantKeys
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -19,8 +20,10 @@ ABANDON_SECONDS = 1.0
 
 
 class Idempotency:
-    def __init__(self, store: IdempotencyStore) -> None:
+    def __init__(self, store: IdempotencyStore, keys: TenantKeys | None = None) -> None:
         self.store = store
+        # Cached responses carry memory content: sealed under the tenant's data key like the memories.
+        self.keys = keys
         self._log = OncePerCause(log)
 
     async def run_once(
@@ -53,7 +56,8 @@ class Idempotency:
             raise
         renewing.cancel()
         try:
-            await self.store.complete(claim, serialize(response))
+            sealed_with = await self.keys.current(claim.tenant_id) if self.keys and claim.tenant_id else None
+            await self.store.complete(claim, serialize(response), sealed_with)
         except Exception as exc:
             if not (recorded_in_postgres and outage_of(exc) == REDIS):
                 raise

@@ -88,6 +88,7 @@ class ConsolidateService:
             derived_from=tuple(m.stored_id for m in cluster.members),
         )
         # Keyed by the cluster: consolidating the same memories again answers with the first result.
-        [written] = await self.writes.write(caller, [draft], request_key(caller, "Consolidate", key, b""))
+        [written] = await self.writes.write(
+            caller, [draft], request_key(caller, "Consolidate", key, b""), derived=True)
         await self.deps.memories.mark_consolidated(caller, [m.stored_id for m in cluster.members], written.stored_id)
         cluster.consolidated = written

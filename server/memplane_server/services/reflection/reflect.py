@@ -187,7 +187,7 @@ class ReflectService:
                       for m in reflection.memories]
         drafts.append(self._draft(r, Kind.SUMMARY, summary, "", 1.0, source, derived_from=sources))
         outcome.summary = summary
-        outcome.memories = await self.writer.write(caller, drafts, request)
+        outcome.memories = await self.writer.write(caller, drafts, request, derived=True)
         if r.session_id:
             await self._retire_older_summaries(caller, outcome.memories[-1])
         if r.session_id and r.user_id:
@@ -210,7 +210,7 @@ class ReflectService:
         draft = replace(self._draft(r, Kind.SUMMARY, made.text, "", 1.0, ("user", r.user_id), derived_from=made.sources),
                         session_id=None)
         [written] = await self.writer.write(
-            caller, [draft], request_key(caller, "UserSummary", request.key, b"") if request else None)
+            caller, [draft], request_key(caller, "UserSummary", request.key, b"") if request else None, derived=True)
         await self._retire_older_summaries(caller, written)
         return written
 
@@ -266,7 +266,7 @@ class ReflectService:
             return ReflectOutcome()  # forgotten meanwhile
         assert r.session_id is not None
         draft = self._draft(r, Kind.SUMMARY, summary, "", 1.0, ("session", r.session_id), derived_from=sources)
-        fresh = await self.writer.write(caller, [draft], key)
+        fresh = await self.writer.write(caller, [draft], key, derived=True)
         await self._retire_older_summaries(caller, fresh[0])
         return ReflectOutcome(summary=summary, memories=fresh)
 

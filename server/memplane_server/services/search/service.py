@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 
 from ...core.access.caller import Caller
+from ...core.content.screen import explain_tags
 from ...core.errors import invalid
 from ...core.model import (
     DEFAULT_SCOPE_ORDER,
@@ -258,6 +259,7 @@ class SearchService:
                 explain_links(hits, graph.why if graph else {})
                 explain_sessions(hits, sessions.why if sessions else {})
                 await self._explain_conflicts(caller, hits)
+                explain_tags(hits)
             if not hits:
                 self._signal_nothing_found(caller, q.text, q.filter.user_id)
             self.usage.add(caller, [h.memory.stored_id for h in hits if h.memory.layer is not Layer.WORKING])

@@ -48,7 +48,8 @@ class DigestService:
                            for d in digests]
             finally:
                 reset_work_tenant(token)
-        return await self.deps.digests.save(tenant_id, session_id, marked_at, digests)
+        return await self.deps.digests.save(tenant_id, session_id, marked_at, digests,
+                                            sealed_with=await self.deps.keys.current(tenant_id))
 
     async def _written(self, writer: ChatModel, digest: Digest, turns: list[str]) -> Digest:
         try:

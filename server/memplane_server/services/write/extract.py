@@ -31,7 +31,7 @@ class ExtractOutcome:
 
 class FactWriter(Protocol):
     async def write(
-        self, caller: Caller, drafts: list[MemoryDraft], request: RequestKey | None = None,
+        self, caller: Caller, drafts: list[MemoryDraft], request: RequestKey | None = None, *, derived: bool = False,
     ) -> list[MemoryRecord]: ...
 
 
@@ -122,7 +122,7 @@ class ExtractService:
             for op in operations if op.op in ("ADD", "UPDATE")
         ]
         if drafts:
-            outcome.memories = await self.writes.write(caller, drafts, request)
+            outcome.memories = await self.writes.write(caller, drafts, request, derived=True)
         for op in operations:
             if op.op == "DELETE":
                 current = await self.deps.memories.list(

@@ -114,11 +114,14 @@ class WriteService:
         return [self.prepare(caller, d, i) for i, d in enumerate(drafts)]
 
     async def write(
-        self, caller: Caller, drafts: list[MemoryDraft], request: RequestKey | None = None
+        self, caller: Caller, drafts: list[MemoryDraft], request: RequestKey | None = None, *, derived: bool = False
     ) -> list[MemoryRecord]:
-        """Validates everything first, so a bad item leaves nothing of the batch written. A request
-        already stored (its response lost with a crashed server) is answered, not stored again."""
-        ready = self.prepare_all(caller, drafts)
+        """Validates and screens everything first (the content policy redacts, tags or refuses what
+        its detectors find before anything is embedded), so a bad item leaves nothing of the batch
+        written. A request already stored (its response lost with a crashed server) is answered,
+        not stored again. derived: the server made the drafts from what it stored (extraction,
+        reflection, promotion), so what the policy refuses is redacted instead."""
+        ready = await self.deps.content.screen(caller, self.prepare_all(caller, drafts), derived=derived)
         vectors = await self.deps.embedder.embed_passages([d.embedding_text for d in ready])
         now = datetime.now(timezone.utc)
         persistent = [(i, d) for i, d in enumerate(ready) if d.layer is not Layer.WORKING]
@@ -141,6 +144,7 @@ class WriteService:
                     for (i, d), found in zip(persistent, entities)
                 ],
                 embedding_model=self.deps.embedder.model_id,
+                sealed_with=await self.deps.keys.current(caller.require_tenant()),
                 actor=caller.key_id,
                 dedup_threshold=self.deps.settings.dedup_threshold,
                 pending_threshold=self.deps.settings.pending_threshold,
@@ -190,6 +194,7 @@ class WriteService:
         stored: dict[str, WorkingItem] = {}
         for session_id, session_items in by_session.items():
             session = WorkingSession(caller.require_tenant(), caller.agent_id, session_id)
-            for item in await self.deps.working.append(session, session_items, caller=caller_to_json(caller)):
+            for item in await self.deps.working.append(session, session_items, caller=caller_to_json(caller),
+                                                       sealed_with=await self.deps.keys.current(session.tenant_id)):
                 stored[item.id] = item
         return [item_to_record(stored[item.id]) for item in made]

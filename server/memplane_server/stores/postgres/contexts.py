@@ -9,6 +9,7 @@ import numpy as np
 
 from ...core.access.caller import Caller
 from ...core.write.windows import LeasedSession, SessionTurn, Window, WindowBacklog
+from ..sealing import open_text
 from .session import caller_session
 
 WINDOW_KINDS = ("turn",)
@@ -65,14 +66,15 @@ class ContextStore:
 
     async def session_turns(self, tenant_id: str, session_id: str, *, with_vectors: bool) -> list[SessionTurn]:
         rows = await self.pool.fetch(
-            "SELECT id, scope, domain, agent_id, content, context_of, occurred_at,"
+            "SELECT id, scope, domain, agent_id, content, sealed_key, context_of, occurred_at,"
             " CASE WHEN $4 THEN embedding END AS embedding FROM memories"
             " WHERE tenant_id = $1 AND session_id = $2 AND kind = ANY($3::text[]) AND status = 'active'"
             " ORDER BY scope, domain NULLS FIRST, agent_id NULLS FIRST, occurred_at, id",
             tenant_id, session_id, list(WINDOW_KINDS), with_vectors,
         )
         return [
-            SessionTurn(r["id"], (r["scope"], r["domain"], r["agent_id"]), r["content"], r["context_of"],
+            SessionTurn(r["id"], (r["scope"], r["domain"], r["agent_id"]),
+                        open_text(r["sealed_key"], tenant_id, "content", r["content"]), r["context_of"],
                         r["embedding"].to_numpy() if r["embedding"] is not None else None, r["occurred_at"])
             for r in rows
         ]

@@ -31,6 +31,7 @@ from ...core.model import (
 from ...core.retrieval.bm25 import KeywordMatch
 from ...core.retrieval.time_expressions import TimeRange
 from ...core.write.conflicts import ConflictRule
+from ..sealing import Texts, seal
 from .contexts import WINDOW_KINDS, mark_sessions
 from .memory_writes import Stored, StoredDraft, WriteTransaction, append_history
 from .replica import ReadPools
@@ -46,6 +47,7 @@ from .sql import (
     filter_clauses,
     record_from_json,
     record_from_row,
+    trace_of,
     visibility,
     writable,
 )
@@ -85,7 +87,7 @@ async def _derived_traces(conn: asyncpg.Connection, ids: Sequence[uuid.UUID]) ->
     if not ids:
         return [], []
     rows = await conn.fetch("SELECT * FROM mp_derived($1::uuid[])", list(ids))
-    return ([Trace(r["tenant_id"], r["id"], r["session_id"], r["user_id"], r["content"]) for r in rows],
+    return ([trace_of(r) for r in rows],
             [r["id"] for r in rows if r["status"] == "deleted"])
 
 
@@ -111,15 +113,16 @@ class MemoryStore:
     async def insert(
         self, caller: Caller, items: Sequence[StoredDraft], *, embedding_model: str, actor: str,
         dedup_threshold: float, pending_threshold: float, conflicts: ConflictRule | None = None,
-        request: RequestKey | None = None,
+        request: RequestKey | None = None, sealed_with: bytes | None = None,
     ) -> Stored:
         """Stores all items in one transaction, all or nothing, within quota; an item may come back
         as an existing memory observed again (see memory_writes). With a request key, a request
-        stored before is answered with its memories instead of being stored again."""
+        stored before is answered with its memories instead of being stored again. sealed_with:
+        the tenant's wrapped data key new rows are sealed under (None: stored in clear)."""
         async with self.session(caller) as conn:
             tx = WriteTransaction(conn, caller, embedding_model=embedding_model, actor=actor,
                                   dedup_threshold=dedup_threshold, pending_threshold=pending_threshold,
-                                  conflicts=conflicts)
+                                  conflicts=conflicts, sealed_with=sealed_with)
             return await tx.run(items, self.default_max_memories, request)
 
     async def prune_write_requests(self, older_than_seconds: float) -> int:
@@ -340,11 +343,11 @@ class MemoryStore:
                 return Forgotten(len(rows), [r["id"] for r in rows][:_MAX_LISTED_IDS])
             if hard:
                 rows = await conn.fetch(
-                    f"SELECT m.tenant_id, m.id, m.session_id, m.user_id, m.kind, m.content FROM memories m"
+                    f"SELECT m.tenant_id, m.id, m.session_id, m.user_id, m.kind, m.content, m.sealed_key FROM memories m"
                     f" WHERE {cond} ORDER BY m.id FOR UPDATE", *p.values
                 )
                 ids_ = [r["id"] for r in rows]
-                traces = [Trace(r["tenant_id"], r["id"], r["session_id"], r["user_id"], r["content"]) for r in rows]
+                traces = [trace_of(r) for r in rows]
                 derived, _ = await _derived_traces(conn, ids_)
                 traces += derived
                 # Hard delete is erasure. Its trigger (0024) deletes the rows' history and links, logs
@@ -475,6 +478,9 @@ class MemoryStore:
         return built, rows[0]["matched"] if rows else 0
 
 
+_TEXT_FIELDS = ("content", "context", "value", "metadata")
+
+
 async def _update(
     conn: asyncpg.Connection, caller: Caller, memory_id: uuid.UUID, changes: dict[str, Any], *,
     embedding: tuple[np.ndarray, str] | None, keywords: str | None, action: str, actor: str, reason: str,
@@ -482,6 +488,16 @@ async def _update(
 ) -> MemoryRecord | None:
     p = Params(memory_id)
     sets = ["updated_at = clock_timestamp()"]
+    texts = [name for name in _TEXT_FIELDS if name in changes]
+    if texts:
+        # Sealed under the key the row's other texts are sealed under, which the row keeps: locked,
+        # so that a re-seal cannot move the row to another key in between.
+        current = await conn.fetchrow("SELECT tenant_id, sealed_key FROM memories WHERE id = $1 FOR UPDATE", memory_id)
+        if current is None:
+            return None
+        sealed = seal(current["sealed_key"], current["tenant_id"], Texts(
+            changes.get("content", ""), changes.get("context", ""), changes.get("value"), changes.get("metadata") or {}))
+        changes = {**changes, **{name: getattr(sealed, name) for name in texts}}
     for column, value in changes.items():
         if column not in UPDATABLE_FIELDS:
             raise ValueError(f"not updatable: {column}")

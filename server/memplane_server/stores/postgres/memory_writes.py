@@ -16,6 +16,7 @@ from ...core.access.requests import RequestKey
 from ...core.model import MemoryDraft, MemoryRecord, Scope, Status
 from ...core.write.conflicts import ConflictRule, conflict_reason
 from ...core.write.observations import DEDUP_KINDS, claim, normalized, reobserved_confidence, write_lock
+from ..sealing import Texts, seal
 from .contexts import WINDOW_KINDS, mark_sessions
 from .sql import MEMORY_COLUMNS, Params, record_from_row, record_to_json, writable
 
@@ -91,8 +92,10 @@ async def append_history(
 
 class WriteTransaction:
     def __init__(self, conn: asyncpg.Connection, caller: Caller, *, embedding_model: str, actor: str,
-                 dedup_threshold: float, pending_threshold: float, conflicts: ConflictRule | None) -> None:
+                 dedup_threshold: float, pending_threshold: float, conflicts: ConflictRule | None,
+                 sealed_with: bytes | None = None) -> None:
         self.conn, self.caller, self.model, self.actor = conn, caller, embedding_model, actor
+        self.sealed_with = sealed_with
         self.dedup_threshold, self.pending_threshold = dedup_threshold, pending_threshold
         self.conflicts = conflicts
         self.inserted = 0
@@ -244,11 +247,14 @@ class WriteTransaction:
         if d.entity and d.attribute and valid_from is None:
             valid_from = s.occurred_at  # a fact holds from when it was observed until replaced
         sources = (replaces.sources if replaces is not None and action == "merged" else []) + _source(d)
+        assert self.caller.tenant_id is not None
+        texts = seal(self.sealed_with, self.caller.tenant_id, Texts(d.content, d.context, d.value, d.metadata))
         columns = {
             "tenant_id": self.caller.tenant_id, "id": uuid.uuid4(), "scope": d.scope.value, "domain": d.domain,
             "agent_id": d.agent_id, "user_id": d.user_id, "session_id": d.session_id, "layer": d.layer.value,
-            "kind": d.kind.value, "content": d.content, "context": d.context, "entity": d.entity,
-            "attribute": d.attribute, "value": d.value, "tags": list(d.tags), "metadata": d.metadata,
+            "kind": d.kind.value, "content": texts.content, "context": texts.context, "entity": d.entity,
+            "attribute": d.attribute, "value": texts.value, "tags": list(d.tags), "metadata": texts.metadata,
+            "sealed_key": self.sealed_with,
             "confidence": d.confidence, "status": s.status.value, "supersedes": replaces.id if replaces else None,
             "source_type": d.source_type, "source_id": d.source_id, "occurred_at": s.occurred_at,
             "valid_from": valid_from, "valid_to": d.valid_to, "embedding": s.embedding,

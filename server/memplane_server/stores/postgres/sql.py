@@ -4,6 +4,7 @@ Every value goes in as a numbered parameter; only fixed SQL fragments are concat
 """
 from __future__ import annotations
 
+import base64
 import logging
 import uuid
 from collections.abc import Callable, Mapping
@@ -12,7 +13,8 @@ from datetime import datetime, timezone
 from typing import Any, overload
 
 from ...core.access.caller import WRITING_ROLES, Caller, Role
-from ...core.model import Kind, Layer, MemoryFilter, MemoryRecord, Scope, Status
+from ...core.model import Kind, Layer, MemoryFilter, MemoryRecord, Scope, Status, Trace
+from ..sealing import SealError, Texts, key_from_json, open_text, open_texts, seal
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +23,7 @@ MEMORY_COLUMNS = (
     " m.content, m.context, m.entity, m.attribute, m.value, m.tags, m.metadata, m.confidence, m.status,"
     " m.supersedes, m.source_type, m.source_id, m.occurred_at, m.valid_from, m.valid_to, m.created_at,"
     " m.updated_at, m.last_used_at, m.use_count, m.embedding_model, m.sources, m.conflicts_with,"
-    " m.consolidated_into, m.lifecycle_weight, m.review_flagged_at"
+    " m.consolidated_into, m.lifecycle_weight, m.review_flagged_at, m.sealed_key"
 )
 
 
@@ -137,16 +139,23 @@ def _time(value: Any) -> datetime | None:
     return aware(datetime.fromisoformat(value) if isinstance(value, str) else value)
 
 
+def _sealed_key(values: Mapping[str, Any]) -> bytes | None:
+    return key_from_json(values.get("sealed_key"))  # bytes in a row, text in a snapshot
+
+
 def record_from_row(values: Mapping[str, Any]) -> MemoryRecord:
     """A memory from a row or from a history snapshot: both use the column names; a snapshot has
-    times as ISO text and lacks the usage counters."""
+    times as ISO text and lacks the usage counters. Sealed texts are opened (stores/sealing.py)."""
     get = values.get
+    key = _sealed_key(values)
+    texts = open_texts(key, values["tenant_id"],
+                       Texts(values["content"], values["context"], values["value"], values["metadata"]))
     return MemoryRecord(
         id=values["id"], tenant_id=values["tenant_id"], scope=_SCOPES[values["scope"]], domain=values["domain"],
         agent_id=values["agent_id"], user_id=values["user_id"], session_id=values["session_id"],
-        layer=_LAYERS[values["layer"]], kind=_KINDS[values["kind"]], content=values["content"],
-        context=values["context"], entity=values["entity"], attribute=values["attribute"], value=values["value"],
-        tags=list(values["tags"]), metadata=dict(values["metadata"]), confidence=float(values["confidence"]),
+        layer=_LAYERS[values["layer"]], kind=_KINDS[values["kind"]], content=texts.content,
+        context=texts.context, entity=values["entity"], attribute=values["attribute"], value=texts.value,
+        tags=list(values["tags"]), metadata=dict(texts.metadata), confidence=float(values["confidence"]),
         status=_STATUSES[values["status"]], supersedes=values["supersedes"], source_type=values["source_type"],
         source_id=values["source_id"], occurred_at=_time(get("occurred_at")), valid_from=_time(get("valid_from")),
         valid_to=_time(get("valid_to")), created_at=_time(get("created_at")), updated_at=_time(get("updated_at")),
@@ -155,7 +164,14 @@ def record_from_row(values: Mapping[str, Any]) -> MemoryRecord:
         conflicts_with=_uuid_or_none(get("conflicts_with")),
         consolidated_into=_uuid_or_none(get("consolidated_into")),
         lifecycle_weight=float(get("lifecycle_weight") or 1.0), review_flagged_at=_time(get("review_flagged_at")),
+        sealed_with=key,
     )
+
+
+def trace_of(values: Mapping[str, Any]) -> Trace:
+    """What a forgotten memory leaves to find in caches, its content opened (withheld: empty)."""
+    return Trace(values["tenant_id"], values["id"], values["session_id"], values["user_id"],
+                 open_text(values["sealed_key"], values["tenant_id"], "content", values["content"] or ""))
 
 
 # What ranking a search's candidates needs of each (fusion, the adjustments, duplicates, the
@@ -165,22 +181,24 @@ def record_from_row(values: Mapping[str, Any]) -> MemoryRecord:
 CANDIDATE_COLUMNS = (
     "m.tenant_id, m.id, m.scope, m.domain, m.agent_id, m.user_id, m.session_id, m.layer, m.kind,"
     " m.content, m.entity, m.attribute, m.value, m.confidence, m.status, m.occurred_at, m.valid_from,"
-    " m.valid_to, m.created_at, m.consolidated_into, m.lifecycle_weight"
+    " m.valid_to, m.created_at, m.consolidated_into, m.lifecycle_weight, m.sealed_key"
 )
 
 
 def candidate_from_row(values: Mapping[str, Any]) -> MemoryRecord:
     """A candidate of a search: the fields ranking reads; the rest empty until it is read whole."""
+    key, tenant = values["sealed_key"], values["tenant_id"]
     return MemoryRecord(
         id=values["id"], tenant_id=values["tenant_id"], scope=_SCOPES[values["scope"]], domain=values["domain"],
         agent_id=values["agent_id"], user_id=values["user_id"], session_id=values["session_id"],
-        layer=_LAYERS[values["layer"]], kind=_KINDS[values["kind"]], content=values["content"], context="",
-        entity=values["entity"], attribute=values["attribute"], value=values["value"], tags=[], metadata={},
+        layer=_LAYERS[values["layer"]], kind=_KINDS[values["kind"]],
+        content=open_text(key, tenant, "content", values["content"]), context="", entity=values["entity"],
+        attribute=values["attribute"], value=open_text(key, tenant, "value", values["value"]), tags=[], metadata={},
         confidence=float(values["confidence"]), status=_STATUSES[values["status"]], supersedes=None,
         source_type=None, source_id=None, occurred_at=aware(values["occurred_at"]),
         valid_from=aware(values["valid_from"]), valid_to=aware(values["valid_to"]),
         created_at=aware(values["created_at"]), updated_at=None, consolidated_into=values["consolidated_into"],
-        lifecycle_weight=float(values["lifecycle_weight"] or 1.0),
+        lifecycle_weight=float(values["lifecycle_weight"] or 1.0), sealed_with=key,
     )
 
 
@@ -233,16 +251,17 @@ def ranked_select(shape: RowShape, p: Params, *, lead: int, limit: int, score: s
 
 
 def record_to_json(r: MemoryRecord) -> dict[str, Any]:
-    """The history snapshot of a memory (no vector)."""
+    """The history snapshot of a memory (no vector), its texts sealed as the memory's are."""
 
     def ts(v: datetime | None) -> str | None:
         return v.isoformat() if v else None
 
+    texts = seal(r.sealed_with, r.tenant_id, Texts(r.content, r.context, r.value, r.metadata))
     return {
         "id": str(r.id), "tenant_id": r.tenant_id, "scope": r.scope.value, "domain": r.domain,
         "agent_id": r.agent_id, "user_id": r.user_id, "session_id": r.session_id, "layer": r.layer.value,
-        "kind": r.kind.value, "content": r.content, "context": r.context, "entity": r.entity,
-        "attribute": r.attribute, "value": r.value, "tags": r.tags, "metadata": r.metadata,
+        "kind": r.kind.value, "content": texts.content, "context": texts.context, "entity": r.entity,
+        "attribute": r.attribute, "value": texts.value, "tags": r.tags, "metadata": texts.metadata,
         "confidence": r.confidence, "status": r.status.value,
         "supersedes": str(r.supersedes) if r.supersedes else None, "source_type": r.source_type,
         "source_id": r.source_id, "occurred_at": ts(r.occurred_at), "valid_from": ts(r.valid_from),
@@ -251,6 +270,7 @@ def record_to_json(r: MemoryRecord) -> dict[str, Any]:
         "conflicts_with": str(r.conflicts_with) if r.conflicts_with else None,
         "consolidated_into": str(r.consolidated_into) if r.consolidated_into else None,
         "lifecycle_weight": r.lifecycle_weight, "review_flagged_at": ts(r.review_flagged_at),
+        "sealed_key": base64.b64encode(r.sealed_with).decode() if r.sealed_with else None,
     }
 
 
@@ -263,7 +283,7 @@ def record_from_json(d: dict[str, Any]) -> MemoryRecord | None:
 
     try:
         return record_from_row(d)
-    except (KeyError, ValueError, TypeError, AttributeError):
+    except (KeyError, ValueError, TypeError, AttributeError, SealError):
         key = str(d.get("id") if isinstance(d, dict) else d)[:100]
         if key not in _unreadable:
             if len(_unreadable) > 10_000:

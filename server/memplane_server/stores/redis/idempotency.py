@@ -18,6 +18,7 @@ from typing import cast
 import redis.asyncio as redis
 
 from ...core.access.requests import RequestKey
+from ..sealing import OPENERS
 
 LEASE_SECONDS = 5.0
 RENEW_EVERY_SECONDS = LEASE_SECONDS / 3
@@ -97,14 +98,16 @@ class IdempotencyStore:
             if stored_fp != fp:
                 raise IdempotencyConflict()
             if state == b"done":
-                return response
+                return OPENERS.open_bytes(request.tenant_id, "response", response)
             await asyncio.sleep(_POLL_SECONDS)
 
     async def renew(self, claim: Claim) -> bool:
         return bool(await self._renew(keys=[claim.key], args=[claim.value, int(LEASE_SECONDS * 1000)]))
 
-    async def complete(self, claim: Claim, response: bytes) -> None:
-        await self.client.set(claim.key, b"done:" + claim.fingerprint + b":" + response, ex=self.ttl)
+    async def complete(self, claim: Claim, response: bytes, sealed_with: bytes | None = None) -> None:
+        """Keeps the response for repeats, sealed under the tenant's data key when given."""
+        stored = OPENERS.seal_bytes(sealed_with, claim.tenant_id, "response", response) if sealed_with else response
+        await self.client.set(claim.key, b"done:" + claim.fingerprint + b":" + stored, ex=self.ttl)
         refs = sorted({m.decode() for m in _UUID.findall(response)}) if claim.tenant_id else []
         if refs:
             # Single-key commands (the record and the tenant's refs live in different cluster slots).

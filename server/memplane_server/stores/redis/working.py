@@ -12,6 +12,7 @@ with its keys (tests/unit/test_redis_slots.py checks them with the cluster's slo
 """
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import random
@@ -28,6 +29,7 @@ from ...core.model import Kind
 from ...core.validation import EARLIEST_TIME, LATEST_TIME
 from ...core.working import SessionContents, WorkingItem
 from ...logs import OncePerCause, cause_of
+from ..sealing import SealError, Texts, open_text, open_texts, seal
 
 log = logging.getLogger(__name__)
 _unreadable = OncePerCause(log)
@@ -163,7 +165,45 @@ def item_to_json(item: WorkingItem) -> dict[str, Any]:
     }
 
 
+def sealed_item(d: dict[str, Any], sealed_with: bytes | None) -> dict[str, Any]:
+    """An item as Redis keeps it: its texts sealed under the tenant's data key (stores/sealing.py)."""
+    if sealed_with is None:
+        return d
+    texts = seal(sealed_with, d["tenant_id"], Texts(d["content"], d["context"], None, d["metadata"]))
+    return {**d, "content": texts.content, "context": texts.context, "metadata": texts.metadata,
+            "sealed_key": base64.b64encode(sealed_with).decode()}
+
+
+def opened_item(d: dict[str, Any]) -> dict[str, Any]:
+    """An item as written, its sealed texts opened."""
+    key = d.get("sealed_key")
+    if not key:
+        return d
+    texts = open_texts(base64.b64decode(key), d["tenant_id"], Texts(d["content"], d["context"], None, d["metadata"]))
+    return {**d, "content": texts.content, "context": texts.context, "metadata": texts.metadata, "sealed_key": None}
+
+
+# A state value sealed: a prefix no caller's text has (texts are refused with NUL), the data key,
+# the sealed text.
+_SEALED_STATE = "\x00mp1:"
+
+
+def _sealed_state(value: str, tenant_id: str, sealed_with: bytes | None) -> str:
+    if sealed_with is None or not value:
+        return value
+    return (_SEALED_STATE + base64.b64encode(sealed_with).decode() + ":"
+            + seal(sealed_with, tenant_id, Texts(value, "", None, {})).content)
+
+
+def opened_state(value: str, tenant_id: str) -> str:
+    if not value.startswith(_SEALED_STATE):
+        return value
+    key, _, sealed = value[len(_SEALED_STATE):].partition(":")
+    return open_text(base64.b64decode(key), tenant_id, "content", sealed)
+
+
 def item_from_json(d: dict[str, Any]) -> WorkingItem:
+    d = opened_item(d)
     return WorkingItem(
         id=d["id"], tenant_id=d["tenant_id"], agent_id=d["agent_id"], session_id=d["session_id"],
         user_id=d["user_id"], kind=Kind(d["kind"]), content=d["content"], context=d["context"],
@@ -180,7 +220,7 @@ def items_from_json(stored: list[dict[str, Any]]) -> list[WorkingItem]:
     for d in stored:
         try:
             items.append(item_from_json(d))
-        except (KeyError, ValueError, TypeError) as exc:
+        except (KeyError, ValueError, TypeError, SealError) as exc:
             _unreadable.log(cause_of(exc), "a working item does not read as one; left out", level=logging.WARNING)
     return items
 
@@ -195,17 +235,20 @@ class WorkingStore:
 
     async def append(
         self, session: WorkingSession, items: list[tuple[WorkingItem, np.ndarray]], caller: dict[str, Any],
+        sealed_with: bytes | None = None,
     ) -> list[WorkingItem]:
         """Adds items with their vectors (newest first) and state keys; extends the session to the
         latest item expiry if later. The vectors live apart from the items so reads need not carry
-        them. Returns the items as a read gives them back (times at the precision stored)."""
-        stored = [item_to_json(item) for item, _ in items]
+        them. Returns the items as a read gives them back (times at the precision stored).
+        sealed_with: the tenant's data key the texts are sealed under (None: kept in clear)."""
+        stored = [sealed_item(item_to_json(item), sealed_with) for item, _ in items]
         expire_at = max(d["expire_at"] for d in stored)
         args: list[Any] = [int(expire_at) + 1, GRACE_SECONDS, session.member, json.dumps(caller), self.max_items]
         for d, (item, vector) in zip(stored, items):
             # Stored beside the item so Search can rank working items without re-embedding them.
             vector_bytes = np.asarray(vector, dtype=np.float32).tobytes()
-            args += [json.dumps(d, ensure_ascii=False), item.id, item.state_key or "", item.content, vector_bytes]
+            args += [json.dumps(d, ensure_ascii=False), item.id, item.state_key or "",
+                     _sealed_state(item.content, session.tenant_id, sealed_with), vector_bytes]
         await self._append(keys=session_keys(session), args=args)
         # After the script, never before: a sweep that drops the tenant (its index looked empty)
         # recounts the index after dropping it, so it either sees this session or this adds it back.
@@ -228,7 +271,7 @@ class WorkingStore:
         if expires is None or (expires <= now and not include_expired):
             return SessionContents({}, [], None, caller, {})
         items = [i for i in (json.loads(raw) for raw in items_raw) if include_expired or i["expire_at"] > now]
-        state = {k.decode(): v.decode() for k, v in state_raw.items()}
+        state = {k.decode(): opened_state(v.decode(), session.tenant_id) for k, v in state_raw.items()}
         by_id = {k.decode(): np.frombuffer(v, dtype=np.float32) for k, v in vectors[0].items()} if vectors else {}
         return SessionContents(state, items_from_json(items), _time(expires), caller, by_id)
 
@@ -346,8 +389,8 @@ async def drop_items(
     kept = 0
     for raw in raw_items:
         try:
-            item = json.loads(raw)
-        except ValueError:
+            item = opened_item(json.loads(raw))
+        except (ValueError, KeyError, SealError):
             continue
         if doomed(item):
             gone.append((raw, item))

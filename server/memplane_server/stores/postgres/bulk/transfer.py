@@ -7,14 +7,17 @@ tool, across row-level security.
 """
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import AsyncIterator, Iterable, Iterator
 from datetime import datetime, timezone
 from itertools import groupby, islice
+from typing import Any
 
 import asyncpg
 
 from ....core.transfer import ExportedRow, ExportHeader
+from ...sealing import OPENERS, Texts, open_texts, seal
 from ..contexts import WINDOW_KINDS, mark_sessions
 from ..migrations import applied_version
 
@@ -69,13 +72,15 @@ async def export_tenant(conn: asyncpg.Connection, tenant_id: str) -> AsyncIterat
         yield ExportHeader(tenant_id, await applied_version(conn), datetime.now(timezone.utc))
         for table, sql in _EXPORTS.items():
             async for record in conn.cursor(sql, tenant_id):
-                yield ExportedRow(table, json.loads(record[0]))
+                yield ExportedRow(table, _opened(table, json.loads(record[0])))
 
 
 async def import_rows(conn: asyncpg.Connection, tenant_id: str, rows: Iterable[ExportedRow], *,
-                      keep_quota: bool = False) -> dict[str, int]:
+                      keep_quota: bool = False, active_kek: str | None = None) -> dict[str, int]:
     """Inserts rows already moved to `tenant_id`, all or nothing; returns how many per table. A
-    new tenant gets the deployment's default quota unless keep_quota (the file's)."""
+    new tenant gets the deployment's default quota unless keep_quota (the file's). With a KEK the
+    memories' texts are sealed under the tenant's current data key (made here for a new tenant)."""
+    sealed_with: bytes | None = None
     counts = {table: 0 for table in _IMPORTS}
     sessions: set[tuple[str, str | None]] = set()
     try:
@@ -85,6 +90,9 @@ async def import_rows(conn: asyncpg.Connection, tenant_id: str, rows: Iterable[E
                     continue
                 if table == "tenants" and not keep_quota:
                     group = (ExportedRow(r.table, {**r.fields, "max_memories": 0}) for r in group)
+                if table in _SEALED_TABLES and active_kek is not None:
+                    sealed_with = sealed_with or await _data_key(conn, tenant_id, active_kek)
+                    group = (ExportedRow(r.table, _sealed(r.table, r.fields, tenant_id, sealed_with)) for r in group)
                 for chunk in _chunks(group):
                     await conn.execute(_IMPORTS[table], json.dumps([r.fields for r in chunk], ensure_ascii=False))
                     counts[table] += len(chunk)
@@ -108,6 +116,53 @@ async def import_rows(conn: asyncpg.Connection, tenant_id: str, rows: Iterable[E
     except asyncpg.UniqueViolationError as exc:
         raise ImportConflict(exc.detail or str(exc)) from None
     return counts
+
+
+# An export is portable: texts opened with this deployment's keys, sealed again on import under
+# the target tenant's (another tenant id, or another deployment's KEK, would not open them).
+_SEALED_TABLES = ("memories", "memory_history")
+
+
+async def _data_key(conn: asyncpg.Connection, tenant_id: str, active_kek: str) -> bytes:
+    """The tenant's current data key, made in this transaction when it has none (a new tenant)."""
+    await conn.execute("INSERT INTO tenant_keys (tenant_id, version, wrapped) SELECT $1, 1, $2"
+                       " WHERE NOT EXISTS (SELECT 1 FROM tenant_keys WHERE tenant_id = $1)",
+                       tenant_id, OPENERS.new_data_key(active_kek, tenant_id, 1))
+    return await conn.fetchval(
+        "SELECT wrapped FROM tenant_keys WHERE tenant_id = $1 ORDER BY version DESC LIMIT 1", tenant_id)
+
+
+def _texts_of(d: dict[str, Any]) -> Texts:
+    return Texts(d.get("content") or "", d.get("context") or "", d.get("value"), d.get("metadata") or {})
+
+
+def _with_texts(d: dict[str, Any], texts: Texts, key: Any) -> dict[str, Any]:
+    return {**d, "content": texts.content, "context": texts.context, "value": texts.value,
+            "metadata": texts.metadata, "sealed_key": key}
+
+
+def _opened(table: str, fields: dict[str, Any]) -> dict[str, Any]:
+    if table == "memories" and fields.get("sealed_key"):
+        key = bytes.fromhex(fields["sealed_key"].removeprefix("\\x"))
+        return _with_texts(fields, open_texts(key, fields["tenant_id"], _texts_of(fields)), None)
+    if table == "memory_history" and isinstance(fields.get("snapshot"), dict) and fields["snapshot"].get("sealed_key"):
+        snapshot = fields["snapshot"]
+        key = base64.b64decode(snapshot["sealed_key"])
+        return {**fields, "snapshot": _with_texts(snapshot, open_texts(key, snapshot["tenant_id"], _texts_of(snapshot)),
+                                                  None)}
+    return fields
+
+
+def _sealed(table: str, fields: dict[str, Any], tenant_id: str, key: bytes | None) -> dict[str, Any]:
+    if key is None:
+        return fields
+    if table == "memories":
+        return _with_texts(fields, seal(key, tenant_id, _texts_of(fields)), "\\x" + key.hex())
+    snapshot = fields.get("snapshot")
+    if isinstance(snapshot, dict):
+        sealed = _with_texts(snapshot, seal(key, tenant_id, _texts_of(snapshot)), base64.b64encode(key).decode())
+        return {**fields, "snapshot": sealed}
+    return fields
 
 
 def _chunks(rows: Iterable[ExportedRow]) -> Iterator[list[ExportedRow]]:

@@ -18,7 +18,7 @@ from ....core.access.caller import Caller
 from ....core.forget.erasure import word_pattern
 from ....core.model import Trace
 from ..contexts import WINDOW_KINDS, mark_sessions
-from ..sql import Params, writable
+from ..sql import Params, trace_of, writable
 
 _MAX_LISTED_IDS = 1000
 _MENTIONS = "jsonb_path_exists({doc}, '$.** ? (@ == $u)', jsonb_build_object('u', {u}::text))"
@@ -75,15 +75,14 @@ class ErasureStore:
         tenant = caller.tenant_id
         p = Params()
         rows = await conn.fetch(
-            f"SELECT m.tenant_id, m.id, m.session_id, m.user_id, m.kind, m.content FROM memories m"
+            f"SELECT m.tenant_id, m.id, m.session_id, m.user_id, m.kind, m.content, m.sealed_key FROM memories m"
             f" WHERE {self._reach(caller, user_id, tenant_wide, p)} ORDER BY m.id FOR UPDATE",
             *p.values,
         )
         ids = [r["id"] for r in rows]
         derived = await conn.fetch("SELECT * FROM mp_derived($1::uuid[])", ids) if ids else []
         out.count, out.ids = len(ids), ids[:_MAX_LISTED_IDS]
-        out.traces = [Trace(r["tenant_id"], r["id"], r["session_id"], r["user_id"], r["content"])
-                      for r in [*rows, *derived]]
+        out.traces = [trace_of(r) for r in [*rows, *derived]]
         every = [*ids, *(r["id"] for r in derived)]
         counts = out.counts
         counts["postgres.memories"] = len(ids)

@@ -13,6 +13,7 @@ from ....core.access.caller import Caller
 from ....core.model import MemoryFilter
 from ....core.retrieval.tokens import tsquery_from_tokens
 from ....core.write.digests import Digest, digest_keywords
+from ...sealing import OPENERS
 from ..session import caller_session
 from ..sql import Params, visibility
 
@@ -34,7 +35,8 @@ class DigestStore:
             "SELECT common FROM keyword_stats WHERE tenant_id = $1 AND field = 'keywords'", tenant_id)
         return {k: float(v) for k, v in (common or {}).items()}
 
-    async def save(self, tenant_id: str, session_id: str, marked_at: datetime, digests: Sequence[Digest]) -> bool:
+    async def save(self, tenant_id: str, session_id: str, marked_at: datetime, digests: Sequence[Digest],
+                   sealed_with: bytes | None = None) -> bool:
         """Replaces the session's digests, unless it was marked again since `marked_at` (a turn
         changed or was forgotten meanwhile: these digests may hold its old text). The queue row is
         locked first, so a forget marking the session waits for this, then drops what it saved
@@ -48,10 +50,11 @@ class DigestStore:
                                tenant_id, session_id)
             await conn.executemany(
                 "INSERT INTO session_digests (tenant_id, session_id, scope, domain, agent_id, keyphrases, entities,"
-                " digest, keywords, embedding, turns, first_at, last_at, written_by)"
-                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, to_tsvector('simple', $9), $10, $11, $12, $13, $14)",
+                " digest, keywords, embedding, turns, first_at, last_at, written_by, sealed_key)"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, to_tsvector('simple', $9), $10, $11, $12, $13, $14, $15)",
                 [(tenant_id, session_id, scope, domain or "", agent or "", list(d.keyphrases), list(d.entities),
-                  d.text, digest_keywords(d), d.vector, d.turns, d.first_at, d.last_at, d.written_by)
+                  _sealed(sealed_with, tenant_id, d.text), digest_keywords(d), d.vector, d.turns, d.first_at,
+                  d.last_at, d.written_by, sealed_with)
                  for d in digests for scope, domain, agent in [d.group]],
             )
         return True
@@ -75,10 +78,11 @@ class DigestStore:
         where = self._where(caller, f, p)
         async with caller_session(self.pool, caller) as conn:
             rows = await conn.fetch(
-                f"SELECT m.session_id, m.digest, 1 - (m.embedding <=> $1) AS score FROM session_digests m"
+                f"SELECT m.tenant_id, m.session_id, m.digest, m.sealed_key, 1 - (m.embedding <=> $1) AS score"
+                f" FROM session_digests m"
                 f" WHERE m.embedding IS NOT NULL AND {where} ORDER BY m.embedding <=> $1 LIMIT {p.add(limit)}",
                 *p.values)
-        return [DigestMatch(r["session_id"], r["digest"], float(r["score"])) for r in rows]
+        return [_match(r) for r in rows]
 
     async def matching(self, caller: Caller, f: MemoryFilter, terms: Sequence[str], *, limit: int) -> list[DigestMatch]:
         """The readable digests whose keyphrases or entities hold a query term, best ranked first."""
@@ -88,8 +92,17 @@ class DigestStore:
         where = self._where(caller, f, p)
         async with caller_session(self.pool, caller) as conn:
             rows = await conn.fetch(
-                f"SELECT m.session_id, m.digest, ts_rank(m.keywords, q) AS score"
+                f"SELECT m.tenant_id, m.session_id, m.digest, m.sealed_key, ts_rank(m.keywords, q) AS score"
                 f" FROM session_digests m, to_tsquery('simple', $1) AS q"
                 f" WHERE m.keywords @@ q AND {where} ORDER BY score DESC, m.last_at DESC NULLS LAST LIMIT {p.add(limit)}",
                 *p.values)
-        return [DigestMatch(r["session_id"], r["digest"], float(r["score"])) for r in rows]
+        return [_match(r) for r in rows]
+
+
+def _sealed(key: bytes | None, tenant_id: str, text: str) -> str:
+    return OPENERS.seal_text(key, tenant_id, "digest", text) if key is not None else text
+
+
+def _match(r: asyncpg.Record) -> DigestMatch:
+    digest = OPENERS.open_text(r["sealed_key"], r["tenant_id"], "digest", r["digest"]) if r["sealed_key"] else r["digest"]
+    return DigestMatch(r["session_id"], digest, float(r["score"]))

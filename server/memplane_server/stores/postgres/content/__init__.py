@@ -1,0 +1,1 @@
+"""SQL of what protects memory content: the content policies."""
