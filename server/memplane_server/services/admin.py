@@ -38,6 +38,19 @@ def _tenant_id(tenant_id: str | None) -> str | None:
     return check_identifier(tenant_id, "tenant") if tenant_id else None
 
 
+async def administered_tenant(tenancy: TenancyStore, caller: Caller, tenant_id: str) -> str:
+    """The existing tenant a tenant-scoped admin call (a policy's) is about: the caller's own by
+    default, reached by its own tenant admin or any platform admin."""
+    tenant = tenant_id or caller.tenant_id or ""
+    own = caller.role is Role.TENANT_ADMIN and caller.tenant_id == tenant
+    if caller.role is not Role.PLATFORM_ADMIN and not own:
+        raise denied("TENANT_ADMIN_REQUIRED", "this call needs an admin key of that tenant")
+    check_identifier(tenant, "tenant")
+    if await tenancy.get_tenant(tenant) is None:
+        raise not_found("tenant")
+    return tenant
+
+
 class AdminService:
     def __init__(self, tenancy: TenancyStore) -> None:
         self.store = tenancy

@@ -27,6 +27,7 @@ from ...core.model import MemoryDraft, Scope
 from ...core.validation import check_identifier
 from ...stores.postgres.content.policies import StoredRules, StoredText
 from ...stores.postgres.tenancy import MissingParentError
+from ..admin import administered_tenant
 from ..deps import Deps
 
 SCAN_BATCH = 500
@@ -59,14 +60,7 @@ class ContentPolicyService:
             if tenant_id:
                 raise invalid("TENANT_OR_DOMAIN", "a content policy belongs to a tenant or to a domain, not both")
             return None, domain
-        tenant = tenant_id or caller.tenant_id or ""
-        own = caller.role is Role.TENANT_ADMIN and caller.tenant_id == tenant
-        if caller.role is not Role.PLATFORM_ADMIN and not own:
-            raise denied("TENANT_ADMIN_REQUIRED", "this call needs an admin key of that tenant")
-        check_identifier(tenant, "tenant")
-        if await self.deps.tenancy.get_tenant(tenant) is None:
-            raise not_found("tenant")
-        return tenant, None
+        return await administered_tenant(self.deps.tenancy, caller, tenant_id), None
 
     @staticmethod
     def _platform(caller: Caller) -> None:

@@ -10,7 +10,6 @@ from collections import defaultdict
 from datetime import datetime
 
 from ...core.access.caller import Caller, Role
-from ...core.errors import denied, not_found
 from ...core.forget.lifecycle import (
     REMOVAL_RULES,
     Candidate,
@@ -23,8 +22,8 @@ from ...core.forget.lifecycle import (
     report_to_json,
 )
 from ...core.model import Scope
-from ...core.validation import check_identifier
 from ...stores.postgres.forget.lifecycle import LifecycleStore, StoredPolicy
+from ..admin import administered_tenant
 from ..deps import Deps
 from .service import ForgetService
 
@@ -39,15 +38,7 @@ class LifecycleService:
         self.forgets = forgets
 
     async def _admin_of(self, caller: Caller, tenant_id: str) -> str:
-        """The tenant a policy call is about: a tenant admin's own (by default), any for a platform admin."""
-        tenant = tenant_id or caller.tenant_id or ""
-        own = caller.role is Role.TENANT_ADMIN and caller.tenant_id == tenant
-        if caller.role is not Role.PLATFORM_ADMIN and not own:
-            raise denied("TENANT_ADMIN_REQUIRED", "this call needs an admin key of that tenant")
-        check_identifier(tenant, "tenant")
-        if await self.deps.tenancy.get_tenant(tenant) is None:
-            raise not_found("tenant")
-        return tenant
+        return await administered_tenant(self.deps.tenancy, caller, tenant_id)
 
     async def get_policy(self, caller: Caller, tenant_id: str) -> tuple[LifecyclePolicy, StoredPolicy | None]:
         """The tenant's policy with every kind spelled out, and its stored row (None: the defaults,
