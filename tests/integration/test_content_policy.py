@@ -14,6 +14,7 @@ from memplane_server.core.access.caller import Caller, Role
 from memplane_server.core.content.policy import Action
 from memplane_server.core.errors import Code, MemplaneError
 from memplane_server.core.model import Kind, Layer, MemoryDraft, MemoryFilter, Scope
+from memplane_server.core.reflection.reflection import ReflectInput, Task, TaskStep
 from memplane_server.services.content.admin import ContentPolicyService
 from memplane_server.services.memories import MemoriesService
 from memplane_server.services.search.service import SearchQuery, SearchService
@@ -21,6 +22,7 @@ from memplane_server.services.working import WorkingService
 from memplane_server.services.write.service import WriteService
 from tests.integration.conftest import PLATFORM
 from tests.support.clear_text import database_text, redis_text
+from tests.support.services import reflect_service
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -222,3 +224,19 @@ async def test_a_dry_run_scan_reports_what_a_policy_would_change_and_changes_not
     assert report.ids[Action.REDACT] == [str(written[2].id)]
     assert report.counts[("email", Action.REFUSE)] == 1
     assert await stored_rows(deps, world.tenant_id) == before
+
+
+async def test_a_task_trajectory_to_reflect_on_is_screened_before_it_is_queued(deps, make_tenant):
+    world = await make_tenant()
+    task = Task(task_id=f"t-{uuid.uuid4().hex[:8]}", request="rotate the deploy credentials",
+                steps=(TaskStep(action="read the vault", observation=f"found {AWS_KEY}"),), outcome="success")
+
+    operation = await reflect_service(deps).reflect(world.writer, ReflectInput(task=task, mode="async"))
+    payload = await deps.memories.pool.fetchval("SELECT payload::text FROM jobs WHERE id = $1",
+                                                operation.id)
+    await ContentPolicyService(deps).set(admin_of(world.tenant_id), "", "", {"secret": "refuse"})
+    with pytest.raises(MemplaneError) as caught:
+        await reflect_service(deps).reflect(world.writer, ReflectInput(task=task, mode="async"))
+
+    assert AWS_KEY not in payload and "[REDACTED:aws_access_key]" in payload
+    assert (caught.value.reason, caught.value.metadata["field"]) == ("CONTENT_POLICY", "task.steps[0].observation")

@@ -3,7 +3,7 @@ value and the strings inside metadata) is scanned; what a detector finds is left
 by a typed placeholder, or refuses the write."""
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -99,6 +99,23 @@ def screen(draft: MemoryDraft, actions: Actions) -> Screened:
     tags = _with_tags(draft.tags, (h.detector for h in scan.hits if h.action is Action.TAG))
     return Screened(replace(draft, content=content, context=context, value=value, metadata=metadata, tags=tags),
                     scan.hits)
+
+
+def screen_texts(texts: Mapping[str, str], actions: Actions, domain: str | None) -> ScreenedTexts:
+    """Named texts that are not a memory (a Reflect request's task trajectory) as they may be kept:
+    redacted where the policy redacts (or refuses, reported in hits); a tag has nothing to go on."""
+    scan = _Scan(actions, domain)
+    return ScreenedTexts({name: scan.text(text, name) if text else text for name, text in texts.items()}, scan.hits)
+
+
+@dataclass(frozen=True)
+class ScreenedTexts:
+    texts: dict[str, str]
+    hits: list[Hit]
+
+    @property
+    def refused(self) -> Hit | None:
+        return next((h for h in self.hits if h.action is Action.REFUSE), None)
 
 
 def _with_tags(tags: tuple[str, ...], detectors: Iterable[str]) -> tuple[str, ...]:

@@ -12,7 +12,7 @@ from opentelemetry import metrics
 
 from ...core.access.caller import Caller
 from ...core.content.policy import Actions, ContentPolicy, domain_policy, rules_from_json, tenant_policy
-from ...core.content.screen import Screened, refusal, screen
+from ...core.content.screen import Screened, refusal, screen, screen_texts
 from ...core.model import MemoryDraft
 from ...stores.postgres.content.policies import ContentPolicyStore
 
@@ -77,6 +77,20 @@ class ContentPolicies:
             if one.refused:
                 raise refusal(one.refused, index)
         return [one.draft for one in screened]
+
+
+    async def screen_texts(self, caller: Caller, texts: dict[str, str], domain: str | None) -> dict[str, str]:
+        """Named texts a request carries besides memories (a task trajectory to reflect on), as
+        they may be kept and read: redacted where the policy redacts, CONTENT_POLICY where it
+        refuses (tags have no memory to go on)."""
+        tenant = caller.require_tenant()
+        actions = await self.actions(tenant, [domain] if domain else [])
+        screened = await asyncio.to_thread(screen_texts, texts, actions, domain)
+        for hit in screened.hits:
+            _findings.add(1, {"tenant": tenant, "detector": hit.detector, "action": hit.action.value})
+        if screened.refused:
+            raise refusal(screened.refused)
+        return screened.texts
 
 
 def count(tenant: str, screened: Iterable[Screened]) -> None:

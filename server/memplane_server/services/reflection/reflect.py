@@ -26,6 +26,7 @@ from ...core.reflection.decisions import DecisionRecord
 from ...core.reflection.reflection import (
     ReflectInput,
     ReflectOutcome,
+    Task,
     input_to_json,
     near_duplicate_groups,
     session_summary,
@@ -93,6 +94,10 @@ class ReflectService:
 
     async def reflect(self, caller: Caller, r: ReflectInput) -> ReflectOutcome | Operation:
         self._check(caller, r)
+        if r.task:
+            # The trajectory is kept (a queued job's payload) and read by the model: screened as a
+            # write is, before either.
+            r = replace(r, task=await self._screened(caller, r.task, r.domain))
         if r.task and r.task.used_memory_ids:  # refused now, not after a queued job's retries
             await changeable(self.deps.memories, caller, list(r.task.used_memory_ids))
         decision = await self._decide(caller, r)
@@ -116,6 +121,16 @@ class ReflectService:
         await self.deps.decisions.record(caller, subject_type=subject[0], subject_id=subject[1], decision="ran",
                                          reason=decision.reason)
         return outcome
+
+    async def _screened(self, caller: Caller, task: Task, domain: str | None) -> Task:
+        texts = {"task.request": task.request, "task.feedback": task.feedback}
+        for i, step in enumerate(task.steps):
+            texts[f"task.steps[{i}].action"] = step.action
+            texts[f"task.steps[{i}].observation"] = step.observation
+        clean = await self.deps.content.screen_texts(caller, texts, domain)
+        steps = tuple(replace(step, action=clean[f"task.steps[{i}].action"],
+                              observation=clean[f"task.steps[{i}].observation"]) for i, step in enumerate(task.steps))
+        return replace(task, request=clean["task.request"], feedback=clean["task.feedback"], steps=steps)
 
     async def _decide(self, caller: Caller, r: ReflectInput) -> Decision:
         if not r.decide or r.task is None:
