@@ -242,8 +242,8 @@ class Settings(BaseSettings):
         " on the embedded default without either setting, `MEMPLANE_DATA_DIR/keys/kek` is made on first start")
     key_maintenance_seconds: float = Field(
         300.0, ge=0, description="how often a worker moves stored memories to the current keys: re-wraps data keys"
-        " after a KEK rotation, re-seals a tenant's memories after `memplane keys rotate` and those stored in"
-        " clear before encryption was on (0: only `memplane keys` does)")
+        " after a KEK rotation, re-seals a tenant's memories after `memplane keys rotate`, and, once each start,"
+        " those stored in clear before encryption was on (0: only `memplane keys` does)")
     content_policy_cache_seconds: float = Field(
         5.0, ge=0, description="how long a server reuses a tenant's or domain's content policy before reading it again:"
         " a change made through another server applies to writes within this time (0: read on every write)")

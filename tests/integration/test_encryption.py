@@ -186,3 +186,22 @@ async def test_the_keys_command_reports_and_rotates_a_tenant(settings, deps, mak
     assert json.loads(status.stdout)["active_kek"] == "test-1"
     assert world.tenant_id not in json.loads(status.stdout)["tenants_behind"]
     assert without.returncode == 2 and "encryption is off" in without.stderr
+
+
+async def test_the_workers_upkeep_reseals_what_a_rotation_left_behind_and_rows_in_clear(deps, make_tenant):
+    rotated_world, clear_world = await make_tenant(), await make_tenant()
+    await WriteService(deps).write(rotated_world.writer, [draft(unique("before the rotation"))])
+    plain = WriteService(_with_keys(deps, TenantKeys(deps.keys.store, None)))
+    await plain.write(clear_world.writer, [draft(unique("written in clear"))])
+    await deps.keys.rotate(rotated_world.tenant_id)
+    assert rotated_world.tenant_id in await deps.keys.store.pending_reseal()
+
+    assert await deps.keys.upkeep(first_round=False) >= 1
+    assert rotated_world.tenant_id not in await deps.keys.store.pending_reseal()
+    assert clear_world.tenant_id in await deps.keys.store.tenants_in_clear()  # a later round leaves them
+    await deps.keys.upkeep(first_round=True)
+
+    for world in (rotated_world, clear_world):
+        keys = await deps.memories.pool.fetch("SELECT DISTINCT sealed_key FROM memories WHERE tenant_id = $1",
+                                              world.tenant_id)
+        assert [k["sealed_key"] for k in keys] == [await deps.keys.current(world.tenant_id)]

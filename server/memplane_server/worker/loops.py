@@ -127,13 +127,11 @@ async def maintain_keys(deps: Deps, every_seconds: float, runner: JobRunner) -> 
     from before encryption) is re-sealed. Every worker may run it: each step is guarded against
     the others (a row moves only if it is still as read)."""
     failures = OncePerCause(log)
+    first_round = True
     while not runner.stopping and deps.keys.enabled:
         try:
-            await deps.keys.rewrap_all()
-            for tenant_id in (await deps.keys.status()).tenants_behind:
-                if runner.stopping:
-                    break
-                await deps.keys.reseal(tenant_id)
+            await deps.keys.upkeep(first_round=first_round)
+            first_round = False
         except Exception as exc:  # PostgreSQL away, or a key this server lacks: the next round tries again
             failures.log(cause_of(exc), "moving memories to the current keys failed")
         await runner.wait(every_seconds)

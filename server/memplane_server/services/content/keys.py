@@ -76,6 +76,7 @@ class TenantKeys:
         current = await self.current(tenant_id)
         if current is None:
             return 0
+        version = describe(current).version
         moved = 0
         while True:
             rows = await self.store.stale_rows(tenant_id, current, RESEAL_BATCH)
@@ -92,6 +93,19 @@ class TenantKeys:
             old_key, text = row[4], row[5]
             clear = OPENERS.open_text(old_key, tenant_id, "digest", text) if old_key else text
             await self.store.replace_digest(tenant_id, row, current, OPENERS.seal_text(current, tenant_id, "digest", clear))
+        await self.store.resealed(tenant_id, version)
+        return moved
+
+    async def upkeep(self, *, first_round: bool) -> int:
+        """One round of the workers' key upkeep: data keys re-wrapped under the active KEK, then the
+        tenants a rotation left behind re-sealed, and on a process's first round also those with
+        memories stored in clear before encryption was on. Returns the memories moved."""
+        moved = await self.rewrap_all()
+        tenants = set(await self.store.pending_reseal())
+        if first_round:
+            tenants |= set(await self.store.tenants_in_clear())
+        for tenant_id in sorted(tenants):
+            moved += await self.reseal(tenant_id)
         return moved
 
     async def _reseal_snapshots(self, tenant_id: str, current: bytes) -> None:

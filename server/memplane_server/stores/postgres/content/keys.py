@@ -36,10 +36,25 @@ class TenantKeyStore:
         return (row["version"], row["wrapped"]) if row else None
 
     async def add(self, tenant_id: str, version: int, wrapped: bytes) -> bool:
-        """False when another server added that version first (it then wins: read it back)."""
+        """False when another server added that version first (it then wins: read it back). A
+        version after the first leaves the tenant's older rows pending a re-seal."""
         return bool(await self.pool.fetchval(
-            "INSERT INTO tenant_keys (tenant_id, version, wrapped) VALUES ($1, $2, $3)"
+            "INSERT INTO tenant_keys (tenant_id, version, wrapped, reseal_pending) VALUES ($1, $2, $3, $2 > 1)"
             " ON CONFLICT DO NOTHING RETURNING true", tenant_id, version, wrapped))
+
+    async def pending_reseal(self) -> list[str]:
+        rows = await self.pool.fetch("SELECT DISTINCT tenant_id FROM tenant_keys WHERE reseal_pending ORDER BY 1")
+        return [r["tenant_id"] for r in rows]
+
+    async def resealed(self, tenant_id: str, version: int) -> None:
+        """The tenant's rows are under version or newer: no re-seal pending up to it."""
+        await self.pool.execute("UPDATE tenant_keys SET reseal_pending = false WHERE tenant_id = $1 AND version <= $2",
+                                tenant_id, version)
+
+    async def tenants_in_clear(self) -> list[str]:
+        """Tenants with memories stored before encryption was configured (one scan: run once a start)."""
+        rows = await self.pool.fetch("SELECT DISTINCT tenant_id FROM memories WHERE sealed_key IS NULL ORDER BY 1")
+        return [r["tenant_id"] for r in rows]
 
     async def all_keys(self) -> list[tuple[str, int, bytes]]:
         rows = await self.pool.fetch("SELECT tenant_id, version, wrapped FROM tenant_keys ORDER BY tenant_id, version")

@@ -14,6 +14,9 @@ CREATE TABLE tenant_keys (
     version     integer NOT NULL CHECK (version > 0),
     wrapped     bytea NOT NULL,
     created_at  timestamptz NOT NULL DEFAULT now(),
+    -- A rotation leaves the tenant's older rows to re-seal: what the workers' key upkeep reads,
+    -- instead of scanning every memory each round.
+    reseal_pending boolean NOT NULL DEFAULT false,
     PRIMARY KEY (tenant_id, version)
 );
 
