@@ -194,6 +194,8 @@ def key_encryption_keys(s: Settings, *, embedded: bool, create: bool = True) -> 
         # An id of its own: a data directory made afresh (a restore) must not take its new key for
         # the old one it replaces.
         write_private_file(path, new_kek_line(f"local-{secrets.token_hex(4)}") + "\n")
+        log.warning("memories are stored sealed under a key made now, %s: keep a copy apart from the backups,"
+                    " which never hold it; without it nothing stored can be read (docs/security.md)", path)
     return parse_keks(path.read_text())
 
 
