@@ -269,7 +269,7 @@ class Runtime:
             working=WorkingStore(self.redis_client, s.working_max_items), embedder=embedder, llm=model,
             changes=ChangeStore(self.pool, self.standby_pool), change_listener=ChangeListener(s.migration_database_url or self.database_url),
             content=ContentPolicies(ContentPolicyStore(self.pool), s.content_policy_cache_seconds),
-            keys=TenantKeys(TenantKeyStore(self.pool), keks[0].id if keks else None),
+            keys=TenantKeys(TenantKeyStore(self.pool), keks[0].id if keks else None, s.key_cache_seconds),
             idempotency=IdempotencyStore(self.redis_client, s.idempotency_ttl_seconds),
         )
         return self.deps

@@ -244,6 +244,10 @@ class Settings(BaseSettings):
         300.0, ge=0, description="how often a worker moves stored memories to the current keys: re-wraps data keys"
         " after a KEK rotation, re-seals a tenant's memories after `memplane keys rotate`, and, once each start,"
         " those stored in clear before encryption was on (0: only `memplane keys` does)")
+    key_cache_seconds: float = Field(
+        60.0, ge=0, description="how long a server reuses a tenant's current data key before reading it again: a"
+        " `memplane keys rotate` reaches every server's writes within this time (what they seal meanwhile under"
+        " the older key, the next key upkeep moves)")
     content_policy_cache_seconds: float = Field(
         5.0, ge=0, description="how long a server reuses a tenant's or domain's content policy before reading it again:"
         " a change made through another server applies to writes within this time (0: read on every write)")

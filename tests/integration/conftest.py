@@ -22,7 +22,8 @@ PLATFORM = Caller(key_id="test-platform", role=Role.PLATFORM_ADMIN, tenant_id=No
 def settings(services_urls, database_settings, redis_url_for) -> Settings:
     database_url, redis_url = services_urls
     return Settings(**database_settings(database_url), redis_url=redis_url_for(redis_url), bootstrap_tenant="",
-                    workers=0, encryption_keys=ENCRYPTION_KEYS)
+                    workers=0, encryption_keys=ENCRYPTION_KEYS,
+                    key_cache_seconds=0.5)
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")

@@ -190,14 +190,21 @@ async def test_the_keys_command_reports_and_rotates_a_tenant(settings, deps, mak
 
 async def test_the_workers_upkeep_reseals_what_a_rotation_left_behind_and_rows_in_clear(deps, make_tenant):
     rotated_world, clear_world = await make_tenant(), await make_tenant()
-    await WriteService(deps).write(rotated_world.writer, [draft(unique("before the rotation"))])
-    plain = WriteService(_with_keys(deps, TenantKeys(deps.keys.store, None)))
-    await plain.write(clear_world.writer, [draft(unique("written in clear"))])
-    await deps.keys.rotate(rotated_world.tenant_id)
-    assert rotated_world.tenant_id in await deps.keys.store.pending_reseal()
+    tenant = rotated_world.tenant_id
+    elsewhere = TenantKeys(deps.keys.store, deps.keys.active_kek, cache_seconds=3600)  # another server
+    late = WriteService(_with_keys(deps, elsewhere))
+    await late.write(rotated_world.writer, [draft(unique("before the rotation"))])
+    await WriteService(_with_keys(deps, TenantKeys(deps.keys.store, None))).write(
+        clear_world.writer, [draft(unique("written in clear"))])
 
-    assert await deps.keys.upkeep(first_round=False) >= 1
-    assert rotated_world.tenant_id not in await deps.keys.store.pending_reseal()
+    await deps.keys.rotate(tenant)
+    await deps.keys.reseal(tenant)
+    # The other server still seals under the key it read before the rotation.
+    await late.write(rotated_world.writer, [draft(unique("after the rotation, under the old key"))])
+    assert tenant in await deps.keys.store.pending_reseal()  # not settled while servers may lag
+    await asyncio.sleep(deps.keys.cache_seconds + 0.1)
+    await deps.keys.upkeep(first_round=False)
+    assert tenant not in await deps.keys.store.pending_reseal()
     assert clear_world.tenant_id in await deps.keys.store.tenants_in_clear()  # a later round leaves them
     await deps.keys.upkeep(first_round=True)
 

@@ -40,7 +40,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 async def _run(args: argparse.Namespace, settings: Settings, url: str, active: str) -> dict:
     pool = await create_pool(url, size=2, ef_search=settings.hnsw_ef_search)
     try:
-        keys = TenantKeys(TenantKeyStore(pool), active)
+        keys = TenantKeys(TenantKeyStore(pool), active, settings.key_cache_seconds)
         tenants = [args.tenant] if args.tenant else [r["id"] for r in await pool.fetch("SELECT id FROM tenants")]
         if args.action == "rotate":
             return {t: {"version": await keys.rotate(t), "resealed": await keys.reseal(t)} for t in tenants}

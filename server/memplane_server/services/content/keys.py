@@ -14,9 +14,6 @@ from ...stores.postgres.content.keys import TenantKeyStore
 from ...stores.sealing import OPENERS, Texts, describe, key_from_json, open_texts, seal
 
 RESEAL_BATCH = 200
-# A rotation made through another process reaches this one's writes within this time; what they
-# seal meanwhile under the older key, the next re-seal moves.
-CURRENT_KEY_SECONDS = 60.0
 
 
 @dataclass
@@ -30,9 +27,12 @@ class KeyStatus:
 
 
 class TenantKeys:
-    def __init__(self, store: TenantKeyStore, active_kek: str | None) -> None:
+    def __init__(self, store: TenantKeyStore, active_kek: str | None, cache_seconds: float = 60.0) -> None:
         self.store = store
         self.active_kek = active_kek
+        # A rotation made through another process reaches this one's writes within this time; what
+        # they seal meanwhile under the older key stays pending a re-seal until it has passed.
+        self.cache_seconds = cache_seconds
         self._current: dict[str, tuple[float, bytes]] = {}
 
     @property
@@ -45,7 +45,7 @@ class TenantKeys:
         if self.active_kek is None:
             return None
         cached = self._current.get(tenant_id)
-        if cached is not None and time.monotonic() - cached[0] < CURRENT_KEY_SECONDS:
+        if cached is not None and time.monotonic() - cached[0] < self.cache_seconds:
             return cached[1]
         stored = await self.store.current(tenant_id)
         if stored is None:
@@ -93,7 +93,7 @@ class TenantKeys:
             old_key, text = row[4], row[5]
             clear = OPENERS.open_text(old_key, tenant_id, "digest", text) if old_key else text
             await self.store.replace_digest(tenant_id, row, current, OPENERS.seal_text(current, tenant_id, "digest", clear))
-        await self.store.resealed(tenant_id, version)
+        await self.store.resealed(tenant_id, version, settled_seconds=self.cache_seconds)
         return moved
 
     async def upkeep(self, *, first_round: bool) -> int:

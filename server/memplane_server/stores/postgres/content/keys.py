@@ -46,10 +46,14 @@ class TenantKeyStore:
         rows = await self.pool.fetch("SELECT DISTINCT tenant_id FROM tenant_keys WHERE reseal_pending ORDER BY 1")
         return [r["tenant_id"] for r in rows]
 
-    async def resealed(self, tenant_id: str, version: int) -> None:
-        """The tenant's rows are under version or newer: no re-seal pending up to it."""
-        await self.pool.execute("UPDATE tenant_keys SET reseal_pending = false WHERE tenant_id = $1 AND version <= $2",
-                                tenant_id, version)
+    async def resealed(self, tenant_id: str, version: int, *, settled_seconds: float) -> None:
+        """The tenant's rows are under version or newer: no re-seal pending up to it, once every
+        server has taken the new key (servers reuse a key settled_seconds; a write in between may
+        still seal under the older one, which the next round then moves)."""
+        await self.pool.execute(
+            "UPDATE tenant_keys SET reseal_pending = false WHERE tenant_id = $1"
+            " AND (SELECT max(created_at) FROM tenant_keys WHERE tenant_id = $1 AND version <= $2)"
+            " < now() - make_interval(secs => $3)", tenant_id, version, float(settled_seconds))
 
     async def tenants_in_clear(self) -> list[str]:
         """Tenants with memories stored before encryption was configured (one scan: run once a start)."""
