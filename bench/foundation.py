@@ -160,19 +160,26 @@ def running_server(prefix: str = "memplane-bench-") -> Iterator[Running]:
             print(f"server log (last 6000 characters):\n{log.read_text()[-6000:]}", file=sys.stderr)
         raise
     finally:
-        if proc is not None and proc.poll() is None:
+        shut_down([proc] if proc is not None else [], [redis, postgres], data_dir)
+
+
+def shut_down(procs: list[subprocess.Popen], services: list, data_dir: Path) -> None:
+    """Servers (SIGTERM, then kill after 30 s), then the embedded services, then their folder."""
+    for proc in procs:
+        if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        for service in (redis, postgres):
-            try:
-                service.stop()
-            except Exception as exc:  # keep cleaning up
-                print(f"warning: stopping {type(service).__name__}: {exc}", file=sys.stderr)
-        shutil.rmtree(data_dir, ignore_errors=True)
+    for proc in procs:
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    for service in services:
+        try:
+            service.stop()
+        except Exception as exc:  # keep cleaning up
+            print(f"warning: stopping {type(service).__name__}: {exc}", file=sys.stderr)
+    shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def bench_write(client: MemoryClient, e5: E5, texts: list[str]) -> dict:
