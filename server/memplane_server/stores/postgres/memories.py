@@ -15,7 +15,6 @@ import numpy as np
 from ...core.access.caller import Caller
 from ...core.access.requests import RequestKey
 from ...core.model import (
-    UPDATABLE_FIELDS,
     Forgotten,
     HistoryEntry,
     Kind,
@@ -31,9 +30,8 @@ from ...core.model import (
 from ...core.retrieval.bm25 import KeywordMatch
 from ...core.retrieval.time_expressions import TimeRange
 from ...core.write.conflicts import ConflictRule
-from ..sealing import Texts, seal
 from .contexts import WINDOW_KINDS, mark_sessions
-from .memory_writes import Stored, StoredDraft, WriteTransaction, append_history
+from .memory_writes import Stored, StoredDraft, WriteTransaction, append_history, unwindow, update_row
 from .replica import ReadPools
 from .search.lexical import FactQuery, KeywordQuery, LexicalQuery, lexical
 from .search.nearest import VectorQuery, Walks, generic_plan_serves, nearest
@@ -57,11 +55,6 @@ _MAX_LISTED_IDS = 1000
 
 FETCH_ROWS = 250  # rows decoded per turn of the event loop when a statement reads thousands
 E = TypeVar("E", Scope, Layer, Kind, Status)
-
-
-async def _unwindow(conn: asyncpg.Connection, changed: Sequence[MemoryRecord]) -> None:
-    """Windows holding a changed or forgotten turn's text are emptied and queued for rebuilding."""
-    await mark_sessions(conn, [(r.tenant_id, r.session_id) for r in changed if r.kind.value in WINDOW_KINDS], clear=True)
 
 
 def _forget_condition(
@@ -267,7 +260,7 @@ class MemoryStore:
     ) -> MemoryRecord | None:
         """Changes one writable memory and records the change; None when not writable."""
         async with self.session(caller) as conn:
-            return await _update(conn, caller, memory_id, changes, embedding=embedding, keywords=keywords,
+            return await update_row(conn, caller, memory_id, changes, embedding=embedding, keywords=keywords,
                                  action=action, actor=actor, reason=reason, entities=entities)
 
     async def apply_task_outcome(
@@ -287,7 +280,7 @@ class MemoryStore:
                 row = await conn.fetchrow(
                     f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id = $1 AND {writable(caller, p)}", *p.values)
                 return record_from_row(row) if row else None
-            return await _update(conn, caller, memory_id, changes, embedding=None, keywords=None, action="feedback",
+            return await update_row(conn, caller, memory_id, changes, embedding=None, keywords=None, action="feedback",
                                  actor=actor, reason=reason)
 
     async def supersede(
@@ -304,7 +297,7 @@ class MemoryStore:
             )
             records = [record_from_row(r) for r in rows]
             await append_history(conn, records, action, actor, reason)
-            await _unwindow(conn, records)
+            await unwindow(conn, records)
         return records
 
     async def forget(
@@ -358,7 +351,7 @@ class MemoryStore:
                 )
                 return Forgotten(len(rows), ids_[:_MAX_LISTED_IDS], traces, [t.id for t in derived])
             # A forgotten turn's own window is emptied here, in its one new row version, rather than
-            # by _unwindow's UPDATE after it (which then finds only the session's other turns).
+            # by unwindow's UPDATE after it (which then finds only the session's other turns).
             windowed = f"m.kind = ANY({p.add(list(WINDOW_KINDS))}::text[])"
             rows = await conn.fetch(
                 f"UPDATE memories m SET status = 'deleted', updated_at = clock_timestamp(),"
@@ -370,7 +363,7 @@ class MemoryStore:
             )
             records = [record_from_row(r) for r in rows]
             await append_history(conn, records, "deleted", actor, reason)
-            await _unwindow(conn, records)
+            await unwindow(conn, records)
             traces = [Trace(r.tenant_id, r.stored_id, r.session_id, r.user_id, r.content) for r in records]
             derived, cascaded = await _derived_traces(conn, [r.stored_id for r in records])
             return Forgotten(len(records), [r.stored_id for r in records][:_MAX_LISTED_IDS], traces + derived, cascaded)
@@ -476,46 +469,3 @@ class MemoryStore:
         built = await asyncio.to_thread(
             lambda: [(record_from_row(r), r["embedding"].to_numpy().astype(np.float32)) for r in reversed(rows)])
         return built, rows[0]["matched"] if rows else 0
-
-
-_TEXT_FIELDS = ("content", "context", "value", "metadata")
-
-
-async def _update(
-    conn: asyncpg.Connection, caller: Caller, memory_id: uuid.UUID, changes: dict[str, Any], *,
-    embedding: tuple[np.ndarray, str] | None, keywords: str | None, action: str, actor: str, reason: str,
-    entities: list[str] | None = None,
-) -> MemoryRecord | None:
-    p = Params(memory_id)
-    sets = ["updated_at = clock_timestamp()"]
-    texts = [name for name in _TEXT_FIELDS if name in changes]
-    if texts:
-        # Sealed under the key the row's other texts are sealed under, which the row keeps: locked,
-        # so that a re-seal cannot move the row to another key in between.
-        current = await conn.fetchrow("SELECT tenant_id, sealed_key FROM memories WHERE id = $1 FOR UPDATE", memory_id)
-        if current is None:
-            return None
-        sealed = seal(current["sealed_key"], current["tenant_id"], Texts(
-            changes.get("content", ""), changes.get("context", ""), changes.get("value"), changes.get("metadata") or {}))
-        changes = {**changes, **{name: getattr(sealed, name) for name in texts}}
-    for column, value in changes.items():
-        if column not in UPDATABLE_FIELDS:
-            raise ValueError(f"not updatable: {column}")
-        sets.append(f"{column} = {p.add(value)}")
-    if embedding is not None:
-        sets.append(f"embedding = {p.add(embedding[0])}, embedding_model = {p.add(embedding[1])}")
-    if keywords is not None:
-        sets.append(f"keywords = to_tsvector('simple', {p.add(keywords)})")
-    if entities is not None:
-        sets.append(f"entities = {p.add(list(entities))}::text[]")
-    row = await conn.fetchrow(
-        f"UPDATE memories m SET {', '.join(sets)} WHERE m.id = $1 AND {writable(caller, p)}"
-        f" RETURNING {MEMORY_COLUMNS}",
-        *p.values,
-    )
-    if row is None:
-        return None
-    record = record_from_row(row)
-    await append_history(conn, [record], action, actor, reason)
-    await _unwindow(conn, [record])
-    return record

@@ -1,19 +1,21 @@
 """The write transaction: quota, per-fact and per-kind locks, then for each item one of
 re-observe (the same thing again), supersede (a new value of the same entity/attribute), merge
-(a near-duplicate, newest wins) or a plain insert. All in the caller's RLS session."""
+(a near-duplicate, newest wins) or a plain insert. All in the caller's RLS session. And the
+change of one memory's fields (UpdateMemory, a task's outcome), sealed as its row is."""
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Any
 
 import asyncpg
 import numpy as np
 
 from ...core.access.caller import Caller
 from ...core.access.requests import RequestKey
-from ...core.model import MemoryDraft, MemoryRecord, Scope, Status
+from ...core.model import UPDATABLE_FIELDS, MemoryDraft, MemoryRecord, Scope, Status
 from ...core.write.conflicts import ConflictRule, conflict_reason
 from ...core.write.observations import DEDUP_KINDS, claim, normalized, reobserved_confidence, write_lock
 from ..sealing import Texts, seal
@@ -283,3 +285,51 @@ class WriteTransaction:
             )
             await append_history(self.conn, [record_from_row(retired)], action, self.actor, f"replaced by {record.id}")
         return record
+
+
+async def unwindow(conn: asyncpg.Connection, changed: Sequence[MemoryRecord]) -> None:
+    """Windows holding a changed or forgotten turn's text are emptied and queued for rebuilding."""
+    await mark_sessions(conn, [(r.tenant_id, r.session_id) for r in changed if r.kind.value in WINDOW_KINDS], clear=True)
+
+
+_TEXT_FIELDS = ("content", "context", "value", "metadata")
+
+
+async def update_row(
+    conn: asyncpg.Connection, caller: Caller, memory_id: uuid.UUID, changes: dict[str, Any], *,
+    embedding: tuple[np.ndarray, str] | None, keywords: str | None, action: str, actor: str, reason: str,
+    entities: list[str] | None = None,
+) -> MemoryRecord | None:
+    p = Params(memory_id)
+    sets = ["updated_at = clock_timestamp()"]
+    texts = [name for name in _TEXT_FIELDS if name in changes]
+    if texts:
+        # Sealed under the key the row's other texts are sealed under, which the row keeps: locked,
+        # so that a re-seal cannot move the row to another key in between.
+        current = await conn.fetchrow("SELECT tenant_id, sealed_key FROM memories WHERE id = $1 FOR UPDATE", memory_id)
+        if current is None:
+            return None
+        sealed = seal(current["sealed_key"], current["tenant_id"], Texts(
+            changes.get("content", ""), changes.get("context", ""), changes.get("value"), changes.get("metadata") or {}))
+        changes = {**changes, **{name: getattr(sealed, name) for name in texts}}
+    for column, value in changes.items():
+        if column not in UPDATABLE_FIELDS:
+            raise ValueError(f"not updatable: {column}")
+        sets.append(f"{column} = {p.add(value)}")
+    if embedding is not None:
+        sets.append(f"embedding = {p.add(embedding[0])}, embedding_model = {p.add(embedding[1])}")
+    if keywords is not None:
+        sets.append(f"keywords = to_tsvector('simple', {p.add(keywords)})")
+    if entities is not None:
+        sets.append(f"entities = {p.add(list(entities))}::text[]")
+    row = await conn.fetchrow(
+        f"UPDATE memories m SET {', '.join(sets)} WHERE m.id = $1 AND {writable(caller, p)}"
+        f" RETURNING {MEMORY_COLUMNS}",
+        *p.values,
+    )
+    if row is None:
+        return None
+    record = record_from_row(row)
+    await append_history(conn, [record], action, actor, reason)
+    await unwindow(conn, [record])
+    return record
