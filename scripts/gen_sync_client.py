@@ -1,7 +1,7 @@
 """Generates the blocking modules of the Python SDK from their asyncio sources.
 
-The SDK's API is written once, for asyncio: memplane/aio.py (the clients) and
-memplane/_aio_transport.py (the transport and client base). Each blocking module is the same
+The SDK's API is written once, for asyncio: memplane/aio.py and memplane/_admin_aio.py (the
+clients) and memplane/_aio_transport.py (the transport and client base). Each blocking module is the same
 code with every asyncio construct rewritten by RULES below, in order, over the whole text.
 
 Run with --check to fail (exit 1) when a committed blocking module differs from what would be
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "clients" / "python" / "memplane"
 
 #: asyncio source -> the blocking module generated from it, both in PACKAGE.
-FILES = {"aio.py": "client.py", "_aio_transport.py": "_sync_transport.py"}
+FILES = {"aio.py": "client.py", "_admin_aio.py": "_admin_sync.py", "_aio_transport.py": "_sync_transport.py"}
 
 HEADER = (
     "# Generated from memplane/{source} by scripts/gen_sync_client.py: do not edit by hand.\n"
@@ -38,6 +38,7 @@ NAMES = {
     "__aexit__": "__exit__",
     "asyncio.sleep": "time.sleep",
     "grpc.aio": "grpc",
+    "_admin_aio": "_admin_sync",
 }
 
 #: (pattern, replacement), applied in this order with re.MULTILINE.
