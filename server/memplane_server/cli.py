@@ -25,6 +25,10 @@ def main(argv: list[str] | None = None) -> int:
     restore_cmd.add_argument("file", type=Path)
     export_cmd = sub.add_parser("export", help="write one tenant's memories and history as JSON lines")
     export_cmd.add_argument("--tenant", required=True)
+    export_cmd.add_argument(
+        "--open-users", action="store_true",
+        help="write memories about users opened, not sealed under their users' keys: to move the tenant to another"
+             " deployment (an erasure then no longer reaches the file)")
     export_cmd.add_argument("--out", type=Path, help="file to write (default: stdout)")
     import_cmd = sub.add_parser("import", help="read a tenant export, into its own or another tenant id")
     import_cmd.add_argument("file", type=Path)
@@ -49,8 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     admin.add_argument("--wait", action="store_true", help="erase-user: wait for an erasure that runs as an operation")
     admin.add_argument("--wait-timeout", type=float, default=600.0)
     add_lifecycle_arguments(admin)
-    keys_cmd = sub.add_parser("keys", help="encryption at rest: status, rotate a tenant's data key, reseal, rewrap")
-    keys_cmd.add_argument("action", choices=["status", "rotate", "reseal", "rewrap"])
+    keys_cmd = sub.add_parser(
+        "keys", help="encryption at rest: status, rotate a tenant's data key, reseal, rewrap, sweep erased users")
+    keys_cmd.add_argument("action", choices=["status", "rotate", "reseal", "rewrap", "sweep"])
     keys_cmd.add_argument("--tenant", help="rotate, reseal: one tenant (default: every tenant)")
     sub.add_parser("worker", help="run the background work (jobs, expiry sweep, turn windows) without gRPC")
     health = sub.add_parser("health", help="exit 0 when the server answers SERVING on grpc.health.v1, else 1")

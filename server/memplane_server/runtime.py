@@ -53,6 +53,7 @@ from .stores.postgres.changes import ChangeListener, ChangeStore
 from .stores.postgres.conflicts import ConflictStore
 from .stores.postgres.content.keys import TenantKeyStore
 from .stores.postgres.content.policies import ContentPolicyStore
+from .stores.postgres.content.user_keys import record_store, recorded_store
 from .stores.postgres.contexts import ContextStore
 from .stores.postgres.decisions import DecisionStore
 from .stores.postgres.forget.erasure import ErasureStore
@@ -73,6 +74,7 @@ from .stores.redis.idempotency import IdempotencyStore
 from .stores.redis.rate_limit import RateLimiter
 from .stores.redis.working import WorkingStore
 from .stores.sealing import OPENERS, Kek, describe, new_kek_line, parse_keks
+from .stores.user_keys import UserKeyFiles
 from .telemetry import setup_telemetry
 from .worker.loops import (
     build_turn_windows,
@@ -210,12 +212,61 @@ async def refuse_missing_keks(store: TenantKeyStore, held: set[str]) -> None:
             " fresh data directory, copy the old MEMPLANE_DATA_DIR/keys/kek into it); docs/security.md")
 
 
-def open_with_keys(s: Settings) -> str | None:
-    """For a tool outside the server: this deployment's KEKs, so that it can open what the server
-    sealed; returns the active one (None: encryption off)."""
+USER_KEYS_DIR = Path("keys") / "users"
+
+
+def user_keys_folder(s: Settings, *, embedded: bool) -> Path | None:
+    return s.user_keys_dir or (s.data_dir / USER_KEYS_DIR if embedded else None)
+
+
+def user_key_files(s: Settings, keks: list[Kek], *, embedded: bool) -> UserKeyFiles | None:
+    """Where users' keys are kept (None: nowhere, memories about a user take the tenant's key)."""
+    folder = user_keys_folder(s, embedded=embedded)
+    if not keks or folder is None:
+        return None
+    return UserKeyFiles(folder, OPENERS, keks[0].id)
+
+
+def install_user_keys(s: Settings, files: UserKeyFiles | None) -> None:
+    """The folder every row of this process opens users' keys from (one per process)."""
+    if files is not None:
+        OPENERS.user_keys = files
+        OPENERS.user_key_seconds = s.key_cache_seconds
+
+
+async def check_user_key_store(pool: asyncpg.Pool, files: UserKeyFiles | None) -> None:
+    """The database's rows name users' keys in one folder: a server given another (an empty one
+    after a restore, one per replica) or none would read every user's memories as erased."""
+    recorded = await recorded_store(pool)
+    if files is None:
+        if recorded is not None:
+            raise SystemExit(
+                f"this database's memories about users are sealed under users' keys kept in folder {recorded}, and"
+                " this server has no MEMPLANE_USER_KEYS_DIR (or no KEK): point it at that folder; docs/security.md")
+        return
+    ours = await asyncio.to_thread(files.open)
+    recorded = await record_store(pool, ours)
+    if recorded != ours:
+        raise SystemExit(
+            f"this database's users' keys are in key folder {recorded}; MEMPLANE_USER_KEYS_DIR ({files.folder}) holds"
+            f" folder {ours}: give every server sharing the database that folder (after a restore into a fresh data"
+            " directory, copy the old MEMPLANE_DATA_DIR/keys with it); docs/security.md")
+
+
+@dataclass(frozen=True)
+class ToolKeys:
+    active_kek: str | None  # None: encryption off
+    users: UserKeyFiles | None
+
+
+def open_with_keys(s: Settings) -> ToolKeys:
+    """For a tool outside the server: this deployment's KEKs and users' keys, so that it can open
+    what the server sealed."""
     keks = key_encryption_keys(s, embedded=not s.database_url, create=False)
     OPENERS.add(keks)
-    return keks[0].id if keks else None
+    users = user_key_files(s, keks, embedded=not s.database_url)
+    install_user_keys(s, users)
+    return ToolKeys(keks[0].id if keks else None, users)
 
 
 @dataclass
@@ -257,6 +308,9 @@ class Runtime:
         keks = key_encryption_keys(s, embedded=not s.database_url)
         OPENERS.add(keks)
         await refuse_missing_keks(TenantKeyStore(self.pool), {k.id for k in keks})
+        users = user_key_files(s, keks, embedded=not s.database_url)
+        await check_user_key_store(self.pool, users)
+        install_user_keys(s, users)
         self.deps = Deps(
             settings=s, memories=MemoryStore(
                 self.pool, default_max_memories=s.max_memories_per_tenant, walk_min_memories=s.search_walk_min_memories,
@@ -269,7 +323,7 @@ class Runtime:
             working=WorkingStore(self.redis_client, s.working_max_items), embedder=embedder, llm=model,
             changes=ChangeStore(self.pool, self.standby_pool), change_listener=ChangeListener(s.migration_database_url or self.database_url),
             content=ContentPolicies(ContentPolicyStore(self.pool), s.content_policy_cache_seconds),
-            keys=TenantKeys(TenantKeyStore(self.pool), keks[0].id if keks else None, s.key_cache_seconds),
+            keys=TenantKeys(TenantKeyStore(self.pool), keks[0].id if keks else None, s.key_cache_seconds, users),
             idempotency=IdempotencyStore(self.redis_client, s.idempotency_ttl_seconds),
         )
         return self.deps
@@ -303,7 +357,7 @@ def build_services(deps: Deps, pool: asyncpg.Pool, redis_client: redis.Redis) ->
         foresight=ForesightService(searches),
         reflections=ReflectService(deps, writes),
         forgets=forgets,
-        erasures=ErasureService(deps, ErasureStore(pool)),
+        erasures=ErasureService(deps, ErasureStore(pool, deps.keys.users)),
         memories=MemoriesService(deps),
         conflicts=ConflictsService(deps),
         consolidations=ConsolidateService(deps, writes),

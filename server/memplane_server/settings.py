@@ -240,6 +240,11 @@ class Settings(BaseSettings):
     encryption_keys_file: Path | None = Field(
         None, description="a file of key-encryption keys, one `id:base64` per line (a mounted Kubernetes Secret);"
         " on the embedded default without either setting, `MEMPLANE_DATA_DIR/keys/kek` is made on first start")
+    user_keys_dir: Path | None = Field(
+        None, description="the folder of users' keys, outside the database and its backups: memories about a user"
+        " are sealed under that user's key, which erasing the user destroys, so no earlier backup or export can"
+        " bring them back (docs/security.md). Servers sharing a database share this folder. Needs a KEK; on the"
+        " embedded default it is `MEMPLANE_DATA_DIR/keys/users`, elsewhere unset means no users' keys")
     key_maintenance_seconds: float = Field(
         300.0, ge=0, description="how often a worker moves stored memories to the current keys: re-wraps data keys"
         " after a KEK rotation, re-seals a tenant's memories after `memplane keys rotate`, and, once each start,"

@@ -119,6 +119,7 @@ def server(services_urls, database_settings, redis_url_for):
         "MEMPLANE_BOOTSTRAP_TENANT": "acme",
         "MEMPLANE_SHUTDOWN_GRACE_SECONDS": "2",
         "MEMPLANE_ENCRYPTION_KEYS": ENCRYPTION_KEYS,
+        "MEMPLANE_USER_KEYS_DIR": str(data / "keys" / "users"),
     }).start()
     yield proc
     proc.stop()

@@ -13,6 +13,7 @@ from memplane_server.runtime import Runtime
 from memplane_server.services.admin import AdminService
 from memplane_server.services.deps import Deps
 from memplane_server.settings import Settings
+from tests.conftest import make_shared_tmpdir
 from tests.support.keys import ENCRYPTION_KEYS, register_keys
 
 PLATFORM = Caller(key_id="test-platform", role=Role.PLATFORM_ADMIN, tenant_id=None, agent_id=None)
@@ -21,8 +22,10 @@ PLATFORM = Caller(key_id="test-platform", role=Role.PLATFORM_ADMIN, tenant_id=No
 @pytest.fixture(scope="session")
 def settings(services_urls, database_settings, redis_url_for) -> Settings:
     database_url, redis_url = services_urls
+    # With users' keys kept, as the embedded default does: memories about a user are sealed under
+    # that user's key throughout the suite.
     return Settings(**database_settings(database_url), redis_url=redis_url_for(redis_url), bootstrap_tenant="",
-                    workers=0, encryption_keys=ENCRYPTION_KEYS,
+                    workers=0, encryption_keys=ENCRYPTION_KEYS, user_keys_dir=make_shared_tmpdir("memplane-user-keys-"),
                     key_cache_seconds=0.5)
 
 

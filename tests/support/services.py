@@ -22,7 +22,7 @@ def job_runner(deps: Deps) -> JobRunner:
 
 
 def erasure_service(deps: Deps) -> ErasureService:
-    return ErasureService(deps, ErasureStore(deps.memories.pool))
+    return ErasureService(deps, ErasureStore(deps.memories.pool, deps.keys.users))
 
 
 def lifecycle_service(deps: Deps) -> LifecycleService:

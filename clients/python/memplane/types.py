@@ -102,7 +102,9 @@ class SearchResult:
 class ErasureReceipt:
     """Proof of an erasure of a user, also kept in the server's audit log: rows and entries removed
     per table and store ("postgres.memories", "redis.idempotency", ...), never what they held.
-    subject is the hex sha256 of the tenant id, a NUL and the user id."""
+    "user_keys.destroyed" is 1 when the user's key was destroyed, so that no earlier backup or
+    export can reveal the user's memories (0: the key still opens memories about the user that the
+    erasing key does not reach). subject is the hex sha256 of the tenant id, a NUL and the user id."""
 
     operation_id: str
     erase_time: datetime | None

@@ -1,7 +1,10 @@
 """`memplane backup` and `memplane restore`: whole-database archives made by pg_dump.
 
 An archive holds everything PostgreSQL keeps (tenants, keys, memories, history, operations);
-Redis holds only working memory and caches, which expire anyway, and is not backed up.
+Redis holds only working memory and caches, which expire anyway, and is not backed up. It never
+holds the KEK or users' keys (MEMPLANE_DATA_DIR/keys): a restore reads what an archive sealed with
+the keys as they are now, so the memories of users erased since the backup do not open, and the
+restore removes them as erased (stores/user_keys.py).
 """
 from __future__ import annotations
 
@@ -17,9 +20,13 @@ import asyncpg
 
 from ..core.backups import SchemaTooNew, backup_name, check_schema_version, names_to_prune
 from ..embedded import EmbeddedError, EmbeddedPostgres
+from ..runtime import user_keys_folder
 from ..settings import Settings
 from ..stores.postgres.bulk.dump import ClientTools, DumpError, finish_restore, is_empty, prepare_restore, server_major
+from ..stores.postgres.content.user_keys import Swept, recorded_store, remove_shredded, sealed_under_users
 from ..stores.postgres.migrations import latest_version, migrate
+from ..stores.sealing import OPENERS
+from ..stores.user_keys import UserKeyFiles
 from . import ToolError
 from .database import tool_database
 
@@ -34,6 +41,7 @@ def backup_dir(settings: Settings) -> Path:
 class Restored:
     schema_version: int
     migrated: list[str]
+    erased: Swept | None = None  # what the restore removed, sealed under users' keys since destroyed
 
 
 def backup(settings: Settings, database_url: str) -> Path:
@@ -68,12 +76,15 @@ def restore(settings: Settings, database_url: str, archive: Path) -> Restored:
         if not versions:
             raise ToolError(f"{archive} is not a Memplane backup (it has no schema_migrations rows)")
         check_schema_version(f"backup {archive}", max(versions), latest_version())
-        return asyncio.run(_restore(tools, database_url, archive, max(versions)))
+        folder = user_keys_folder(settings, embedded=not settings.database_url)
+        users = UserKeyFiles(folder, OPENERS, "") if folder is not None else None
+        return asyncio.run(_restore(tools, database_url, archive, max(versions), users))
     except (DumpError, SchemaTooNew) as exc:
         raise ToolError(str(exc)) from None
 
 
-async def _restore(tools: ClientTools, database_url: str, archive: Path, version: int) -> Restored:
+async def _restore(tools: ClientTools, database_url: str, archive: Path, version: int,
+                   users: UserKeyFiles | None) -> Restored:
     conn = await asyncpg.connect(database_url)
     try:
         if not await is_empty(conn):
@@ -86,9 +97,29 @@ async def _restore(tools: ClientTools, database_url: str, archive: Path, version
         # An archive of an older release comes up to this one's schema, as `serve` would do.
         migrated = await migrate(conn)
         await finish_restore(conn)
-        return Restored(version, migrated)
+        return Restored(version, migrated, await sweep_erased(conn, users))
     finally:
         await conn.close()
+
+
+async def sweep_erased(conn: asyncpg.Connection, users: UserKeyFiles | None) -> Swept | None:
+    """Removes, as erased, the memories sealed under users' keys that no longer exist (None: the
+    database keeps no users' keys). Refuses when the key folder is not the one the rows name: an
+    empty or other folder would make every user look erased."""
+    recorded = await recorded_store(conn)
+    if recorded is None:
+        return None
+    ours = users.store_id() if users is not None else None
+    if ours != recorded:
+        where = f"MEMPLANE_USER_KEYS_DIR ({users.folder}) holds folder {ours}" if users else "no key folder is set"
+        raise ToolError(
+            f"the archive's memories about users are sealed under users' keys in key folder {recorded}, and {where}:"
+            " copy that folder (the old MEMPLANE_DATA_DIR/keys) into place, then run `memplane keys sweep`;"
+            " nothing was removed")
+    assert users is not None
+    refs = await sealed_under_users(conn)
+    gone = [ref for ref in refs if not await asyncio.to_thread(users.exists, ref)]
+    return await remove_shredded(conn, gone)
 
 
 def _tools(settings: Settings, database_url: str) -> ClientTools:
@@ -129,4 +160,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         done = restore(settings, url, args.file)
     migrated = f", then migrated: {', '.join(done.migrated)}" if done.migrated else ""
     print(f"restored {args.file} (schema version {done.schema_version}){migrated}")
+    if done.erased is not None:
+        print(erased_line(done.erased))
     return 0
+
+
+def erased_line(swept: Swept) -> str:
+    return (f"{swept.memories} memories of {swept.users} erased users could not be decrypted (their keys were"
+            f" destroyed by an erasure) and were removed as erased, with {swept.derived} derived from them and"
+            f" {swept.jobs} jobs naming them")

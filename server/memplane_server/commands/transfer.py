@@ -37,19 +37,21 @@ from ..settings import Settings
 from ..stores.postgres.bulk.transfer import ImportConflict, ImportRefused, UnknownTenant, export_tenant, import_rows
 from ..stores.postgres.migrations import latest_version
 from ..stores.sealing import SealError
+from ..stores.user_keys import UserKeyFiles
 from . import ToolError
 from .database import tool_database
 
 
-def export(database_url: str, tenant_id: str, out: Path | None) -> int:
-    """Writes the tenant's export to `out` (stdout when None); returns how many rows it holds."""
+def export(database_url: str, tenant_id: str, out: Path | None, *, open_users: bool = False) -> int:
+    """Writes the tenant's export to `out` (stdout when None); returns how many rows it holds.
+    Memories about users stay sealed under their users' keys unless open_users."""
     if out is None:
-        return _export(database_url, tenant_id, sys.stdout)
+        return _export(database_url, tenant_id, sys.stdout, open_users)
     # Complete or absent: a failed export must not leave a file that looks like one.
     partial = out.with_name(f".{out.name}.partial")
     with os.fdopen(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as file:
         try:
-            rows = _export(database_url, tenant_id, file)
+            rows = _export(database_url, tenant_id, file, open_users)
         except BaseException:
             partial.unlink(missing_ok=True)
             raise
@@ -57,12 +59,12 @@ def export(database_url: str, tenant_id: str, out: Path | None) -> int:
     return rows
 
 
-def _export(database_url: str, tenant_id: str, out: TextIO) -> int:
+def _export(database_url: str, tenant_id: str, out: TextIO, open_users: bool) -> int:
     async def run() -> int:
         conn = await asyncpg.connect(database_url)
         try:
             rows = 0
-            async for item in export_tenant(conn, tenant_id):
+            async for item in export_tenant(conn, tenant_id, open_users=open_users):
                 if isinstance(item, ExportHeader):
                     out.write(encode_header(item) + "\n")
                 else:
@@ -98,7 +100,8 @@ def import_(settings: Settings, database_url: str, path: Path, tenant_id: str | 
         raise ToolError(str(exc)) from None
     retarget = Retarget(header.tenant_id, tenant_id or header.tenant_id, memory_ids)
     stale: dict[str, int] = {}
-    active_kek = open_with_keys(settings)
+    keys = open_with_keys(settings)
+    _check_user_key_store(header, keys.users)
 
     def rows() -> Iterator[ExportedRow]:
         for row in _rows(path):
@@ -111,7 +114,8 @@ def import_(settings: Settings, database_url: str, path: Path, tenant_id: str | 
     async def run() -> dict[str, int]:
         conn = await asyncpg.connect(database_url)
         try:
-            return await import_rows(conn, retarget.target, rows(), keep_quota=keep_quota, active_kek=active_kek)
+            return await import_rows(conn, retarget.target, rows(), keep_quota=keep_quota,
+                                     active_kek=keys.active_kek, users=keys.users)
         finally:
             await conn.close()
 
@@ -132,6 +136,19 @@ def import_(settings: Settings, database_url: str, path: Path, tenant_id: str | 
     except asyncpg.PostgresError as exc:
         raise ToolError(f"nothing imported: {exc}") from None
     return Imported(retarget.target, counts, stale)
+
+
+def _check_user_key_store(header: ExportHeader, users: UserKeyFiles | None) -> None:
+    """A file whose memories about users stay sealed opens only with the users' keys it names."""
+    if header.user_key_store is None:
+        return
+    ours = users.store_id() if users is not None else None
+    if ours != header.user_key_store:
+        raise ToolError(
+            f"nothing imported: the file's memories about users are sealed under the users' keys of key folder"
+            f" {header.user_key_store}, which this deployment does not hold (its folder: {ours or 'none'}); to move"
+            " a tenant to another deployment, export it with --open-users (the file then holds those memories"
+            " opened, and an erasure no longer reaches that file); docs/security.md")
 
 
 def _scan(path: Path) -> tuple[ExportHeader, set[str]]:
@@ -164,11 +181,15 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 def _run(args: argparse.Namespace, settings: Settings) -> int:
     with tool_database(settings) as url:
         if args.cmd == "export":
-            rows = export(url, args.tenant, args.out)
+            rows = export(url, args.tenant, args.out, open_users=args.open_users)
             print(f"exported tenant {args.tenant}: {rows} rows", file=sys.stderr)
             return 0
         done = import_(settings, url, args.file, args.tenant, keep_quota=args.keep_quota)
-    print(f"imported into tenant {done.tenant_id}: " + ", ".join(f"{n} {table}" for table, n in done.counts.items()))
+    counts = {t: n for t, n in done.counts.items() if not t.startswith("erased_")}
+    print(f"imported into tenant {done.tenant_id}: " + ", ".join(f"{n} {table}" for table, n in counts.items()))
+    if done.counts.get("erased_memories") or done.counts.get("erased_history"):
+        print(f"left out as erased: {done.counts['erased_memories']} memories and {done.counts['erased_history']}"
+              " history entries sealed under the keys of users erased since the export", file=sys.stderr)
     for model, n in done.stale_vectors.items():
         print(f"{n} memories carry vectors of {model}, not {settings.embedding_model}:"
               " run `memplane reembed` to move them", file=sys.stderr)

@@ -33,6 +33,12 @@ class ExportHeader:
     tenant_id: str
     schema_version: int
     exported_at: datetime
+    # The users' key folder the file's memories about users stay sealed under (None: all opened).
+    user_key_store: str | None = None
+
+
+# Marks a row whose texts stay sealed under a user's key, naming the tenant they were sealed in.
+SEALED_TENANT = "$sealed_tenant"
 
 
 @dataclass(frozen=True)
@@ -42,10 +48,13 @@ class ExportedRow:
 
 
 def encode_header(header: ExportHeader) -> str:
-    return json.dumps({
+    data = {
         "format": FORMAT, "format_version": FORMAT_VERSION, "tenant_id": header.tenant_id,
         "schema_version": header.schema_version, "exported_at": header.exported_at.isoformat(),
-    }, ensure_ascii=False)
+    }
+    if header.user_key_store is not None:
+        data["user_key_store"] = header.user_key_store
+    return json.dumps(data, ensure_ascii=False)
 
 
 def encode_row(row: ExportedRow) -> str:
@@ -57,8 +66,9 @@ def decode_header(line: str) -> ExportHeader:
     if data.get("format") != FORMAT or data.get("format_version") != FORMAT_VERSION:
         raise TransferFormatError(f"line 1 is not a {FORMAT} v{FORMAT_VERSION} header")
     try:
+        store = data.get("user_key_store")
         return ExportHeader(str(data["tenant_id"]), int(data["schema_version"]),
-                            datetime.fromisoformat(data["exported_at"]))
+                            datetime.fromisoformat(data["exported_at"]), str(store) if store is not None else None)
     except (KeyError, TypeError, ValueError) as exc:
         raise TransferFormatError(f"line 1: bad header ({exc})") from None
 

@@ -103,6 +103,7 @@ class MemoriesService:
         record = await self.deps.memories.update(
             caller, mid, changes, embedding=embedding, keywords=keywords, action=action, actor=caller.key_id,
             reason=reason, entities=entities,
+            sealing=await self.deps.keys.sealing(current.tenant_id) if "user_id" in changes else None,
         )
         if record is None:
             raise not_found("memory")

@@ -11,6 +11,11 @@ data-key rotation re-seals the rows, which stay readable under either key meanwh
 Every process holds the KEKs it was given in one registry (OPENERS): rows are opened wherever they
 are read (a search's candidates, a history snapshot, a working-memory item) by the KEK their key
 names. Empty texts and missing values stay as they are: whether a memory has a context is visible.
+
+A memory about a user (its user_id) is sealed under a key of that user instead, kept outside the
+database (stores/user_keys.py) so that erasing the user can destroy it: its `sealed_key` then names
+the user (a hash) and the key's id, not a wrapped key. What was sealed under a destroyed key opens
+as nothing, the way an erased memory reads (docs/security.md, crypto-shredding).
 """
 from __future__ import annotations
 
@@ -18,13 +23,17 @@ import base64
 import json
 import os
 import struct
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 _WRAP_FORMAT = 1
+_USER_FORMAT = 2
+SUBJECT_BYTES = 32
+KEY_ID_BYTES = 16
 _NONCE = 12
 SEALED_JSON = "$sealed"
 # Sealed bytes start with a NUL, which no serialized response does (a protobuf field tag is never 0).
@@ -33,6 +42,10 @@ SEALED_BYTES = b"\x00mp1"
 
 class SealError(Exception):
     """A sealed value cannot be opened: its KEK is not among this process's, or it was altered."""
+
+
+class Shredded(SealError):
+    """Sealed under a user's key that was destroyed: the user was erased."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +87,23 @@ class WrappedKey:
     blob: bytes
 
 
+def user_key_ref(subject: str, key_id: bytes) -> bytes:
+    """What a row sealed under a user's key carries: the user (sha256 of tenant and user id, as an
+    erasure receipt names it) and which of that user's keys, never the key."""
+    return bytes([_USER_FORMAT]) + bytes.fromhex(subject) + key_id
+
+
+def is_user_key_ref(blob: bytes | None) -> bool:
+    return bool(blob) and blob[0] == _USER_FORMAT  # type: ignore[index]
+
+
+def user_key_parts(ref: bytes) -> tuple[str, bytes]:
+    """The subject (hex) and key id a user key reference names."""
+    if len(ref) != 1 + SUBJECT_BYTES + KEY_ID_BYTES or not is_user_key_ref(ref):
+        raise SealError("not a user key reference")
+    return ref[1:1 + SUBJECT_BYTES].hex(), ref[1 + SUBJECT_BYTES:]
+
+
 def describe(blob: bytes) -> WrappedKey:
     if not blob or blob[0] != _WRAP_FORMAT:
         raise SealError("not a wrapped data key")
@@ -85,6 +115,17 @@ def describe(blob: bytes) -> WrappedKey:
 
 def _wrap_aad(tenant_id: str, version: int) -> bytes:
     return f"memplane data key\x1f{tenant_id}\x1f{version}".encode()
+
+
+def _user_wrap_aad(subject: str, key_id: bytes) -> bytes:
+    return f"memplane user key\x1f{subject}\x1f{key_id.hex()}".encode()
+
+
+class UserKeySource(Protocol):
+    """Where users' keys are kept (stores/user_keys.py): read here, on a row's first opening."""
+
+    def read(self, ref: bytes) -> bytes | None:
+        """The wrapped key a reference names; None once it was destroyed."""
 
 
 def _field_aad(tenant_id: str, field: str) -> bytes:
@@ -99,38 +140,80 @@ class Keyring:
     def __init__(self) -> None:
         self.keks: dict[str, AESGCM] = {}
         self._opened: dict[bytes, AESGCM] = {}
+        # Users' keys: read from `user_keys` on first use and held user_key_seconds, so that a key
+        # another server destroyed (an erasure) leaves this one's memory within that time.
+        self.user_keys: UserKeySource | None = None
+        self.user_key_seconds = 60.0
+        self._users: dict[bytes, tuple[float, AESGCM]] = {}
 
     def add(self, keks: Iterable[Kek]) -> None:
         for kek in keks:
             self.keks.setdefault(kek.id, AESGCM(kek.key))
 
-    def wrap(self, kek_id: str, tenant_id: str, version: int, data_key: bytes) -> bytes:
+    def _wrap(self, kek_id: str, version: int, key: bytes, aad: bytes) -> bytes:
         nonce = os.urandom(_NONCE)
         head = bytes([_WRAP_FORMAT, len(kek_id.encode())]) + kek_id.encode() + struct.pack(">I", version)
-        return head + nonce + self.keks[kek_id].encrypt(nonce, data_key, _wrap_aad(tenant_id, version))
+        return head + nonce + self.keks[kek_id].encrypt(nonce, key, aad)
 
-    def new_data_key(self, kek_id: str, tenant_id: str, version: int) -> bytes:
-        return self.wrap(kek_id, tenant_id, version, AESGCM.generate_key(bit_length=256))
-
-    def unwrap(self, blob: bytes, tenant_id: str) -> bytes:
+    def _unwrap(self, blob: bytes, aad: bytes, whose: str) -> bytes:
         info = describe(blob)
         kek = self.keks.get(info.kek_id)
         if kek is None:
             raise SealError(f"data key wrapped by key-encryption key {info.kek_id!r}, which this server lacks")
         start = 6 + len(info.kek_id.encode())
         try:
-            return kek.decrypt(blob[start:start + _NONCE], blob[start + _NONCE:], _wrap_aad(tenant_id, info.version))
+            return kek.decrypt(blob[start:start + _NONCE], blob[start + _NONCE:], aad)
         except Exception:
-            raise SealError(f"the data key of tenant {tenant_id!r} does not open: altered, or another tenant's") from None
+            raise SealError(f"the data key of {whose} does not open: altered, or another's") from None
+
+    def wrap(self, kek_id: str, tenant_id: str, version: int, data_key: bytes) -> bytes:
+        return self._wrap(kek_id, version, data_key, _wrap_aad(tenant_id, version))
+
+    def new_data_key(self, kek_id: str, tenant_id: str, version: int) -> bytes:
+        return self.wrap(kek_id, tenant_id, version, AESGCM.generate_key(bit_length=256))
+
+    def unwrap(self, blob: bytes, tenant_id: str) -> bytes:
+        return self._unwrap(blob, _wrap_aad(tenant_id, describe(blob).version), f"tenant {tenant_id!r}")
 
     def rewrap(self, blob: bytes, tenant_id: str, kek_id: str) -> bytes:
         return self.wrap(kek_id, tenant_id, describe(blob).version, self.unwrap(blob, tenant_id))
 
+    def new_user_key(self, kek_id: str, subject: str, key_id: bytes) -> bytes:
+        """A new user key, wrapped by the KEK kek_id, bound to its user and id."""
+        return self._wrap(kek_id, 0, AESGCM.generate_key(bit_length=256), _user_wrap_aad(subject, key_id))
+
+    def rewrap_user_key(self, wrapped: bytes, subject: str, key_id: bytes, kek_id: str) -> bytes:
+        aad = _user_wrap_aad(subject, key_id)
+        return self._wrap(kek_id, 0, self._unwrap(wrapped, aad, "a user"), aad)
+
     def _aead(self, blob: bytes, tenant_id: str) -> AESGCM:
+        if blob[0] == _USER_FORMAT:
+            return self._user_aead(blob)
         aead = self._opened.get(blob)
         if aead is None:
             aead = self._opened[blob] = AESGCM(self.unwrap(blob, tenant_id))
         return aead
+
+    def _user_aead(self, ref: bytes) -> AESGCM:
+        held = self._users.get(ref)
+        now = time.monotonic()
+        if held is not None and now - held[0] < self.user_key_seconds:
+            return held[1]
+        if self.user_keys is None:
+            raise SealError("sealed under a user's key, and this process has no user key store (MEMPLANE_USER_KEYS_DIR)")
+        # A small local file, read once per user per user_key_seconds: cheaper than the hop to a
+        # thread, and it keeps every place that opens a row synchronous.
+        wrapped = self.user_keys.read(ref)
+        if wrapped is None:
+            self._users.pop(ref, None)
+            raise Shredded("sealed under the key of an erased user")
+        subject, key_id = user_key_parts(ref)
+        aead = AESGCM(self._unwrap(wrapped, _user_wrap_aad(subject, key_id), "a user"))
+        self._users[ref] = (now, aead)
+        return aead
+
+    def drop_user_key(self, ref: bytes) -> None:
+        self._users.pop(ref, None)
 
     def seal_text(self, blob: bytes, tenant_id: str, field: str, text: str) -> str:
         nonce = os.urandom(_NONCE)
@@ -202,9 +285,21 @@ def seal(blob: bytes | None, tenant_id: str, texts: Texts) -> Texts:
     )
 
 
+ERASED = Texts("", "", None, {})
+
+
 def open_texts(blob: bytes | None, tenant_id: str, texts: Texts) -> Texts:
+    """The texts in clear; those of an erased user (its key destroyed) as empty."""
     if blob is None:
         return texts
+    try:
+        return open_sealed_texts(blob, tenant_id, texts)
+    except Shredded:
+        return ERASED
+
+
+def open_sealed_texts(blob: bytes, tenant_id: str, texts: Texts) -> Texts:
+    """As open_texts, but an erased user's texts raise Shredded."""
     ring = OPENERS
     return Texts(
         ring.open_text(blob, tenant_id, "content", texts.content),
@@ -232,4 +327,10 @@ def key_forms(blob: bytes) -> list[str]:
 
 
 def open_text(blob: bytes | None, tenant_id: str, field: str, text: str) -> str:
-    return OPENERS.open_text(blob, tenant_id, field, text) if blob is not None and text else text
+    """One text in clear; an erased user's as empty."""
+    if blob is None or not text:
+        return text
+    try:
+        return OPENERS.open_text(blob, tenant_id, field, text)
+    except Shredded:
+        return ""

@@ -144,7 +144,7 @@ class WriteService:
                     for (i, d), found in zip(persistent, entities)
                 ],
                 embedding_model=self.deps.embedder.model_id,
-                sealed_with=await self.deps.keys.current(caller.require_tenant()),
+                sealing=await self.deps.keys.sealing(caller.require_tenant()),
                 actor=caller.key_id,
                 dedup_threshold=self.deps.settings.dedup_threshold,
                 pending_threshold=self.deps.settings.pending_threshold,

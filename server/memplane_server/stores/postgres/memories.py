@@ -30,6 +30,7 @@ from ...core.model import (
 from ...core.retrieval.bm25 import KeywordMatch
 from ...core.retrieval.time_expressions import TimeRange
 from ...core.write.conflicts import ConflictRule
+from ..user_keys import Sealing
 from .contexts import WINDOW_KINDS, mark_sessions
 from .memory_writes import Stored, StoredDraft, WriteTransaction, append_history, unwindow, update_row
 from .replica import ReadPools
@@ -106,16 +107,16 @@ class MemoryStore:
     async def insert(
         self, caller: Caller, items: Sequence[StoredDraft], *, embedding_model: str, actor: str,
         dedup_threshold: float, pending_threshold: float, conflicts: ConflictRule | None = None,
-        request: RequestKey | None = None, sealed_with: bytes | None = None,
+        request: RequestKey | None = None, sealing: Sealing | None = None,
     ) -> Stored:
         """Stores all items in one transaction, all or nothing, within quota; an item may come back
         as an existing memory observed again (see memory_writes). With a request key, a request
-        stored before is answered with its memories instead of being stored again. sealed_with:
-        the tenant's wrapped data key new rows are sealed under (None: stored in clear)."""
+        stored before is answered with its memories instead of being stored again. sealing: the
+        keys new rows are sealed under (none: stored in clear)."""
         async with self.session(caller) as conn:
             tx = WriteTransaction(conn, caller, embedding_model=embedding_model, actor=actor,
                                   dedup_threshold=dedup_threshold, pending_threshold=pending_threshold,
-                                  conflicts=conflicts, sealed_with=sealed_with)
+                                  conflicts=conflicts, sealing=sealing)
             return await tx.run(items, self.default_max_memories, request)
 
     async def prune_write_requests(self, older_than_seconds: float) -> int:
@@ -256,12 +257,13 @@ class MemoryStore:
         action: str,
         actor: str,
         reason: str = "",
-        entities: builtins.list[str] | None = None,
+        entities: builtins.list[str] | None = None, sealing: Sealing | None = None,
     ) -> MemoryRecord | None:
-        """Changes one writable memory and records the change; None when not writable."""
+        """Changes one writable memory and records the change; None when not writable. sealing: the
+        keys a memory given to another user moves to."""
         async with self.session(caller) as conn:
             return await update_row(conn, caller, memory_id, changes, embedding=embedding, keywords=keywords,
-                                 action=action, actor=actor, reason=reason, entities=entities)
+                                 action=action, actor=actor, reason=reason, entities=entities, sealing=sealing)
 
     async def apply_task_outcome(
         self, caller: Caller, memory_id: uuid.UUID, *, task_id: str, outcome: str, changes: dict[str, Any],

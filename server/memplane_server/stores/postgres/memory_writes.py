@@ -18,7 +18,9 @@ from ...core.access.requests import RequestKey
 from ...core.model import UPDATABLE_FIELDS, MemoryDraft, MemoryRecord, Scope, Status
 from ...core.write.conflicts import ConflictRule, conflict_reason
 from ...core.write.observations import DEDUP_KINDS, claim, normalized, reobserved_confidence, write_lock
-from ..sealing import Texts, seal
+from ..sealing import Texts, open_texts, seal
+from ..user_keys import Sealing
+from .content.user_keys import lock_users
 from .contexts import WINDOW_KINDS, mark_sessions
 from .sql import MEMORY_COLUMNS, Params, record_from_row, record_to_json, writable
 
@@ -95,14 +97,22 @@ async def append_history(
 class WriteTransaction:
     def __init__(self, conn: asyncpg.Connection, caller: Caller, *, embedding_model: str, actor: str,
                  dedup_threshold: float, pending_threshold: float, conflicts: ConflictRule | None,
-                 sealed_with: bytes | None = None) -> None:
+                 sealing: Sealing | None = None) -> None:
         self.conn, self.caller, self.model, self.actor = conn, caller, embedding_model, actor
-        self.sealed_with = sealed_with
+        self.sealing = sealing or Sealing(None)
+        self.user_keys: dict[str, bytes] = {}
         self.dedup_threshold, self.pending_threshold = dedup_threshold, pending_threshold
         self.conflicts = conflicts
         self.inserted = 0
 
     async def run(self, items: Sequence[StoredDraft], default_cap: int, request: RequestKey | None) -> Stored:
+        users = sorted({s.draft.user_id for s in items if s.draft.user_id})
+        if users and self.sealing.users is not None:
+            # First, so an erasure of one of these users waits for this write or this write for it:
+            # never a row sealed under a key the erasure has just destroyed.
+            assert self.caller.tenant_id is not None
+            await lock_users(self.conn, self.caller.tenant_id, users, exclusive=False)
+            self.user_keys = await self.sealing.for_users(self.caller.tenant_id, users)
         if request is not None and not await self._record_request(request):
             return Stored(await self._recorded(request), replayed=True)
         records = await self._store(items, default_cap)
@@ -250,13 +260,14 @@ class WriteTransaction:
             valid_from = s.occurred_at  # a fact holds from when it was observed until replaced
         sources = (replaces.sources if replaces is not None and action == "merged" else []) + _source(d)
         assert self.caller.tenant_id is not None
-        texts = seal(self.sealed_with, self.caller.tenant_id, Texts(d.content, d.context, d.value, d.metadata))
+        key = self.user_keys.get(d.user_id or "", self.sealing.tenant)
+        texts = seal(key, self.caller.tenant_id, Texts(d.content, d.context, d.value, d.metadata))
         columns = {
             "tenant_id": self.caller.tenant_id, "id": uuid.uuid4(), "scope": d.scope.value, "domain": d.domain,
             "agent_id": d.agent_id, "user_id": d.user_id, "session_id": d.session_id, "layer": d.layer.value,
             "kind": d.kind.value, "content": texts.content, "context": texts.context, "entity": d.entity,
             "attribute": d.attribute, "value": texts.value, "tags": list(d.tags), "metadata": texts.metadata,
-            "sealed_key": self.sealed_with,
+            "sealed_key": key,
             "confidence": d.confidence, "status": s.status.value, "supersedes": replaces.id if replaces else None,
             "source_type": d.source_type, "source_id": d.source_id, "occurred_at": s.occurred_at,
             "valid_from": valid_from, "valid_to": d.valid_to, "embedding": s.embedding,
@@ -287,6 +298,12 @@ class WriteTransaction:
         return record
 
 
+def _opened(row: asyncpg.Record) -> dict[str, Any]:
+    texts = open_texts(row["sealed_key"], row["tenant_id"],
+                       Texts(row["content"], row["context"], row["value"], row["metadata"]))
+    return {"content": texts.content, "context": texts.context, "value": texts.value, "metadata": texts.metadata}
+
+
 async def unwindow(conn: asyncpg.Connection, changed: Sequence[MemoryRecord]) -> None:
     """Windows holding a changed or forgotten turn's text are emptied and queued for rebuilding."""
     await mark_sessions(conn, [(r.tenant_id, r.session_id) for r in changed if r.kind.value in WINDOW_KINDS], clear=True)
@@ -298,20 +315,35 @@ _TEXT_FIELDS = ("content", "context", "value", "metadata")
 async def update_row(
     conn: asyncpg.Connection, caller: Caller, memory_id: uuid.UUID, changes: dict[str, Any], *,
     embedding: tuple[np.ndarray, str] | None, keywords: str | None, action: str, actor: str, reason: str,
-    entities: list[str] | None = None,
+    entities: list[str] | None = None, sealing: Sealing | None = None,
 ) -> MemoryRecord | None:
     p = Params(memory_id)
     sets = ["updated_at = clock_timestamp()"]
     texts = [name for name in _TEXT_FIELDS if name in changes]
-    if texts:
+    if texts or "user_id" in changes:
         # Sealed under the key the row's other texts are sealed under, which the row keeps: locked,
-        # so that a re-seal cannot move the row to another key in between.
-        current = await conn.fetchrow("SELECT tenant_id, sealed_key FROM memories WHERE id = $1 FOR UPDATE", memory_id)
+        # so that a re-seal cannot move the row to another key in between. A memory given to
+        # another user moves to that user's key whole: erasing the user it was about before must
+        # not reach it, erasing its new user must.
+        current = await conn.fetchrow(
+            "SELECT tenant_id, sealed_key, user_id, content, context, value, metadata FROM memories"
+            " WHERE id = $1 FOR UPDATE", memory_id)
         if current is None:
             return None
-        sealed = seal(current["sealed_key"], current["tenant_id"], Texts(
-            changes.get("content", ""), changes.get("context", ""), changes.get("value"), changes.get("metadata") or {}))
-        changes = {**changes, **{name: getattr(sealed, name) for name in texts}}
+        key = current["sealed_key"]
+        if sealing is not None and sealing.users is not None and changes.get("user_id", current["user_id"]) != current["user_id"]:
+            texts = list(_TEXT_FIELDS)
+            changes = {**_opened(current), **changes}
+            key = sealing.tenant
+            if user := changes["user_id"]:
+                await lock_users(conn, current["tenant_id"], [user], exclusive=False)
+                key = (await sealing.for_users(current["tenant_id"], [user]))[user]
+            sets.append(f"sealed_key = {p.add(key)}")
+        if texts:
+            sealed = seal(key, current["tenant_id"], Texts(
+                changes.get("content", ""), changes.get("context", ""), changes.get("value"),
+                changes.get("metadata") or {}))
+            changes = {**changes, **{name: getattr(sealed, name) for name in texts}}
     for column, value in changes.items():
         if column not in UPDATABLE_FIELDS:
             raise ValueError(f"not updatable: {column}")

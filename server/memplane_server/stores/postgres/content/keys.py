@@ -24,6 +24,16 @@ class SealedRow:
     id: uuid.UUID
     sealed_key: bytes | None
     texts: Texts
+    user_id: str | None = None
+
+
+# A key as a snapshot holds it (base64, or hex where a trigger wrote it) names a user's key: such
+# rows are under the key they should be.
+_SNAPSHOT_USER_SEALED = (
+    "coalesce(get_byte(CASE WHEN snapshot->>'sealed_key' LIKE '\\x%'"
+    " THEN decode(substr(snapshot->>'sealed_key', 3), 'hex') ELSE decode(snapshot->>'sealed_key', 'base64') END,"
+    " 0) = 2, false)"
+)
 
 
 class TenantKeyStore:
@@ -55,9 +65,12 @@ class TenantKeyStore:
             " AND (SELECT max(created_at) FROM tenant_keys WHERE tenant_id = $1 AND version <= $2)"
             " < now() - make_interval(secs => $3)", tenant_id, version, float(settled_seconds))
 
-    async def tenants_in_clear(self) -> list[str]:
-        """Tenants with memories stored before encryption was configured (one scan: run once a start)."""
-        rows = await self.pool.fetch("SELECT DISTINCT tenant_id FROM memories WHERE sealed_key IS NULL ORDER BY 1")
+    async def tenants_in_clear(self, *, users: bool = False) -> list[str]:
+        """Tenants with memories stored before encryption was configured, or (users: users' keys are
+        kept) memories about a user under the tenant's key (one scan: run once a start)."""
+        rows = await self.pool.fetch(
+            "SELECT DISTINCT tenant_id FROM memories WHERE sealed_key IS NULL"
+            " OR ($1 AND user_id IS NOT NULL AND get_byte(sealed_key, 0) = 1) ORDER BY 1", users)
         return [r["tenant_id"] for r in rows]
 
     async def all_keys(self) -> list[tuple[str, int, bytes]]:
@@ -80,14 +93,16 @@ class TenantKeyStore:
                 tenant_id, key_forms(old), base64.b64encode(new).decode())
         return int(status.split()[-1])
 
-    async def stale_rows(self, tenant_id: str, current: bytes, limit: int) -> list[SealedRow]:
-        """Rows of the tenant not sealed under its current data key (older keys, or in clear)."""
+    async def stale_rows(self, tenant_id: str, current: bytes, limit: int, *, users: bool = False) -> list[SealedRow]:
+        """Rows of the tenant not sealed under the key they should be: older tenant keys, or in
+        clear, and (users: users' keys are kept) memories about a user under a tenant key."""
         rows = await self.pool.fetch(
-            "SELECT tenant_id, id, sealed_key, content, context, value, metadata FROM memories"
-            " WHERE tenant_id = $1 AND sealed_key IS DISTINCT FROM $2 ORDER BY id LIMIT $3",
-            tenant_id, current, limit)
+            "SELECT tenant_id, id, sealed_key, content, context, value, metadata, user_id FROM memories"
+            " WHERE tenant_id = $1 AND coalesce(get_byte(sealed_key, 0), 1) = 1"
+            " AND (sealed_key IS DISTINCT FROM $2 OR ($4 AND user_id IS NOT NULL)) ORDER BY id LIMIT $3",
+            tenant_id, current, limit, users)
         return [SealedRow(r["tenant_id"], r["id"], r["sealed_key"],
-                          Texts(r["content"], r["context"], r["value"], r["metadata"])) for r in rows]
+                          Texts(r["content"], r["context"], r["value"], r["metadata"]), r["user_id"]) for r in rows]
 
     async def reseal(self, rows: Sequence[tuple[SealedRow, bytes, Texts]]) -> int:
         """Stores each row's texts sealed anew under its new key, where the row is still as read."""
@@ -102,12 +117,14 @@ class TenantKeyStore:
                 changed += int(status.split()[-1])
         return changed
 
-    async def stale_snapshots(self, tenant_id: str, current: bytes, limit: int) -> list[tuple[int, dict[str, Any]]]:
-        """History snapshots of the tenant sealed under another data key than its current one."""
+    async def stale_snapshots(self, tenant_id: str, current: bytes, limit: int,
+                              *, users: bool = False) -> list[tuple[int, dict[str, Any]]]:
+        """History snapshots of the tenant not under the key they should be (as stale_rows)."""
         rows = await self.pool.fetch(
             "SELECT seq, snapshot FROM memory_history WHERE tenant_id = $1"
-            " AND snapshot->>'sealed_key' IS DISTINCT FROM $2 ORDER BY seq LIMIT $3",
-            tenant_id, base64.b64encode(current).decode(), limit)
+            f" AND NOT {_SNAPSHOT_USER_SEALED} AND (snapshot->>'sealed_key' IS DISTINCT FROM $2"
+            " OR ($4 AND coalesce(snapshot->>'user_id', '') <> '')) ORDER BY seq LIMIT $3",
+            tenant_id, base64.b64encode(current).decode(), limit, users)
         return [(r["seq"], r["snapshot"]) for r in rows]
 
     async def replace_snapshots(self, tenant_id: str, snapshots: Sequence[tuple[int, dict[str, Any]]]) -> None:

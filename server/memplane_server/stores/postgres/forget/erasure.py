@@ -6,9 +6,16 @@ private memories) is not something row-level security can express. Other keys ar
 `writable` predicate, to the jobs they own (the operations they see) and to their agent's decisions,
 and never touch the audit log, which only a tenant admin reads. What was derived from the erased
 memories, in any scope or tenant, is erased by the delete trigger of migration 0010.
+
+Where users' keys are kept (stores/user_keys.py), the user's key is destroyed before the commit
+once no memory about the user is left in the tenant (a key that still opens another agent's
+memories stays, and the receipt says so): every backup and export made before holds the user's
+memories sealed under a key that no longer exists. An exclusive lock on the user keeps a write
+from sealing under the key meanwhile (memory_writes.WriteTransaction takes it shared).
 """
 from __future__ import annotations
 
+import asyncio
 import uuid
 from dataclasses import dataclass, field
 
@@ -17,6 +24,8 @@ import asyncpg
 from ....core.access.caller import Caller
 from ....core.forget.erasure import word_pattern
 from ....core.model import Trace
+from ...user_keys import UserKeyFiles
+from ..content.user_keys import lock_users
 from ..contexts import WINDOW_KINDS, mark_sessions
 from ..sql import Params, trace_of, writable
 
@@ -37,8 +46,9 @@ class ErasedRows:
 
 
 class ErasureStore:
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, users: UserKeyFiles | None = None) -> None:
         self.pool = pool
+        self.users = users
 
     @staticmethod
     def _reach(caller: Caller, user_id: str, tenant_wide: bool, p: Params) -> str:
@@ -61,12 +71,27 @@ class ErasureStore:
         out = ErasedRows()
         try:
             async with self.pool.acquire() as conn, conn.transaction():
+                if self.users is not None:
+                    await lock_users(conn, caller.tenant_id or "", [user_id], exclusive=True)
                 await self._erase(conn, caller, user_id, tenant_wide, keep_job, out)
+                if self.users is not None:
+                    await self._shred(conn, caller.tenant_id or "", user_id, dry_run, out)
                 if dry_run:
                     raise _DryRun()
         except _DryRun:
             pass
         return out
+
+    async def _shred(self, conn: asyncpg.Connection, tenant: str, user_id: str, dry_run: bool, out: ErasedRows) -> None:
+        users = self.users
+        assert users is not None
+        if await conn.fetchval("SELECT EXISTS (SELECT 1 FROM memories WHERE tenant_id = $1 AND user_id = $2)",
+                               tenant, user_id):
+            out.counts["user_keys.destroyed"] = 0  # it still opens memories outside the caller's reach
+            return
+        ref = await asyncio.to_thread(users.current_ref, tenant, user_id)
+        destroyed = ref is not None if dry_run else await asyncio.to_thread(users.destroy, tenant, user_id)
+        out.counts["user_keys.destroyed"] = int(destroyed)
 
     async def _erase(
         self, conn: asyncpg.Connection, caller: Caller, user_id: str, tenant_wide: bool,
