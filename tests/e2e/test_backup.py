@@ -124,9 +124,8 @@ def test_backup_under_write_load_restores_into_a_fresh_data_dir(services_urls, t
     finally:
         first.stop()
 
-    # The archive holds the memories sealed, never the key that opens them: it moves apart.
-    (second_dir / "keys").mkdir(mode=0o700)
-    shutil.copy2(first_dir / "keys" / "kek", second_dir / "keys" / "kek")
+    # The archive holds the memories sealed, never the keys that open them: they move apart.
+    shutil.copytree(first_dir / "keys", second_dir / "keys")
     restored = memplane({"MEMPLANE_DATA_DIR": str(second_dir)}, "restore", str(archive))
     assert restored.returncode == 0, restored.stderr
     second = ServerProcess({"MEMPLANE_DATA_DIR": str(second_dir), "MEMPLANE_REDIS_URL": redis,
@@ -190,8 +189,8 @@ def test_backup_of_an_external_database_restores_every_row_into_a_fresh_database
     before = run(tenant_rows(source, tenant))
 
     target = run(fresh_database(services_urls[0], "memplane_restored"))
-    restored = memplane({"MEMPLANE_DATABASE_URL": target, "MEMPLANE_DATA_DIR": str(cli_data_dir)}, "restore",
-                        made.stdout.strip())
+    restored = memplane({"MEMPLANE_DATABASE_URL": target, "MEMPLANE_DATA_DIR": str(cli_data_dir),
+                         "MEMPLANE_USER_KEYS_DIR": server.env["MEMPLANE_USER_KEYS_DIR"]}, "restore", made.stdout.strip())
     assert restored.returncode == 0, restored.stderr
     assert run(tenant_rows(target, tenant)) == before
     assert len(before["memories"]) == len(CORPUS) + 2
