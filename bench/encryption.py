@@ -23,10 +23,14 @@ and search (its embedder loaded; on "on", the tenant's data key made).
 5. Error lines in the servers' logs (a SealError among them), so that a fast but failing "on"
    does not pass.
 
+With --users every turn names its speaker as its user (`user_id`), and "on" keeps users' keys
+(MEMPLANE_USER_KEYS_DIR): each turn is sealed under its speaker's key, as crypto-shredding does,
+and every write takes the lock an erasure of its users would wait on.
+
 Targets: search p50 on/off <= 1.1; write throughput on/off >= 1/1.1; recall@5 and @10 of the two
 within 0.005.
 
-Run:  .venv/bin/python bench/encryption.py [--turns N] [--questions N] [--json PATH]
+Run:  .venv/bin/python bench/encryption.py [--turns N] [--questions N] [--users] [--json PATH]
 """
 from __future__ import annotations
 
@@ -69,7 +73,7 @@ from memplane_server.stores.sealing import new_kek_line
 SIDES = ("on", "off")
 TOP_K, KS, SINGLE, WARMUP_QUERIES = 10, (5, 10), 100, 10
 TARGETS = {"search p50": 1.1, "writes": 1 / 1.1, "recall": 0.005}
-KEK_VARIABLES = ("MEMPLANE_ENCRYPTION_KEYS", "MEMPLANE_ENCRYPTION_KEYS_FILE")
+KEK_VARIABLES = ("MEMPLANE_ENCRYPTION_KEYS", "MEMPLANE_ENCRYPTION_KEYS_FILE", "MEMPLANE_USER_KEYS_DIR")
 # What a failing server leaves in its log: an unhandled error, a row it could not open.
 PROBLEM = re.compile(r"Traceback|SealError|\bERROR\b|\bCRITICAL\b")
 
@@ -91,13 +95,17 @@ async def create_databases(dsn: str, names: list[str]) -> None:
         await conn.close()
 
 
-def start(folder: Path, dsn: str, redis_url: str, kek: str | None) -> tuple[subprocess.Popen, str, str, str]:
-    """foundation.start_server with `kek` as the server's only key-encryption key, or none: it passes
-    this process's environment on, so a key set in the caller's shell must not reach "off"."""
+def start(folder: Path, dsn: str, redis_url: str, kek: str | None,
+          users: bool = False) -> tuple[subprocess.Popen, str, str, str]:
+    """foundation.start_server with `kek` as the server's only key-encryption key, or none (users:
+    with users' keys too): it passes this process's environment on, so a key set in the caller's
+    shell must not reach "off"."""
     for name in KEK_VARIABLES:
         os.environ.pop(name, None)
     if kek is not None:
         os.environ["MEMPLANE_ENCRYPTION_KEYS"] = kek
+        if users:
+            os.environ["MEMPLANE_USER_KEYS_DIR"] = str(folder / "user-keys")
     try:
         return start_server(folder, dsn, redis_url)
     finally:
@@ -105,7 +113,7 @@ def start(folder: Path, dsn: str, redis_url: str, kek: str | None) -> tuple[subp
 
 
 @contextmanager
-def two_servers(kek: str) -> Iterator[tuple[dict[str, Running], Path]]:
+def two_servers(kek: str, users: bool = False) -> Iterator[tuple[dict[str, Running], Path]]:
     """Embedded PostgreSQL + Redis and a server per side in a fresh /tmp folder (the side's logs in
     its subfolder), all stopped and removed after."""
     # As foundation.running_server: SIGTERM unwinds through the cleanup instead of leaving
@@ -124,7 +132,8 @@ def two_servers(kek: str) -> Iterator[tuple[dict[str, Running], Path]]:
             folder = data_dir / side
             folder.mkdir()
             side_dsn, side_redis = other_database(dsn, f"memplane_enc_{side}"), other_redis_db(redis_url, index)
-            proc, address, key, platform_key = start(folder, side_dsn, side_redis, kek if side == "on" else None)
+            proc, address, key, platform_key = start(folder, side_dsn, side_redis, kek if side == "on" else None,
+                                                     users)
             procs.append(proc)
             servers[side] = Running(proc, address, key, platform_key, side_dsn, side_redis)
         yield servers, data_dir
@@ -311,6 +320,8 @@ def main() -> int:
     ap.add_argument("--turns", type=int, default=0,
                     help="only the first N turns written (0: all), and only questions whose evidence they hold")
     ap.add_argument("--questions", type=int, default=0, help="questions searched (0: all of categories 1-4)")
+    ap.add_argument("--users", action="store_true",
+                    help="every turn about its speaker (user_id), and users' keys kept on \"on\"")
     ap.add_argument("--json", type=Path, help="also write the figures here as JSON")
     args = ap.parse_args()
     started = time.perf_counter()
@@ -318,6 +329,8 @@ def main() -> int:
     samples = json.loads((SHARED / "locomo-dev.json").read_text())
     items, _texts, turns_of = locomo_turn_items(samples)
     questions = questions_of(samples, turns_of)
+    if args.users:
+        items = [{**it, "user_id": it["content"].split(":", 1)[0]} for it in items]
     if args.turns:
         items = items[:args.turns]
         kept = {(it["session_id"], it["metadata"]["dia_id"]) for it in items}
@@ -331,7 +344,7 @@ def main() -> int:
               for t in memory_texts(turns, SINGLE, start=len(turns) * 30)]
     box = machine(E5(), [it["content"] for it in items], [q[2] for q in questions])
     kek = new_kek_line("bench-1")
-    with two_servers(kek) as (servers, data_dir):
+    with two_servers(kek, args.users) as (servers, data_dir):
         clients = {side: MemoryClient(servers[side].address, servers[side].key) for side in SIDES}
         try:
             for side in SIDES:  # the embedder loaded; on "on", the tenant's data key made

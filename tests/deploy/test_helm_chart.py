@@ -92,7 +92,9 @@ def test_pods_run_as_non_root_on_a_read_only_root_filesystem(rendered):
         for container in spec["containers"]:
             assert container["securityContext"]["readOnlyRootFilesystem"] is True
             assert container["securityContext"]["allowPrivilegeEscalation"] is False
-            assert {m["mountPath"] for m in container["volumeMounts"]} == {"/tmp", "/var/lib/memplane"}
+            # Writable only where the server writes: its temp files, data dir and (a claim) users' keys.
+            assert {m["mountPath"] for m in container["volumeMounts"]} - {"/var/lib/memplane-user-keys"} == {
+                "/tmp", "/var/lib/memplane"}
 
 
 def test_pods_spread_by_their_own_component(rendered):
@@ -172,6 +174,16 @@ def test_a_migration_url_reaches_the_migration_job_through_the_charts_secret():
     assert {"secretRef": {"name": secret["metadata"]["name"]}} in env_from
     assert "MEMPLANE_MIGRATION_DATABASE_URL" not in find(
         render("-f", str(VALUE_FILES["minimal"])), "Secret")["stringData"]
+
+
+def test_users_keys_are_one_claim_mounted_by_every_server_and_worker_and_named_in_the_settings():
+    manifests = render("-f", str(VALUE_FILES["minimal"]), "--set", "userKeys.existingClaim=shared-keys")
+    assert find(manifests, "ConfigMap")["data"]["MEMPLANE_USER_KEYS_DIR"] == "/var/lib/memplane-user-keys"
+    for suffix in ("-server", "-worker"):
+        pod = find(manifests, "Deployment", suffix)["spec"]["template"]["spec"]
+        assert {"name": "user-keys", "persistentVolumeClaim": {"claimName": "shared-keys"}} in pod["volumes"]
+        assert {"name": "user-keys", "mountPath": "/var/lib/memplane-user-keys"} in pod["containers"][0]["volumeMounts"]
+    assert "MEMPLANE_USER_KEYS_DIR" not in find(render("-f", str(VALUE_FILES["minimal"])), "ConfigMap")["data"]
 
 
 def test_encryption_keys_reach_the_pods_through_the_charts_secret_and_a_malformed_one_is_refused():

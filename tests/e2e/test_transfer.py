@@ -15,6 +15,7 @@ import pytest
 from memplane import AdminClient, MemoryClient
 from memplane.errors import NotFoundError
 from memplane_server.stores.sealing import OPENERS, Texts, key_from_json, open_texts, parse_keks
+from memplane_server.stores.user_keys import UserKeyFiles
 from tests.conftest import make_shared_tmpdir
 from tests.e2e.test_backup import memplane
 from tests.support.keys import ENCRYPTION_KEYS
@@ -22,6 +23,12 @@ from tests.support.keys import ENCRYPTION_KEYS
 T = datetime(2025, 3, 4, 5, 6, 7, 891011, tzinfo=timezone.utc)
 
 OPENERS.add(parse_keks(ENCRYPTION_KEYS))
+
+
+@pytest.fixture(autouse=True)
+def server_user_keys(server):
+    """The rows compared here are opened in this process, also those under the server's users' keys."""
+    OPENERS.user_keys = UserKeyFiles(Path(server.env["MEMPLANE_USER_KEYS_DIR"]), OPENERS, "test-1")
 
 
 @pytest.fixture
@@ -113,7 +120,8 @@ def test_export_then_import_into_another_tenant_round_trips_every_field(server, 
     source, source_key = new_tenant()
     populate(server.target, source_key)
     env = {"MEMPLANE_DATABASE_URL": server.env["MEMPLANE_DATABASE_URL"], "MEMPLANE_DATA_DIR": str(work_dir),
-           "MEMPLANE_ENCRYPTION_KEYS": ENCRYPTION_KEYS}
+           "MEMPLANE_ENCRYPTION_KEYS": ENCRYPTION_KEYS,
+           "MEMPLANE_USER_KEYS_DIR": server.env["MEMPLANE_USER_KEYS_DIR"]}
     exported = memplane(env, "export", "--tenant", source, "--out", str(work_dir / "t.jsonl"))
     assert exported.returncode == 0, exported.stderr
     copy = f"{source}-copy"
@@ -138,7 +146,8 @@ def test_imported_memories_answer_their_own_tenants_key_only(server, platform_ke
     with MemoryClient(server.target, source_key) as client:
         client.write([{"content": "The staging cluster needs the VPN", "kind": "fact"}])
     env = {"MEMPLANE_DATABASE_URL": server.env["MEMPLANE_DATABASE_URL"], "MEMPLANE_DATA_DIR": str(work_dir),
-           "MEMPLANE_ENCRYPTION_KEYS": ENCRYPTION_KEYS}
+           "MEMPLANE_ENCRYPTION_KEYS": ENCRYPTION_KEYS,
+           "MEMPLANE_USER_KEYS_DIR": server.env["MEMPLANE_USER_KEYS_DIR"]}
     assert memplane(env, "export", "--tenant", source, "--out", str(work_dir / "t.jsonl")).returncode == 0
     copy = f"{source}-copy"
     assert memplane(env, "import", "--tenant", copy, str(work_dir / "t.jsonl")).returncode == 0
@@ -159,7 +168,8 @@ def test_importing_a_file_twice_into_one_tenant_is_refused_whole(server, new_ten
     with MemoryClient(server.target, source_key) as client:
         client.write([{"content": f"note {i}", "kind": "event"} for i in range(3)])
     env = {"MEMPLANE_DATABASE_URL": server.env["MEMPLANE_DATABASE_URL"], "MEMPLANE_DATA_DIR": str(work_dir),
-           "MEMPLANE_ENCRYPTION_KEYS": ENCRYPTION_KEYS}
+           "MEMPLANE_ENCRYPTION_KEYS": ENCRYPTION_KEYS,
+           "MEMPLANE_USER_KEYS_DIR": server.env["MEMPLANE_USER_KEYS_DIR"]}
     assert memplane(env, "export", "--tenant", source, "--out", str(work_dir / "t.jsonl")).returncode == 0
     copy = f"{source}-copy"
     assert memplane(env, "import", "--tenant", copy, str(work_dir / "t.jsonl")).returncode == 0
@@ -174,7 +184,8 @@ def test_vectors_of_another_model_are_imported_stale_for_reembed(server, new_ten
         client.write([{"content": "Deploys need the VPN on", "kind": "lesson"},
                       {"content": "Lunch is at noon", "kind": "event"}])
     env = {"MEMPLANE_DATABASE_URL": server.env["MEMPLANE_DATABASE_URL"], "MEMPLANE_DATA_DIR": str(work_dir),
-           "MEMPLANE_ENCRYPTION_KEYS": ENCRYPTION_KEYS}
+           "MEMPLANE_ENCRYPTION_KEYS": ENCRYPTION_KEYS,
+           "MEMPLANE_USER_KEYS_DIR": server.env["MEMPLANE_USER_KEYS_DIR"]}
     export = work_dir / "t.jsonl"
     assert memplane(env, "export", "--tenant", source, "--out", str(export)).returncode == 0
     lines = export.read_text().splitlines()
@@ -214,7 +225,8 @@ def test_an_edited_file_cannot_import_memories_into_a_domain_the_tenant_may_not_
     with AdminClient(server.target, platform_key) as admin:
         admin.create_domain(domain)
     env = {"MEMPLANE_DATABASE_URL": server.env["MEMPLANE_DATABASE_URL"], "MEMPLANE_DATA_DIR": str(work_dir),
-           "MEMPLANE_ENCRYPTION_KEYS": ENCRYPTION_KEYS}
+           "MEMPLANE_ENCRYPTION_KEYS": ENCRYPTION_KEYS,
+           "MEMPLANE_USER_KEYS_DIR": server.env["MEMPLANE_USER_KEYS_DIR"]}
     assert memplane(env, "export", "--tenant", source, "--out", str(work_dir / "t.jsonl")).returncode == 0
 
     def into_domain(r: dict) -> dict:
@@ -241,7 +253,8 @@ def test_an_edited_file_cannot_import_memories_into_a_domain_the_tenant_may_not_
 def test_an_import_sets_a_quota_only_when_asked(server, new_tenant, work_dir):
     source, _ = new_tenant()
     env = {"MEMPLANE_DATABASE_URL": server.env["MEMPLANE_DATABASE_URL"], "MEMPLANE_DATA_DIR": str(work_dir),
-           "MEMPLANE_ENCRYPTION_KEYS": ENCRYPTION_KEYS}
+           "MEMPLANE_ENCRYPTION_KEYS": ENCRYPTION_KEYS,
+           "MEMPLANE_USER_KEYS_DIR": server.env["MEMPLANE_USER_KEYS_DIR"]}
     assert memplane(env, "export", "--tenant", source, "--out", str(work_dir / "t.jsonl")).returncode == 0
 
     def with_quota(r: dict) -> dict:

@@ -23,6 +23,7 @@ EXCEPTIONS = {
     ("domain_content_policies", "domain_content_policies_domain_fkey"): "a foreign key to the domains reference table",
     ("audit_events", "audit_events_pkey"): "platform events have no tenant: stays a local table",
     ("schema_migrations", "schema_migrations_pkey"): "migration bookkeeping, not tenant data",
+    ("user_key_store", "user_key_store_pkey"): "the deployment's one users' key folder, not tenant data",
     # Unique by id alone: a uuid is unique anyway, but Citus cannot enforce these on a distributed
     # table; the migration that distributes the tables must drop them.
     ("jobs", "jobs_id"): "uuid uniqueness; drop before distributing",

@@ -2,10 +2,15 @@
 database; erasing the user destroys it, so rows copied before the erasure (a backup, an export)
 no longer open; writes racing an erasure never seal under a destroyed key; a memory given to
 another user moves to that user's key; rows about users under the tenant's key move to the users'
-keys; a KEK rotation re-wraps users' keys; a server given another key folder refuses to start."""
+keys; a KEK rotation re-wraps users' keys; a server given another key folder refuses to start;
+`memplane keys sweep` removes what destroyed keys sealed."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
 import uuid
 
 import pytest
@@ -21,7 +26,7 @@ from memplane_server.stores.postgres.content.keys import TenantKeyStore
 from memplane_server.stores.sealing import OPENERS, Kek, Shredded, Texts, is_user_key_ref, open_sealed_texts, open_texts
 from memplane_server.stores.user_keys import UserKeyFiles
 from tests.conftest import make_shared_tmpdir
-from tests.support.keys import register_keys
+from tests.support.keys import ENCRYPTION_KEYS, register_keys
 from tests.support.services import erasure_service
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -189,3 +194,21 @@ async def test_a_server_given_another_key_folder_or_none_refuses_to_start(deps, 
     finally:
         await other.close()
     assert OPENERS.user_keys is deps.keys.users  # the refused one never took this process's folder
+
+
+async def test_the_sweep_removes_as_erased_what_a_destroyed_key_sealed_and_reports_it(settings, deps, make_tenant):
+    world = await make_tenant()
+    [kim] = await WriteService(deps).write(world.writer, [draft(unique("kim's locker code"), "kim")])
+    [kept] = await WriteService(deps).write(world.writer, [draft(unique("lee's desk"), "lee")])
+    deps.keys.users.destroy(world.tenant_id, "kim")  # as a database restored from before kim's erasure holds it
+    env = {**os.environ, "MEMPLANE_DATABASE_URL": settings.database_url, "MEMPLANE_ENCRYPTION_KEYS": ENCRYPTION_KEYS,
+           "MEMPLANE_USER_KEYS_DIR": str(settings.user_keys_dir)}
+
+    swept = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-m", "memplane_server.cli", "keys", "sweep"], env=env,
+        capture_output=True, text=True, timeout=120)
+
+    assert swept.returncode == 0, swept.stderr
+    assert json.loads(swept.stdout)["swept"]["memories"] == 1
+    assert "1 memories of 1 erased users could not be decrypted" in json.loads(swept.stdout)["report"]
+    assert await stored_row(deps, kim.id) is None and opens(await stored_row(deps, kept.id)).content == kept.content

@@ -13,14 +13,19 @@ from memplane_server.core.model import Kind, Layer, Scope, Status
 from memplane_server.stores.postgres.sql import record_from_row, record_to_json
 from memplane_server.stores.sealing import (
     OPENERS,
+    Kek,
     Keyring,
     SealError,
+    Shredded,
     Texts,
     describe,
+    is_user_key_ref,
     new_kek_line,
     open_texts,
     parse_keks,
     seal,
+    user_key_parts,
+    user_key_ref,
 )
 from tests.unit.test_stored_rows import record
 
@@ -111,3 +116,54 @@ def test_a_history_snapshot_is_sealed_as_its_memory_and_reads_back_whole():
     back = record_from_row(snapshot)
     assert (back.content, back.value, back.metadata, back.sealed_with) == (
         memory.content, memory.value, memory.metadata, blob)
+
+
+class HeldUserKeys:
+    """Users' keys held in a dict, as the key folder holds them in files (stores/user_keys.py)."""
+
+    def __init__(self, ring: Keyring, kek_id: str) -> None:
+        self.ring, self.kek_id, self.wrapped = ring, kek_id, {}
+
+    def make(self, subject: str) -> bytes:
+        key_id = os.urandom(16)
+        self.wrapped[(subject, key_id)] = self.ring.new_user_key(self.kek_id, subject, key_id)
+        return user_key_ref(subject, key_id)
+
+    def read(self, ref: bytes) -> bytes | None:
+        return self.wrapped.get(user_key_parts(ref))
+
+
+def test_a_user_key_reference_names_the_user_and_the_key_never_the_key():
+    subject = "ab" * 32
+    ref = user_key_ref(subject, b"\x01" * 16)
+    assert is_user_key_ref(ref) and not is_user_key_ref(b"\x01rest") and not is_user_key_ref(None)
+    assert user_key_parts(ref) == (subject, b"\x01" * 16) and len(ref) == 49
+
+
+def test_texts_under_a_user_key_open_until_it_is_destroyed_and_then_read_as_erased():
+    ring = Keyring()
+    ring.add([Kek("k1", os.urandom(32))])
+    ring.user_key_seconds = 0  # read the key again on every opening, as once the cache has passed
+    users = ring.user_keys = HeldUserKeys(ring, "k1")
+    ref = users.make("cd" * 32)
+    sealed = ring.seal_text(ref, "t1", "content", "the user's address")
+    assert ring.open_text(ref, "t1", "content", sealed) == "the user's address"
+
+    users.wrapped.clear()
+
+    with pytest.raises(Shredded):
+        ring.open_text(ref, "t1", "content", sealed)
+    with pytest.raises(Shredded):
+        ring.seal_text(ref, "t1", "content", "written after the erasure")
+
+
+def test_a_user_key_does_not_open_as_another_users():
+    ring = Keyring()
+    ring.add([Kek("k1", os.urandom(32))])
+    users = ring.user_keys = HeldUserKeys(ring, "k1")
+    ref = users.make("ef" * 32)
+    wrapped = users.wrapped.pop(user_key_parts(ref))
+    other = user_key_ref("0f" * 32, user_key_parts(ref)[1])
+    users.wrapped[user_key_parts(other)] = wrapped  # the same wrapped key filed under another user
+    with pytest.raises(SealError):
+        ring.seal_text(other, "t1", "content", "x")

@@ -68,6 +68,10 @@ volumeMounts:
     mountPath: /tmp
   - name: data
     mountPath: /var/lib/memplane
+{{- if .Values.userKeys.existingClaim }}
+  - name: user-keys
+    mountPath: /var/lib/memplane-user-keys
+{{- end }}
 {{- end }}
 
 {{- define "memplane.volumes" -}}
@@ -76,6 +80,11 @@ volumes:
     emptyDir: {}
   - name: data
     emptyDir: {}
+{{- with .Values.userKeys.existingClaim }}
+  - name: user-keys
+    persistentVolumeClaim:
+      claimName: {{ . }}
+{{- end }}
 {{- end }}
 
 {{/* topologySpreadConstraints of one component: pass (dict "root" $ "component" "server"). */}}
