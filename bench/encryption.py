@@ -237,8 +237,9 @@ async def stored_row(dsn: str, session: str, source_id: str) -> dict:
     """One turn as its table holds it, read by the database's owner (no server opens it)."""
     conn = await asyncpg.connect(dsn)
     try:
-        row = await conn.fetchrow("SELECT content, sealed_key IS NOT NULL AS sealed FROM memories"
-                                  " WHERE session_id = $1 AND source_id = $2 LIMIT 1", session, source_id)
+        row = await conn.fetchrow(
+            "SELECT content, CASE get_byte(sealed_key, 0) WHEN 1 THEN 'tenant' WHEN 2 THEN 'user' END AS sealed"
+            " FROM memories WHERE session_id = $1 AND source_id = $2 LIMIT 1", session, source_id)
     finally:
         await conn.close()
     return {"content": row["content"], "sealed": row["sealed"]}
@@ -300,11 +301,11 @@ def report(r: dict) -> None:
         # Rank by rank: small where the two break a near tie differently, large where hits changed.
         print(f"  largest score difference at one rank of a differing list: {s['largest_score_gap_of_differing']:.2e}")
     row("server RSS after the run, MB", r["rss_mb"]["on"], r["rss_mb"]["off"], 0)
-    print(f"\nstored turn {r['row_of']}, raw (SELECT content, sealed_key IS NOT NULL FROM memories ...):")
+    print(f"\nstored turn {r['row_of']}, raw (its content, and whose key seals it: tenant, user or none):")
     for side in SIDES:
         stored = r["stored"][side]
         print(f"  {side:3s}: {stored['content'][:100]!r}{'...' if len(stored['content']) > 100 else ''}, "
-              f"sealed_key {stored['sealed']}")
+              f"sealed under {stored['sealed'] or 'no'} key")
     print("\nserver logs (Traceback, SealError, ERROR, CRITICAL lines):")
     for side in SIDES:
         problems = r["log_problems"][side]
