@@ -55,6 +55,15 @@ async def test_a_new_value_of_a_summarised_fact_marks_the_summary_stale_at_once(
     assert job["state"] == "pending" and job["tenant_id"] == world.tenant_id
 
 
+async def test_a_source_given_to_another_user_with_new_content_marks_the_summary_stale(deps, make_tenant):
+    # The memory moves to its new user's key (crypto-shredding), so its key changes as a re-seal's
+    # does; a re-seal alone marks nothing stale, a caller's change of what it says does.
+    world = await make_tenant()
+    fact, summary = await summarised_city(deps, world.writer)
+    await MemoriesService(deps).update(world.writer, str(fact.id), {"user_id": "mo", "value": "Shenzhen"})
+    assert await status_of(deps, world.writer, summary) is Status.STALE
+
+
 async def test_a_stale_summary_is_out_of_default_search_and_the_current_fact_answers_first(deps, make_tenant):
     world = await make_tenant()
     _, summary = await summarised_city(deps, world.writer)
