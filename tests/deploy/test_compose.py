@@ -74,8 +74,16 @@ def test_the_server_leaves_background_work_to_the_worker(project):
     assert {services[n]["image"] for n in ("migrate", "server", "worker")} == {"memplane:local"}
 
 
+def test_server_and_worker_share_one_users_keys_volume_and_take_the_kek_from_the_shell(project):
+    services = project["services"]
+    for name in ("server", "worker"):
+        [mount] = [v for v in services[name]["volumes"] if v["source"] == "user-keys"]
+        assert mount["target"] == services[name]["environment"]["MEMPLANE_USER_KEYS_DIR"]
+        assert services[name]["environment"]["MEMPLANE_ENCRYPTION_KEYS"] == ""  # none set here: in clear
+
+
 def test_data_lives_in_named_volumes(project):
-    assert set(project["volumes"]) >= {"postgres-data", "redis-data"}
+    assert set(project["volumes"]) >= {"postgres-data", "redis-data", "user-keys"}
     mounts = {v["source"] for n in ("postgres", "redis") for v in project["services"][n]["volumes"]}
     assert mounts == {"postgres-data", "redis-data"}
 
