@@ -27,8 +27,12 @@ OPENERS.add(parse_keks(ENCRYPTION_KEYS))
 
 @pytest.fixture(autouse=True)
 def server_user_keys(server):
-    """The rows compared here are opened in this process, also those under the server's users' keys."""
+    """The rows compared here are opened in this process, also those under the server's users' keys;
+    the folder this process had is given back (a worker runs other suites after this one)."""
+    held = OPENERS.user_keys
     OPENERS.user_keys = UserKeyFiles(Path(server.env["MEMPLANE_USER_KEYS_DIR"]), OPENERS, "test-1")
+    yield
+    OPENERS.user_keys = held
 
 
 @pytest.fixture
