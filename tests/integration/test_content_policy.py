@@ -17,6 +17,7 @@ from memplane_server.core.model import Kind, Layer, MemoryDraft, MemoryFilter, S
 from memplane_server.core.reflection.reflection import ReflectInput, Task, TaskStep
 from memplane_server.services.content.admin import ContentPolicyService
 from memplane_server.services.memories import MemoriesService
+from memplane_server.services.reflection.reflect import opened_task
 from memplane_server.services.search.service import SearchQuery, SearchService
 from memplane_server.services.working import WorkingService
 from memplane_server.services.write.service import WriteService
@@ -232,8 +233,8 @@ async def test_a_task_trajectory_to_reflect_on_is_screened_before_it_is_queued(d
                 steps=(TaskStep(action="read the vault", observation=f"found {AWS_KEY}"),), outcome="success")
 
     operation = await reflect_service(deps).reflect(world.writer, ReflectInput(task=task, mode="async"))
-    payload = await deps.memories.pool.fetchval("SELECT payload::text FROM jobs WHERE id = $1",
-                                                operation.id)
+    stored = await deps.memories.pool.fetchval("SELECT payload FROM jobs WHERE id = $1", operation.id)
+    payload = json.dumps(opened_task(stored, world.tenant_id))  # sealed as memories are
     await ContentPolicyService(deps).set(admin_of(world.tenant_id), "", "", {"secret": "refuse"})
     with pytest.raises(MemplaneError) as caught:
         await reflect_service(deps).reflect(world.writer, ReflectInput(task=task, mode="async"))

@@ -17,6 +17,7 @@ import pytest
 
 from memplane_server.core.access.requests import RequestKey
 from memplane_server.core.model import Kind, Layer, MemoryDraft, MemoryFilter, Scope
+from memplane_server.core.reflection.reflection import ReflectInput, Task, TaskStep
 from memplane_server.services.access.idempotency import Idempotency
 from memplane_server.services.content.keys import TenantKeys
 from memplane_server.services.memories import MemoriesService
@@ -25,7 +26,9 @@ from memplane_server.services.write.service import WriteService
 from memplane_server.stores.postgres.content.keys import TenantKeyStore
 from memplane_server.stores.sealing import OPENERS, Keyring, describe, new_kek_line, parse_keks
 from tests.support.clear_text import database_text, redis_text
+from tests.support.jobs import run_jobs_until
 from tests.support.keys import ENCRYPTION_KEYS
+from tests.support.services import job_runner, reflect_service
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -212,3 +215,19 @@ async def test_the_workers_upkeep_reseals_what_a_rotation_left_behind_and_rows_i
         keys = await deps.memories.pool.fetch("SELECT DISTINCT sealed_key FROM memories WHERE tenant_id = $1",
                                               world.tenant_id)
         assert [k["sealed_key"] for k in keys] == [await deps.keys.current(world.tenant_id)]
+
+
+async def test_a_queued_reflects_task_is_sealed_in_its_job_and_the_job_reflects_on_it(deps, make_tenant):
+    world = await make_tenant()
+    request, observation = unique("migrate the billing cron"), unique("the cron ran twice")
+    task = Task(task_id=unique("t").replace(" ", "-"), request=request,
+                steps=(TaskStep(action="moved the cron", observation=observation),), outcome="success")
+
+    operation = await reflect_service(deps).reflect(world.writer, ReflectInput(task=task, user_id="nia", mode="async"))
+    raw = await deps.memories.pool.fetchval("SELECT payload::text FROM jobs WHERE id = $1", operation.id)
+    view = await run_jobs_until(job_runner(deps), deps, world.writer, operation.id,
+                                lambda v: v.state == "succeeded")
+
+    assert request not in raw and observation not in raw and '"user_id": "nia"' in raw
+    made = [await MemoriesService(deps).get(world.writer, i) for i in view.result_memory_ids]
+    assert made and any(request in m.content for m in made)

@@ -18,6 +18,7 @@ from ..core.reflection.reflection import input_from_json
 from ..logs import OncePerCause, cause_of
 from ..services.access.auth import reload_caller
 from ..services.deps import Deps
+from ..services.reflection.reflect import opened_task
 from ..services.registry import Services
 
 log = logging.getLogger(__name__)
@@ -155,7 +156,8 @@ class JobRunner:
             report = await self.lifecycle.run_for(caller.require_tenant(), dry_run=bool(job.payload.get("dry_run")))
             return JobDone([], report.summary(), report=report_to_json(report))
         if job.type == "reflect":
-            outcome = await self.reflect.run(caller, input_from_json(job.payload), request=request)
+            task = input_from_json(opened_task(job.payload, caller.require_tenant()))
+            outcome = await self.reflect.run(caller, task, request=request)
             return JobDone(outcome.memories, outcome.summary)
         if job.type == "refresh_summary":
             # A summary erased by a hard forget (migration 0010) is named by its session in the payload.

@@ -10,6 +10,7 @@ transaction and queues a `refresh_summary` job (migration 0009), which runs refr
 """
 from __future__ import annotations
 
+import base64
 import uuid
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -48,6 +49,7 @@ from ...core.validation import (
 from ...core.write.observations import claim
 from ...llm.reflection import reflect as reflect_with_model
 from ...llm.summary import refresh as refresh_with_model
+from ...stores.sealing import OPENERS, key_from_json
 from ..changeable import changeable
 from ..deps import Deps
 from ..write.service import WriteService
@@ -158,8 +160,9 @@ class ReflectService:
         return page, token
 
     async def enqueue(self, caller: Caller, r: ReflectInput) -> Operation:
-        caller.require_tenant()
-        return await self.deps.jobs.enqueue(caller, "reflect", input_to_json(r), caller_to_json(caller))
+        tenant = caller.require_tenant()
+        payload = sealed_task(input_to_json(r), tenant, await self.deps.keys.current(tenant))
+        return await self.deps.jobs.enqueue(caller, "reflect", payload, caller_to_json(caller))
 
     async def _session_size(self, caller: Caller, r: ReflectInput) -> int:
         stats = await self.deps.memories.stats(caller, MemoryFilter(session_id=r.session_id, user_id=r.user_id))
@@ -356,3 +359,24 @@ class ReflectService:
             )
             merged += len(done)
         return merged
+
+
+# A queued Reflect's task (request, steps, feedback) is what the agent reported, sealed in the job's
+# payload as memories are (stores/sealing.py); its ids (session, user) stay readable, so an erasure
+# still finds the job by its user.
+_TASK_FIELD = "reflect_task"
+
+
+def sealed_task(payload: dict, tenant_id: str, key: bytes | None) -> dict:
+    if key is None or not payload.get("task"):
+        return payload
+    return {**payload, "task": OPENERS.seal_json(key, tenant_id, _TASK_FIELD, payload["task"]),
+            "sealed_key": base64.b64encode(key).decode()}
+
+
+def opened_task(payload: dict, tenant_id: str) -> dict:
+    key = key_from_json(payload.get("sealed_key"))
+    if key is None:
+        return payload
+    return {**payload, "task": OPENERS.open_json(key, tenant_id, _TASK_FIELD, payload["task"])}
+
