@@ -32,6 +32,7 @@ test: $(STAMP)
 # PgBouncer in transaction mode (tests/conftest.py, database_settings).
 POOLED_SUITES := tests/integration/test_search.py tests/integration/test_write.py \
 	tests/integration/test_write_requests.py tests/integration/test_watch.py tests/integration/test_isolation_*.py \
+	tests/integration/test_user_keys.py \
 	tests/e2e/test_memory_rpcs.py tests/e2e/test_watch.py tests/e2e/test_watch_access.py tests/e2e/test_worker.py
 # And the Redis suites with the product on a real 3-master Redis Cluster.
 CLUSTER_SUITES := tests/integration/test_working_expiry.py tests/integration/test_idempotency_and_auth.py \

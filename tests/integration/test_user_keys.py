@@ -202,7 +202,10 @@ async def test_the_sweep_removes_as_erased_what_a_destroyed_key_sealed_and_repor
     [kept] = await WriteService(deps).write(world.writer, [draft(unique("lee's desk"), "lee")])
     deps.keys.users.destroy(world.tenant_id, "kim")  # as a database restored from before kim's erasure holds it
     env = {**os.environ, "MEMPLANE_DATABASE_URL": settings.database_url, "MEMPLANE_ENCRYPTION_KEYS": ENCRYPTION_KEYS,
-           "MEMPLANE_USER_KEYS_DIR": str(settings.user_keys_dir)}
+           "MEMPLANE_USER_KEYS_DIR": str(settings.user_keys_dir),
+           # As the suite's server is configured: through PgBouncer when the run puts it there.
+           "MEMPLANE_DATABASE_POOLED": str(settings.database_pooled).lower(),
+           "MEMPLANE_MIGRATION_DATABASE_URL": settings.migration_database_url or ""}
 
     swept = await asyncio.to_thread(
         subprocess.run, [sys.executable, "-m", "memplane_server.cli", "keys", "sweep"], env=env,

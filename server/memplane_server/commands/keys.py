@@ -35,15 +35,17 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         print("encryption is off: no key-encryption key is configured (MEMPLANE_ENCRYPTION_KEYS, "
               "MEMPLANE_ENCRYPTION_KEYS_FILE or the embedded default's key file)", file=sys.stderr)
         return 2
-    with tool_database(settings) as url:
-        out = asyncio.run(_run(args, settings, url, keys.active_kek, keys.users))
+    # Direct where a direct URL is set (as migrations do): a sweep and a re-wrap are the owner's work.
+    with tool_database(settings, direct=True) as url:
+        pooled = settings.database_pooled and url == settings.database_url
+        out = asyncio.run(_run(args, settings, url, keys.active_kek, keys.users, pooled))
     print(json.dumps(out, indent=2))
     return 0
 
 
 async def _run(args: argparse.Namespace, settings: Settings, url: str, active: str,
-               users: UserKeyFiles | None) -> dict:
-    pool = await create_pool(url, size=2, ef_search=settings.hnsw_ef_search)
+               users: UserKeyFiles | None, pooled: bool) -> dict:
+    pool = await create_pool(url, size=2, ef_search=settings.hnsw_ef_search, pooled=pooled)
     try:
         keys = TenantKeys(TenantKeyStore(pool), active, settings.key_cache_seconds, users)
         if args.action == "sweep":
