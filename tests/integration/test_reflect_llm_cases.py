@@ -13,6 +13,7 @@ from memplane_server.core.errors import Code, MemplaneError
 from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter, Scope
 from memplane_server.core.reflection.reflection import ReflectInput, Task, TaskStep
 from memplane_server.llm.chat import ChatModel
+from memplane_server.services.reflection.reflect import opened_task
 from memplane_server.services.write.service import WriteService
 from tests.support.fake_llm import Reply
 from tests.support.jobs import run_jobs_until
@@ -63,7 +64,7 @@ async def test_malformed_answers_fail_the_job_visibly_and_keep_the_trajectory(ll
     failed = await run_jobs_until(job_runner(llm_deps), llm_deps, world.writer, op.id, lambda v: v.state == "failed")
     assert failed.attempts == 2 and failed.error_reason == "LLM_MALFORMED_OUTPUT"
     payload = await llm_deps.jobs.pool.fetchval("SELECT payload FROM jobs WHERE id = $1", op.id)
-    assert payload["task"]["steps"][0]["observation"] == "error: schema missing"
+    assert opened_task(payload, world.tenant_id)["task"]["steps"][0]["observation"] == "error: schema missing"
 
 
 async def test_a_stale_summary_is_refreshed_from_the_changes_only(llm_deps, fake_llm, make_tenant):
