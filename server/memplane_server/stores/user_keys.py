@@ -67,6 +67,8 @@ class UserKeyFiles:
             data = self._path(subject).read_bytes()
         except FileNotFoundError:
             return None
+        if not any(data[:KEY_ID_BYTES]):  # being destroyed: overwritten, not yet unlinked
+            return None
         return data[:KEY_ID_BYTES], data[KEY_ID_BYTES:]
 
     def current_ref(self, tenant_id: str, user_id: str) -> bytes | None:
