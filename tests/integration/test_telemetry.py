@@ -2,6 +2,7 @@
 Redis commands, embeddings and LLM calls are child spans; none carries a key or memory text."""
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 
@@ -90,6 +91,11 @@ async def test_rpcs_are_traced_and_timed(served, telemetry):
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await stub.Search(memory_service_pb2.SearchRequest(query="x"))
         assert err.value.code() is grpc.StatusCode.UNAUTHENTICATED
+    # The server ends the RPC's span after it has sent the answer, which the client may read first.
+    for _ in range(200):
+        if "/memplane.v1.MemoryService/Search" in {s.name for s in spans.get_finished_spans()}:
+            break
+        await asyncio.sleep(0.01)
     assert "/memplane.v1.MemoryService/Search" in {s.name for s in spans.get_finished_spans()}
     assert {"rpc.method": "/memplane.v1.MemoryService/Search", "rpc.grpc.status_code": "UNAUTHENTICATED"} in [
         a for a, _ in points(reader, "rpc.server.duration")]
