@@ -36,7 +36,8 @@ CHANNEL_OPTIONS = [("grpc.max_send_message_length", 64 << 20), ("grpc.max_receiv
 
 @pytest.fixture(scope="module")
 def fuzz_server(services_urls):
-    """An own server: rate limits off (the fuzzer sends faster than a key may), its own database."""
+    """An own server: rate limits off (the fuzzer sends faster than a key may, and more bad keys
+    than one client address may: tests/e2e/test_limits.py covers both limits), its own database."""
     database_url, redis_url = services_urls
     proc = ServerProcess({
         "MEMPLANE_DATABASE_URL": asyncio.run(fresh_database(database_url, "memplane_fuzz")),
@@ -44,6 +45,7 @@ def fuzz_server(services_urls):
         "MEMPLANE_DATA_DIR": str(make_shared_tmpdir("memplane-fuzz-")),
         "MEMPLANE_BOOTSTRAP_TENANT": "acme",
         "MEMPLANE_RATE_LIMIT_PER_SECOND": "0",
+        "MEMPLANE_AUTH_FAILURES_PER_SECOND": "0",
         "MEMPLANE_SHUTDOWN_GRACE_SECONDS": "2",
     }).start()
     yield proc
