@@ -31,6 +31,8 @@ ALLOWED = {
     "panel": {"settings"},
     # The composition root and the command line put everything together.
     "runtime": {"*"},
+    # The keys a process opens sealed rows with, shared by the composition root and the tools.
+    "key_setup": {"core", "stores", "embedded", "settings"},
     "cli": {"*"},
     "commands": {"*"},
     "__init__": set(),

@@ -20,7 +20,7 @@ import asyncpg
 
 from ..core.backups import SchemaTooNew, backup_name, check_schema_version, names_to_prune
 from ..embedded import EmbeddedError, EmbeddedPostgres
-from ..runtime import user_keys_folder
+from ..key_setup import user_keys_folder
 from ..settings import Settings
 from ..stores.postgres.bulk.dump import ClientTools, DumpError, finish_restore, is_empty, prepare_restore, server_major
 from ..stores.postgres.content.user_keys import Swept, recorded_store, remove_shredded, sealed_under_users

@@ -19,7 +19,7 @@ import json
 import sys
 from dataclasses import asdict
 
-from ..runtime import open_with_keys
+from ..key_setup import open_with_keys
 from ..services.content.keys import TenantKeys
 from ..settings import Settings
 from ..stores.postgres.content.keys import TenantKeyStore

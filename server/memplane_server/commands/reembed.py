@@ -11,8 +11,8 @@ from .database import tool_database
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    from ..key_setup import open_with_keys
     from ..llm.embedders import background_threads, create_embedder
-    from ..runtime import open_with_keys
     from ..services.write.reembed import reembed
     from ..stores.postgres.bulk.embeddings import EmbeddingStore
     from ..stores.postgres.pool import create_pool

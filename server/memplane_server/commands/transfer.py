@@ -32,7 +32,7 @@ from ..core.transfer import (
     encode_header,
     encode_row,
 )
-from ..runtime import open_with_keys
+from ..key_setup import open_with_keys
 from ..settings import Settings
 from ..stores.postgres.bulk.transfer import ImportConflict, ImportRefused, UnknownTenant, export_tenant, import_rows
 from ..stores.postgres.migrations import latest_version
