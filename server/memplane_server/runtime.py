@@ -94,7 +94,9 @@ from .worker.runner import JobRunner
 log = logging.getLogger(__name__)
 REDIS_TIMEOUT_SECONDS = 2.0
 POOL_CLOSE_SECONDS = 1.0
-# After the grace time, how long gRPC gets to cancel the calls still running.
+# How long gRPC gets to finish the calls it has taken in but no handler has counted yet (they are
+# refused UNAVAILABLE, so clients retry elsewhere), or, after the grace time, those still running.
+# Zero would cancel the refusals on their way out: a client sees CANCELLED, which it must not retry.
 SERVER_STOP_SECONDS = 0.5
 
 
@@ -407,7 +409,8 @@ async def serve(settings: Settings, database_url: str, redis_url: str, *, ready:
     await set_serving(health_servicer, False)
     for r in runners:
         r.stop()
-    idle = await drain.wait_idle(grace)
-    await server.stop(0 if idle else SERVER_STOP_SECONDS)
+    if not await drain.wait_idle(grace):
+        log.warning("grace time over with %d calls in flight: cancelling them", drain.in_flight)
+    await server.stop(SERVER_STOP_SECONDS)
     await _finish([*tasks, asyncio.ensure_future(services.searches.usage.flush())], deadline)
     await runtime.close()
