@@ -6,7 +6,13 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memplane_server.core.retrieval.tokens import MAX_LOOKUP_NAMES, keyword_tokens, lookup_names, tsquery_from_tokens
+from memplane_server.core.retrieval.tokens import (
+    MAX_LOOKUP_NAMES,
+    keyword_tokens,
+    lookup_names,
+    needs_segmenting,
+    tsquery_from_tokens,
+)
 
 # A tsquery built from tokens: quoted \w-only lexemes joined by " | ", or nothing at all.
 _SAFE_TSQUERY = re.compile(r"^(?:'\w+'(?: \| '\w+')*)?$")
@@ -159,3 +165,13 @@ def test_tokens_of_a_text_are_its_words_tokens_joined():
     # tokens joined; both rely on no token spanning whitespace.
     text = "Gina's store opened\nlast week, didn't it? 我们去北京旅游 camping-trip 2023年 I'm Painting"
     assert keyword_tokens(text) == [t for word in text.split() for t in keyword_tokens(word)]
+
+
+def test_only_text_holding_chinese_needs_segmenting():
+    assert needs_segmenting("她的猫叫什么名字") and needs_segmenting("Where is 北京?")
+    assert not needs_segmenting("When did Caroline go to the LGBTQ support group?")
+
+
+def test_a_word_stems_the_same_the_second_time():
+    first = keyword_tokens("Melanie painted sunrises while camping")
+    assert keyword_tokens("Melanie painted sunrises while camping") == first == ["melani", "paint", "sunris", "camp"]

@@ -31,7 +31,7 @@ from ...core.retrieval.intent import detect_intent, routed_weights
 from ...core.retrieval.ranking import collapse_duplicates, include_preferences, within_budget
 from ...core.retrieval.scoring import Adjustments, fuse_and_adjust
 from ...core.retrieval.time_expressions import parse_time_range
-from ...core.retrieval.tokens import keyword_tokens, lookup_names
+from ...core.retrieval.tokens import keyword_tokens, lookup_names, needs_segmenting
 from ...core.retrieval.transcript import read_transcript
 from ...core.timezones import parse_time_zone
 from ...core.validation import MAX_FILTER_VALUES
@@ -95,6 +95,10 @@ def _leading(results: dict[str, list[Scored]], preferences: list[Scored], top_k:
 
 async def _no_channels() -> dict[str, list[Scored]]:
     return {}
+
+
+# About 70 words: at most about 2 ms on the event loop when none of them was stemmed before.
+INLINE_PARSE_CHARS = 400
 
 
 class SearchService:
@@ -166,13 +170,18 @@ class SearchService:
         settings = self.deps.settings
         limit = max(settings.search_candidates, top_k)
 
-        def read_text():  # segmentation and pattern matching: CPU work, off the event loop
+        def read_text():
             tokens = keyword_tokens(text)
             return tokens, lookup_names(text), detect_intent(text), parse_time_range(text, now, zone)
 
         try:
             with stage("parse"):
-                tokens, names, intent, span = await asyncio.to_thread(read_text)
+                # A question of a few dozen words takes about 0.1 ms: on the event loop. A thread hop
+                # costs more than that, and while the query is embedded on every core it waited 0.8
+                # ms for one (bench/README.md). Long texts, and Chinese (jieba's first use loads its
+                # dictionary), go to a thread.
+                inline = len(text) <= INLINE_PARSE_CHARS and not needs_segmenting(text)
+                tokens, names, intent, span = read_text() if inline else await asyncio.to_thread(read_text)
         except BaseException:
             embedded.cancel()
             raise
