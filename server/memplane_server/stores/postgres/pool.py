@@ -62,7 +62,11 @@ async def _nothing_to_reset(conn: asyncpg.Connection) -> None:
 def _trace_statement(record: asyncpg.connection.LoggedQuery) -> None:
     """Each statement as a client span, a child of the span it ran in: asyncpg calls this soon after
     the statement, in a copy of its context, with the time it took. Only the statement's verb is
-    recorded, never its text or arguments (which hold memory content and key hashes)."""
+    recorded, never its text or arguments (which hold memory content and key hashes). Under a span
+    that is not recorded (no exporter, or sampled out) none is made: a non-recording span per
+    statement cost about 20 µs, a dozen times a search."""
+    if not trace.get_current_span().is_recording():
+        return
     end = time.time_ns()
     words = record.query.split(None, 1)
     verb = words[0].upper() if words else ""
