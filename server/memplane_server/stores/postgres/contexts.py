@@ -15,13 +15,17 @@ from .session import caller_session
 WINDOW_KINDS = ("turn",)
 
 
+def marked_sessions(pairs: Sequence[tuple[str, str | None]]) -> list[tuple[str, str]]:
+    """The distinct (tenant_id, session_id) pairs that name a session, in the order they are locked."""
+    return sorted({(t, s) for t, s in pairs if s})
+
+
 async def mark_sessions(conn: asyncpg.Connection, pairs: Sequence[tuple[str, str | None]], *, clear: bool) -> None:
     """Queues (tenant_id, session_id) pairs for rebuilding, inside the caller's transaction."""
-    pairs = sorted({(t, s) for t, s in pairs if s})
-    if pairs:
+    if marked := marked_sessions(pairs):
         await conn.execute(
             "SELECT mp_mark_context($1::text[], $2::text[], $3)",
-            [t for t, _ in pairs], [s for _, s in pairs], clear,
+            [t for t, _ in marked], [s for _, s in marked], clear,
         )
 
 
