@@ -31,7 +31,8 @@ test: $(STAMP)
 # Then the suites that matter run again with the server's database traffic through a real
 # PgBouncer in transaction mode (tests/conftest.py, database_settings).
 POOLED_SUITES := tests/integration/test_search.py tests/integration/test_write.py \
-	tests/integration/test_write_requests.py tests/integration/test_watch.py tests/integration/test_isolation_*.py \
+	tests/integration/test_write_requests.py tests/integration/test_write_history.py tests/integration/test_watch.py \
+	tests/integration/test_isolation_*.py \
 	tests/integration/test_user_keys.py \
 	tests/e2e/test_memory_rpcs.py tests/e2e/test_watch.py tests/e2e/test_watch_access.py tests/e2e/test_worker.py
 # And the Redis suites with the product on a real 3-master Redis Cluster.

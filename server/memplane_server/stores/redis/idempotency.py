@@ -107,16 +107,16 @@ class IdempotencyStore:
     async def complete(self, claim: Claim, response: bytes, sealed_with: bytes | None = None) -> None:
         """Keeps the response for repeats, sealed under the tenant's data key when given."""
         stored = OPENERS.seal_bytes(sealed_with, claim.tenant_id, "response", response) if sealed_with else response
-        await self.client.set(claim.key, b"done:" + claim.fingerprint + b":" + stored, ex=self.ttl)
         refs = sorted({m.decode() for m in _UUID.findall(response)}) if claim.tenant_id else []
-        if refs:
-            # Single-key commands (the record and the tenant's refs live in different cluster slots).
-            member = f"{claim.method}|{claim.tenant_id}|{claim.key}"
-            async with self.client.pipeline(transaction=False) as pipe:
-                for ref in refs:
-                    pipe.sadd(ref_key(ref), member)
-                    pipe.expire(ref_key(ref), self.ttl)
-                await pipe.execute()
+        member = f"{claim.method}|{claim.tenant_id}|{claim.key}"
+        # One round trip for the record and its refs (it was two, on every change a caller retries
+        # safely); single-key commands, since they live in different cluster slots.
+        async with self.client.pipeline(transaction=False) as pipe:
+            pipe.set(claim.key, b"done:" + claim.fingerprint + b":" + stored, ex=self.ttl)
+            for ref in refs:
+                pipe.sadd(ref_key(ref), member)
+                pipe.expire(ref_key(ref), self.ttl)
+            await pipe.execute()
 
     async def purge(self, ids: Collection[str], *, dry_run: bool = False) -> int:
         """Drops the cached responses, of any tenant, that name one of these memory or working-item
