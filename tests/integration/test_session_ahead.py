@@ -1,6 +1,8 @@
 """A read session opened ahead of its statements (Search opens its channels' sessions while the query
-is embedded): it answers in the caller's settings, its commit is not waited for, and however it
-ends (run, failed, closed unused, closed while still opening) its connection goes back to the pool."""
+is embedded): it answers in the caller's settings, its commit is not waited for, it may be run in
+steps in one transaction (Search reads its answer's rows around fusion), and however it ends (run,
+failed, closed unused, closed while still opening, closed between steps) its connection goes back
+to the pool."""
 from __future__ import annotations
 
 import asyncio
@@ -72,6 +74,45 @@ async def test_a_session_closed_while_waiting_for_a_connection_takes_none(deps):
         await asyncio.sleep(0.05)  # waiting: the pool's one connection is held
         await ahead.close()
         await pool.release(held)
+        assert await back_in_pool(pool)
+    finally:
+        await pool.close()
+
+
+async def test_a_run_that_is_not_the_last_keeps_its_transaction_for_the_next(deps):
+    pool = await one_connection_pool(deps)
+    try:
+        ahead = SessionAhead(caller_session(pool, CALLER, plans=CUSTOM_PLANS), CUSTOM_PLANS)
+        first = await ahead.run(lambda conn: conn.fetchval("SELECT txid_current()"), last=False)
+        second = await ahead.run(lambda conn: conn.fetchval("SELECT txid_current()"))
+        assert first == second  # one transaction: BEGIN and the settings paid once
+        assert await back_in_pool(pool)
+        with pytest.raises(RuntimeError):
+            await ahead.run(lambda conn: conn.fetchval("SELECT 1"))  # ended with the last run
+    finally:
+        await pool.close()
+
+
+async def test_closing_a_session_left_open_ends_it_and_frees_the_connection(deps):
+    pool = await one_connection_pool(deps)
+    try:
+        ahead = SessionAhead(caller_session(pool, CALLER, plans=CUSTOM_PLANS), CUSTOM_PLANS)
+        await ahead.run(lambda conn: conn.fetchval("SELECT 1"), last=False)
+        await ahead.close()
+        assert await back_in_pool(pool)
+    finally:
+        await pool.close()
+
+
+async def test_a_session_closed_soon_gives_its_connection_back_without_being_waited_for(deps):
+    pool = await one_connection_pool(deps)
+    try:
+        unused = SessionAhead(caller_session(pool, CALLER, plans=CUSTOM_PLANS), CUSTOM_PLANS)
+        unused.close_soon()  # never run: its connection goes back meanwhile
+        assert await back_in_pool(pool)
+        run = SessionAhead(caller_session(pool, CALLER, plans=CUSTOM_PLANS), CUSTOM_PLANS)
+        await run.run(lambda conn: conn.fetchval("SELECT 1"), last=False)
+        run.close_soon()
         assert await back_in_pool(pool)
     finally:
         await pool.close()

@@ -62,33 +62,52 @@ class SessionAhead:
     since its statements only read and their rows are in hand. Search makes its vector channels'
     session before their statements are known, while the query is embedded, where a core is spare
     for it: the connection, BEGIN and the caller's settings (three round trips, about 0.4 ms of the
-    event loop) are then done while it waits, not after."""
+    event loop) are then done while it waits, not after. A run that is not the `last` leaves the
+    session open for the next (Search reads its answer's rows in two steps, around fusion)."""
 
     def __init__(self, session: AbstractAsyncContextManager[asyncpg.Connection], plans: str) -> None:
         self.plans = plans
         # Made before the session is entered, so that closing finds whatever the opening got to.
         self._stack = AsyncExitStack()
         self._opening = asyncio.ensure_future(self._stack.enter_async_context(session))
-        self._ran = False
+        self._ran = self._ended = False
 
-    async def run(self, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+    async def run(self, work: Callable[[asyncpg.Connection], Awaitable[T]], *, last: bool = True) -> T:
+        if self._ended:
+            raise RuntimeError("the session has ended")
         self._ran = True
         conn = await self._opening
         try:
             answer = await work(conn)
         except BaseException as exc:
+            self._ended = True
             await self._stack.__aexit__(type(exc), exc, exc.__traceback__)  # rolled back, released
             raise
+        if last:
+            self._commit()
+        return answer
+
+    def _commit(self) -> None:
+        self._ended = True
         closing = asyncio.ensure_future(self._stack.aclose())
         _committing.add(closing)
         closing.add_done_callback(_committed)
-        return answer
+
+    def close_soon(self) -> None:
+        """close() without waiting for it: a session never run gives its connection back meanwhile."""
+        closing = asyncio.ensure_future(self.close())
+        _committing.add(closing)
+        closing.add_done_callback(_committed)
 
     async def close(self) -> None:
-        """Ends the session if it was never run (a search that failed or was cancelled first)."""
-        if self._ran:
+        """Ends the session: one that was run commits (not waited for), one that never was (a search
+        that failed or was cancelled first) is given back."""
+        if self._ended:
             return
-        self._ran = True
+        if self._ran:
+            self._commit()
+            return
+        self._ended = True
         self._opening.cancel()  # an opening under way unwinds itself; a finished one is on the stack
         await asyncio.gather(self._opening, return_exceptions=True)
         await self._stack.aclose()
