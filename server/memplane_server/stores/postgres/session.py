@@ -94,10 +94,22 @@ class SessionAhead:
         closing.add_done_callback(_committed)
 
     def close_soon(self) -> None:
-        """close() without waiting for it: a session never run gives its connection back meanwhile."""
-        closing = asyncio.ensure_future(self.close())
+        """Ends the session without waiting for it. One still opening is let finish, then committed:
+        cancelled midway, its statement cost PostgreSQL a cancel request on a connection of its own,
+        and asyncpg left a failed future that nobody read."""
+        if self._ended:
+            return
+        if self._ran:
+            self._commit()
+            return
+        self._ended = True
+        closing = asyncio.ensure_future(self._close_once_open())
         _committing.add(closing)
         closing.add_done_callback(_committed)
+
+    async def _close_once_open(self) -> None:
+        await asyncio.gather(self._opening, return_exceptions=True)
+        await self._stack.aclose()
 
     async def close(self) -> None:
         """Ends the session: one that was run commits (not waited for), one that never was (a search
