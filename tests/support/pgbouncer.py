@@ -17,6 +17,11 @@ BINARY = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
 # Few server connections for many clients: transactions of different clients share them, which is
 # what makes connection state leak or vanish if any is left.
 SERVER_CONNECTIONS = 4
+START_ATTEMPTS = 3
+
+
+class PortTaken(RuntimeError):
+    """Another process bound the chosen port first."""
 
 
 def available() -> bool:
@@ -32,11 +37,24 @@ class PgBouncer:
         self.port = 0
 
     def start(self) -> str:
-        """Starts it; the URL of the upstream's database through it."""
+        """Starts it; the URL of the upstream's database through it. The port is free when chosen but
+        may be taken before PgBouncer binds it (the test workers start servers side by side): then
+        it is started again on another."""
         account = service_account()  # PgBouncer, like PostgreSQL, refuses to run as root
         make_private_dir(self._root, account)
+        for attempt in range(START_ATTEMPTS):
+            try:
+                return self._start_on(free_loopback_port(), account)
+            except PortTaken:
+                if attempt == START_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _start_on(self, port: int, account) -> str:
         up = self._upstream
-        self.port = free_loopback_port()
+        self.port = port
+        log = self._root / "pgbouncer.log"
+        log.unlink(missing_ok=True)
         (self._root / "users.txt").write_text(f'"{up.username}" "{up.password}"\n')
         (self._root / "pgbouncer.ini").write_text(
             "[databases]\n"
@@ -45,7 +63,7 @@ class PgBouncer:
             f"listen_addr = 127.0.0.1\nlisten_port = {self.port}\nunix_socket_dir =\n"
             f"auth_type = plain\nauth_file = {self._root / 'users.txt'}\n"
             f"pool_mode = transaction\ndefault_pool_size = {self._server_connections}\nmax_client_conn = 500\n"
-            f"logfile = {self._root / 'pgbouncer.log'}\n"
+            f"logfile = {log}\n"
         )
         for path in self._root.iterdir():
             path.chmod(0o600)
@@ -55,10 +73,10 @@ class PgBouncer:
             [BINARY, str(self._root / "pgbouncer.ini")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             **(account.subprocess_kwargs() if account else {}))
         url = urlunsplit(up._replace(netloc=f"{up.username}:{up.password}@127.0.0.1:{self.port}"))
-        self._wait(url)
+        self._wait(url, log)
         return url
 
-    def _wait(self, url: str) -> None:
+    def _wait(self, url: str, log: Path) -> None:
         import asyncio
 
         async def answers() -> bool:
@@ -72,7 +90,12 @@ class PgBouncer:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
-                raise RuntimeError(f"pgbouncer exited: {self._process.stderr.read().decode()[-2000:]}")
+                # PgBouncer writes why to its log file; its stderr holds only what the forking
+                # process's libraries printed.
+                said = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+                if "Address already in use" in said:
+                    raise PortTaken(said)
+                raise RuntimeError(f"pgbouncer exited: {said or self._process.stderr.read().decode()[-2000:]}")
             if asyncio.run(answers()):
                 return
             time.sleep(0.2)
