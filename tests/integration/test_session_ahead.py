@@ -9,6 +9,7 @@ import asyncio
 
 import asyncpg
 import pytest
+import pytest_asyncio
 
 from memplane_server.core.access.caller import Caller, Role
 from memplane_server.stores.postgres.pool import create_pool
@@ -19,8 +20,16 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 CALLER = Caller(key_id="ahead", role=Role.WRITER, tenant_id="tenant-ahead", agent_id=None, domains={})
 
 
-async def one_connection_pool(deps) -> asyncpg.Pool:
-    return await create_pool(deps.settings.database_url, size=1, ef_search=deps.settings.hnsw_ef_search)
+@pytest_asyncio.fixture(loop_scope="session")
+async def pool(deps):
+    """A pool of one connection: a session that keeps it shows at once."""
+    pool = await create_pool(deps.settings.database_url, size=1, ef_search=deps.settings.hnsw_ef_search)
+    yield pool
+    await pool.close()
+
+
+def opened_ahead(pool: asyncpg.Pool) -> SessionAhead:
+    return SessionAhead(caller_session(pool, CALLER, plans=CUSTOM_PLANS), CUSTOM_PLANS)
 
 
 async def back_in_pool(pool: asyncpg.Pool) -> bool:
@@ -30,89 +39,61 @@ async def back_in_pool(pool: asyncpg.Pool) -> bool:
             return await conn.fetchval("SELECT 1") == 1 and not conn.is_in_transaction()
 
 
-async def test_a_session_opened_ahead_runs_in_the_callers_settings_and_frees_its_connection(deps):
-    pool = await one_connection_pool(deps)
-    try:
-        ahead = SessionAhead(caller_session(pool, CALLER, plans=CUSTOM_PLANS), CUSTOM_PLANS)
-        await asyncio.sleep(0.05)  # opened meanwhile, as while a query is embedded
-        tenant, role = await ahead.run(lambda conn: conn.fetchrow(
-            "SELECT current_setting('memplane.tenant_id'), current_user"))
-        assert (tenant, role) == ("tenant-ahead", "memplane_app")
-        assert await back_in_pool(pool)  # the commit after the answer let the connection go
-        await ahead.close()  # a run session: nothing left to close
-    finally:
-        await pool.close()
+async def test_a_session_opened_ahead_runs_in_the_callers_settings_and_frees_its_connection(pool):
+    ahead = opened_ahead(pool)
+    await asyncio.sleep(0.05)  # opened meanwhile, as while a query is embedded
+    tenant, role = await ahead.run(lambda conn: conn.fetchrow(
+        "SELECT current_setting('memplane.tenant_id'), current_user"))
+    assert (tenant, role) == ("tenant-ahead", "memplane_app")
+    assert await back_in_pool(pool)  # the commit after the answer let the connection go
+    await ahead.close()  # a run session: nothing left to close
 
 
-async def test_work_that_fails_rolls_back_and_frees_the_connection(deps):
-    pool = await one_connection_pool(deps)
-    try:
-        ahead = SessionAhead(caller_session(pool, CALLER, plans=CUSTOM_PLANS), CUSTOM_PLANS)
-        with pytest.raises(asyncpg.UndefinedTableError):
-            await ahead.run(lambda conn: conn.fetch("SELECT * FROM no_such_table"))
-        assert await back_in_pool(pool)
-    finally:
-        await pool.close()
+async def test_work_that_fails_rolls_back_and_frees_the_connection(pool):
+    ahead = opened_ahead(pool)
+    with pytest.raises(asyncpg.UndefinedTableError):
+        await ahead.run(lambda conn: conn.fetch("SELECT * FROM no_such_table"))
+    assert await back_in_pool(pool)
 
 
-async def test_a_session_never_run_is_closed_and_frees_its_connection(deps):
-    pool = await one_connection_pool(deps)
-    try:
-        ahead = SessionAhead(caller_session(pool, CALLER, plans=CUSTOM_PLANS), CUSTOM_PLANS)
-        await asyncio.sleep(0.05)
-        await ahead.close()
-        assert await back_in_pool(pool)
-    finally:
-        await pool.close()
+async def test_a_session_never_run_is_closed_and_frees_its_connection(pool):
+    ahead = opened_ahead(pool)
+    await asyncio.sleep(0.05)
+    await ahead.close()
+    assert await back_in_pool(pool)
 
 
-async def test_a_session_closed_while_waiting_for_a_connection_takes_none(deps):
-    pool = await one_connection_pool(deps)
-    try:
-        held = await pool.acquire()
-        ahead = SessionAhead(caller_session(pool, CALLER, plans=CUSTOM_PLANS), CUSTOM_PLANS)
-        await asyncio.sleep(0.05)  # waiting: the pool's one connection is held
-        await ahead.close()
-        await pool.release(held)
-        assert await back_in_pool(pool)
-    finally:
-        await pool.close()
+async def test_a_session_closed_while_waiting_for_a_connection_takes_none(pool):
+    held = await pool.acquire()
+    ahead = opened_ahead(pool)
+    await asyncio.sleep(0.05)  # waiting: the pool's one connection is held
+    await ahead.close()
+    await pool.release(held)
+    assert await back_in_pool(pool)
 
 
-async def test_a_run_that_is_not_the_last_keeps_its_transaction_for_the_next(deps):
-    pool = await one_connection_pool(deps)
-    try:
-        ahead = SessionAhead(caller_session(pool, CALLER, plans=CUSTOM_PLANS), CUSTOM_PLANS)
-        first = await ahead.run(lambda conn: conn.fetchval("SELECT txid_current()"), last=False)
-        second = await ahead.run(lambda conn: conn.fetchval("SELECT txid_current()"))
-        assert first == second  # one transaction: BEGIN and the settings paid once
-        assert await back_in_pool(pool)
-        with pytest.raises(RuntimeError):
-            await ahead.run(lambda conn: conn.fetchval("SELECT 1"))  # ended with the last run
-    finally:
-        await pool.close()
+async def test_a_run_that_is_not_the_last_keeps_its_transaction_for_the_next(pool):
+    ahead = opened_ahead(pool)
+    first = await ahead.run(lambda conn: conn.fetchval("SELECT txid_current()"), last=False)
+    second = await ahead.run(lambda conn: conn.fetchval("SELECT txid_current()"))
+    assert first == second  # one transaction: BEGIN and the settings paid once
+    assert await back_in_pool(pool)
+    with pytest.raises(RuntimeError):
+        await ahead.run(lambda conn: conn.fetchval("SELECT 1"))  # ended with the last run
 
 
-async def test_closing_a_session_left_open_ends_it_and_frees_the_connection(deps):
-    pool = await one_connection_pool(deps)
-    try:
-        ahead = SessionAhead(caller_session(pool, CALLER, plans=CUSTOM_PLANS), CUSTOM_PLANS)
-        await ahead.run(lambda conn: conn.fetchval("SELECT 1"), last=False)
-        await ahead.close()
-        assert await back_in_pool(pool)
-    finally:
-        await pool.close()
+async def test_closing_a_session_left_open_ends_it_and_frees_the_connection(pool):
+    ahead = opened_ahead(pool)
+    await ahead.run(lambda conn: conn.fetchval("SELECT 1"), last=False)
+    await ahead.close()
+    assert await back_in_pool(pool)
 
 
-async def test_a_session_closed_soon_gives_its_connection_back_without_being_waited_for(deps):
-    pool = await one_connection_pool(deps)
-    try:
-        unused = SessionAhead(caller_session(pool, CALLER, plans=CUSTOM_PLANS), CUSTOM_PLANS)
-        unused.close_soon()  # never run: its connection goes back meanwhile
-        assert await back_in_pool(pool)
-        run = SessionAhead(caller_session(pool, CALLER, plans=CUSTOM_PLANS), CUSTOM_PLANS)
-        await run.run(lambda conn: conn.fetchval("SELECT 1"), last=False)
-        run.close_soon()
-        assert await back_in_pool(pool)
-    finally:
-        await pool.close()
+async def test_a_session_closed_soon_gives_its_connection_back_without_being_waited_for(pool):
+    unused = opened_ahead(pool)
+    unused.close_soon()  # never run: its connection goes back meanwhile
+    assert await back_in_pool(pool)
+    run = opened_ahead(pool)
+    await run.run(lambda conn: conn.fetchval("SELECT 1"), last=False)
+    run.close_soon()
+    assert await back_in_pool(pool)

@@ -246,8 +246,7 @@ class SearchService:
         # that reading them after it is one statement, not four round trips. Not across a rerank (an
         # LLM call): its session would hold a connection meanwhile.
         rows = self.deps.memories.whole_rows(caller) if planned and not settings.search_rerank else None
-        prefetched = asyncio.ensure_future(self._read_whole(
-            caller, _leading(results, preferences, top_k, read), rows, last=rows is None))
+        prefetched = asyncio.ensure_future(self._read_whole(caller, _leading(results, preferences, top_k, read), rows))
         try:
             with stage("fusion"):
                 hits = await asyncio.to_thread(

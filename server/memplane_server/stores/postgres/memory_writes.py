@@ -78,20 +78,27 @@ def same_space(caller: Caller, d: MemoryDraft, p: Params) -> str:
     return " AND ".join(parts)
 
 
+# History rows ($1 tenants, $2 memory ids, $3 actions, $4 snapshots, $6 reasons; $5 the actor) in
+# one statement, not one per row: its trigger then logs the changes once (migration 0019).
+HISTORY_ROWS = (
+    "INSERT INTO memory_history (tenant_id, memory_id, action, snapshot, actor, reason)"
+    " SELECT h.tenant_id, h.memory_id, h.action, h.snapshot, $5::text, h.reason"
+    " FROM unnest($1::text[], $2::uuid[], $3::text[], $4::jsonb[], $6::text[]) WITH ORDINALITY"
+    " AS h(tenant_id, memory_id, action, snapshot, reason, n) ORDER BY h.n"
+)
+
+
+def history_args(entries: Sequence[tuple[MemoryRecord, str, str]], actor: str) -> list[Any]:
+    """HISTORY_ROWS's six parameters for (record, action, reason) entries."""
+    return [[r.tenant_id for r, _, _ in entries], [r.id for r, _, _ in entries], [a for _, a, _ in entries],
+            [record_to_json(r) for r, _, _ in entries], actor, [why for _, _, why in entries]]
+
+
 async def append_history(
     conn: asyncpg.Connection, records: Sequence[MemoryRecord], action: str, actor: str, reason: str
 ) -> None:
-    if not records:
-        return
-    # One statement, not one per record: its trigger then logs the changes once (migration 0019).
-    await conn.execute(
-        "INSERT INTO memory_history (tenant_id, memory_id, action, snapshot, actor, reason)"
-        " SELECT h.tenant_id, h.memory_id, $3, h.snapshot, $4, $5"
-        " FROM unnest($1::text[], $2::uuid[], $6::jsonb[]) WITH ORDINALITY AS h(tenant_id, memory_id, snapshot, n)"
-        " ORDER BY h.n",
-        [r.tenant_id for r in records], [r.id for r in records], action, actor, reason,
-        [record_to_json(r) for r in records],
-    )
+    if records:
+        await conn.execute(HISTORY_ROWS, *history_args([(r, action, reason) for r in records], actor))
 
 
 class WriteTransaction:
@@ -127,17 +134,11 @@ class WriteTransaction:
         for windows, and the request's memories. As a statement each, they were three round trips
         of a single write's nine, and a batch of 64 sent 64 history rows one by one (bench/README.md)."""
         sessions = marked_sessions([(r.tenant_id, r.session_id) for r in records if r.kind.value in WINDOW_KINDS])
-        history = self.history
         await self.conn.execute(
-            "WITH history AS (INSERT INTO memory_history (tenant_id, memory_id, action, snapshot, actor, reason)"
-            " SELECT h.tenant_id, h.memory_id, h.action, h.snapshot, $5::text, h.reason"
-            " FROM unnest($1::text[], $2::uuid[], $3::text[], $4::jsonb[], $6::text[]) WITH ORDINALITY"
-            " AS h(tenant_id, memory_id, action, snapshot, reason, n) ORDER BY h.n),"
+            f"WITH history AS ({HISTORY_ROWS}),"
             " request AS (UPDATE write_requests SET memory_ids = $9 WHERE tenant_id = $10 AND request_key = $11)"
             " SELECT mp_mark_context($7::text[], $8::text[], false) WHERE cardinality($7::text[]) > 0",
-            [r.tenant_id for r, _, _ in history], [r.id for r, _, _ in history], [a for _, a, _ in history],
-            [record_to_json(r) for r, _, _ in history], self.actor, [why for _, _, why in history],
-            [t for t, _ in sessions], [s for _, s in sessions],
+            *history_args(self.history, self.actor), [t for t, _ in sessions], [s for _, s in sessions],
             [r.id for r in records], self.caller.tenant_id, request.key if request is not None else None,
         )
 

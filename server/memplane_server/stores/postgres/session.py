@@ -88,8 +88,11 @@ class SessionAhead:
         return answer
 
     def _commit(self) -> None:
+        self._end_in_background(self._stack.aclose())
+
+    def _end_in_background(self, ending: Awaitable[None]) -> None:
         self._ended = True
-        closing = asyncio.ensure_future(self._stack.aclose())
+        closing = asyncio.ensure_future(ending)
         _committing.add(closing)
         closing.add_done_callback(_committed)
 
@@ -97,15 +100,8 @@ class SessionAhead:
         """Ends the session without waiting for it. One still opening is let finish, then committed:
         cancelled midway, its statement cost PostgreSQL a cancel request on a connection of its own,
         and asyncpg left a failed future that nobody read."""
-        if self._ended:
-            return
-        if self._ran:
-            self._commit()
-            return
-        self._ended = True
-        closing = asyncio.ensure_future(self._close_once_open())
-        _committing.add(closing)
-        closing.add_done_callback(_committed)
+        if not self._ended:
+            self._end_in_background(self._close_once_open())
 
     async def _close_once_open(self) -> None:
         await asyncio.gather(self._opening, return_exceptions=True)
