@@ -120,7 +120,7 @@ async def test_keyword_search_needs_no_app_predicate_either(deps, seeded, withou
     for caller, allowed in [(c.writer, set()), (b.writer, {rows["domain"].id}),
                             (a.agent2, {rows["global"].id, rows["domain"].id}), (a.agent1, {r.id for r in rows.values()})]:
         found = {s.record.id for s in await deps.memories.keyword_search(
-            caller, MemoryFilter(entity="vault"), ["secret"], pool=100, as_of=None, choose=lambda matches: matches)}
+            caller, MemoryFilter(entity="vault"), ["secret"], pool=100, as_of=None, limit=100)}
         assert found == allowed
 
 

@@ -71,7 +71,8 @@ class HeldEmbedder:
 
 async def search_observed(deps, make_tenant, monkeypatch, *, cpu_threads: int, hold: float,
                           memory_filter: MemoryFilter = MemoryFilter(kinds=(Kind.FACT,)), big: bool = False) -> list[str]:
-    """What happened, in order: each statement sent ("keyword", "exact", "other") and "embedded".
+    """What happened, in order: the channels of each statement sent ("keyword", "exact", "other")
+    and "embedded".
     With big, the tenant is known to be one its vector channels walk (as after an earlier search)."""
     world = await world_with_ana(deps, make_tenant)
     if big:
@@ -84,9 +85,10 @@ async def search_observed(deps, make_tenant, monkeypatch, *, cpu_threads: int, h
     real_rows = lexical.search_rows
 
     async def observed_rows(conn, sql, *params):
-        # The statement leaves for PostgreSQL here (stores/postgres/search/plans.py).
-        name = "keyword" if "mp_keyword_matches" in sql else "exact" if "entity_key = ANY" in sql else "other"
-        events.append(name)
+        # The statement leaves for PostgreSQL here (stores/postgres/search/plans.py); together, the
+        # lexical channels are one statement.
+        events.extend([name for name, marker in (("keyword", "mp_keyword_matches"), ("exact", "entity_key = ANY"))
+                       if marker in sql] or ["other"])
         if LEXICAL <= set(events):
             sent.set()
         return await real_rows(conn, sql, *params)

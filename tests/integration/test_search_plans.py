@@ -6,6 +6,7 @@ match."""
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 import uuid
 from dataclasses import replace
@@ -93,8 +94,7 @@ async def test_a_term_common_in_the_tenant_makes_no_match(deps, big):
     store = deps.memories
 
     async def search(terms: list[str], **kw) -> list[int]:
-        found = await store.keyword_search(big, MemoryFilter(), terms, pool=5000, as_of=None,
-                                           choose=lambda matches: matches, **kw)
+        found = await store.keyword_search(big, MemoryFilter(), terms, pool=5000, as_of=None, limit=5000, **kw)
         return [int(s.record.content.removeprefix("row ")) for s in found]  # tests/support/bulk_rows.py
 
     share = deps.settings.keyword_common_share
@@ -199,8 +199,8 @@ async def test_lexical_channels_started_together_share_one_session_and_answer_as
     opened = store.opened
     alone, together, plans = await alone_and_together(plan, lexical)
     assert store.opened == opened + len(lexical) + 1  # a session each alone, one together
-    # The keyword channels' matches in one statement, the facts, then the chosen keyword rows.
-    assert len(plans) == 3 and plans[0].count("Function Scan on mp_keyword_matches") == len(lexical) - 1, plans[0]
+    # The keyword channels' matches, their BM25 and rows, and the facts: one statement.
+    assert len(plans) == 1 and plans[0].count("Function Scan on mp_keyword_matches") == len(lexical) - 1, plans[0]
     assert all(alone.values())
     assert together == alone
 
@@ -214,11 +214,11 @@ async def test_lexical_channels_apart_have_a_session_each(deps, big):
     assert store.opened == len(plan)
 
 
-async def test_lexical_statements_settle_on_one_plan_per_connection_while_vector_ones_are_planned_each_time(deps, big):
-    """The lexical statements' plans do not depend on the tenant's size (a function's matches, keys,
-    ids): after PostgreSQL's five custom plans a connection reuses a generic one where it costs no
-    more. The vector statements' do (the exact sort or the graph): they are planned for every
-    search, and the connection keeps that mode once a lexical session is over."""
+async def test_the_lexical_statement_is_planned_once_per_connection_while_vector_ones_are_planned_each_time(deps, big):
+    """The lexical statement's plan does not depend on the tenant's size (a function's matches, then
+    ids and keys on their indexes): a connection plans it once. The vector statements' do (the
+    exact sort or the graph): they are planned for every search, and the connection keeps that mode
+    once a lexical session is over."""
     pool = await create_pool(deps.settings.database_url, size=1, ef_search=deps.settings.hnsw_ef_search)
     try:
         store = MemoryStore(pool, default_max_memories=0)
@@ -231,12 +231,9 @@ async def test_lexical_statements_settle_on_one_plan_per_connection_while_vector
             prepared = await conn.fetch("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements")
     finally:
         await pool.close()
-    # The facts' statement is left out: PostgreSQL finds its generic plan dearer here and keeps
-    # planning it, which `auto` allows.
-    lexical = {what: [r for r in prepared if marker in r["statement"]]
-               for what, marker in (("keyword", "mp_keyword_matches"), ("chosen rows", "m.id = ANY($1::uuid[])"))}
+    [lexical] = [r for r in prepared if "mp_keyword_matches" in r["statement"]]
     vector = [r for r in prepared if "<=>" in r["statement"]]
-    assert all(rows and all(r["generic_plans"] > 0 for r in rows) for rows in lexical.values()), prepared
+    assert lexical["custom_plans"] == 0 and lexical["generic_plans"] == 8, prepared
     assert vector and all(r["generic_plans"] == 0 and r["custom_plans"] >= 8 for r in vector), prepared
     assert mode == "force_custom_plan"
 
@@ -260,25 +257,31 @@ async def test_broad_vector_channels_of_a_tenant_sorted_exactly_read_its_rows_on
                         "last_turn": await exact_nearest(deps, big, parts.last_turn_vector)}
 
 
-async def test_keyword_matches_carry_the_counts_bm25_reads(deps, big):
-    """Counted in SQL: each match's query terms with their counts, and the count of all its tokens,
-    as parsing its whole token list gives them."""
+@pytest.mark.parametrize("weights", [None, {"x3": 0.5}])  # weighted: pseudo-relevance feedback's added terms
+async def test_keyword_scores_are_bm25_over_the_matched_rows_own_token_counts(deps, big, weights):
+    """Scored in SQL from each row's counts of the query terms and of all its tokens, with the term
+    statistics of the rows matched: the same scores and order as BM25 over their whole token
+    lists, a term's weight multiplying its part."""
     terms = ["bob", "w14", "x3"]
-    seen = []
-
-    def choose(matches):
-        seen.extend(matches)
-        return matches[:5]
-
-    await deps.memories.keyword_search(big, MemoryFilter(), terms, pool=200, as_of=None, choose=choose)
-    assert seen
+    found = await deps.memories.keyword_search(big, MemoryFilter(), terms, pool=200, as_of=None, limit=200,
+                                               weights=weights)
+    assert len(found) > 20
     async with deps.memories.pool.acquire() as conn:
         texts = dict(await conn.fetch("SELECT id, keywords::text FROM memories WHERE id = ANY($1::uuid[])",
-                                      [m.id for m in seen]))
-    for match in seen:
-        full = parse_tsvector(texts[match.id])
-        assert match.terms == {t: c for t, c in full.items() if t in terms}
-        assert match.length == sum(full.values())
+                                      [s.record.id for s in found]))
+    expected = bm25(terms, [parse_tsvector(texts[s.record.id]) for s in found], weights or {})
+    assert [s.score for s in found] == pytest.approx(expected)
+    assert expected == sorted(expected, reverse=True)
+
+
+def bm25(query: list[str], documents: list[dict[str, int]], weights: dict[str, float],
+         k1: float = 1.2, b: float = 0.75) -> list[float]:
+    """Okapi BM25 of token -> count maps, its statistics from the documents themselves."""
+    n, average = len(documents), sum(sum(d.values()) for d in documents) / len(documents)
+    df = {t: sum(1 for d in documents if t in d) for t in query}
+    idf = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) * weights.get(t, 1.0) for t in query}
+    return [sum(idf[t] * d[t] * (k1 + 1) / (d[t] + k1 * (1 - b + b * sum(d.values()) / average)) for t in query if t in d)
+            for d in documents]
 
 
 async def test_a_sessions_preferences_and_time_channels_share_its_scan_and_answer_as_alone(deps, big):

@@ -1,10 +1,9 @@
-"""Pseudo-relevance feedback math (core/retrieval/feedback.py) and weighted BM25."""
+"""Pseudo-relevance feedback math (core/retrieval/feedback.py)."""
 import math
 
 import numpy as np
 import pytest
 
-from memplane_server.core.retrieval.bm25 import bm25_scores
 from memplane_server.core.retrieval.feedback import expansion_terms, rarity, rocchio
 
 
@@ -60,10 +59,3 @@ def test_expansion_keeps_at_most_count_terms():
 def test_no_count_or_no_feedback_gives_no_expansion():
     assert expansion_terms(["a"], [{"b": 1}], {}, count=0, max_share=1, unlisted_share=0.01) == {}
     assert expansion_terms(["a"], [], {}, count=5, max_share=1, unlisted_share=0.01) == {}
-
-
-def test_a_term_weight_scales_its_part_of_the_bm25_score():
-    docs = [["lake"], ["boat"], ["tent"]]
-    plain = bm25_scores(["lake", "boat"], docs)
-    weighted = bm25_scores(["lake", "boat"], docs, {"boat": 0.5})
-    assert weighted[0] == plain[0] and math.isclose(weighted[1], plain[1] * 0.5)

@@ -16,7 +16,6 @@ import numpy as np
 
 from ...core.access.caller import Caller
 from ...core.model import Kind, Layer, MemoryFilter, Scored, Status
-from ...core.retrieval.bm25 import best_matches
 from ...core.retrieval.intent import Intent
 from ...core.retrieval.ranking import ALWAYS_PREFERENCES
 from ...core.retrieval.time_expressions import TimeRange
@@ -162,8 +161,8 @@ def lexical_channels(
 
     def keyword(in_windows: bool) -> Awaitable[list[Scored]]:
         return batch().search(KeywordQuery(
-            f, parts.terms, limit * KEYWORD_POOL, as_of, lambda matches: best_matches(parts.terms, matches, limit),
-            in_windows, settings.keyword_common_share, lead))
+            f, parts.terms, limit * KEYWORD_POOL, as_of, limit, windows=in_windows,
+            common_share=settings.keyword_common_share, lead=lead))
     if parts.terms:
         plan["keyword"] = lambda: keyword(False)
         if windows:

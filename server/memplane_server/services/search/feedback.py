@@ -8,7 +8,6 @@ from datetime import datetime
 
 from ...core.access.caller import Caller
 from ...core.model import Layer, MemoryFilter, Scored, SearchHit
-from ...core.retrieval.bm25 import best_matches
 from ...core.retrieval.feedback import expansion_terms, rocchio
 from ...settings import Settings
 from ...stores.postgres.memories import MemoryStore
@@ -50,7 +49,6 @@ async def feedback_channels(
             weights = {**{t: 1.0 for t in parts.terms},
                        **{t: settings.search_feedback_term_weight * w for t, w in extra.items()}}
             runs[KEYWORD] = memories.keyword_search(
-                caller, f, terms, pool=limit * KEYWORD_POOL, as_of=as_of,
-                choose=lambda matches: best_matches(terms, matches, limit, weights),
+                caller, f, terms, pool=limit * KEYWORD_POOL, as_of=as_of, limit=limit, weights=weights,
                 common_share=settings.keyword_common_share)
     return dict(zip(runs, await asyncio.gather(*runs.values())))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypeVar
@@ -27,7 +27,6 @@ from ...core.model import (
     Status,
     Trace,
 )
-from ...core.retrieval.bm25 import KeywordMatch
 from ...core.retrieval.time_expressions import TimeRange
 from ...core.write.conflicts import ConflictRule
 from ..user_keys import Sealing
@@ -36,7 +35,7 @@ from .memory_writes import Stored, StoredDraft, WriteTransaction, append_history
 from .replica import ReadPools
 from .search.lexical import FactQuery, KeywordQuery, LexicalQuery, lexical
 from .search.nearest import VectorQuery, Walks, generic_plan_serves, nearest
-from .session import CUSTOM_PLANS, GENERIC_PLANS, REUSED_PLANS, SessionAhead, caller_session
+from .session import CUSTOM_PLANS, GENERIC_PLANS, SessionAhead, caller_session
 from .sql import (
     LEADING,
     MEMORY_COLUMNS,
@@ -204,12 +203,11 @@ class MemoryStore:
 
     async def keyword_search(
         self, caller: Caller, f: MemoryFilter, terms: Sequence[str], *, pool: int, as_of: datetime | None,
-        choose: Callable[[builtins.list[KeywordMatch]], builtins.list[KeywordMatch]], windows: bool = False,
-        common_share: float = 1.0,
+        limit: int, weights: Mapping[str, float] | None = None, windows: bool = False, common_share: float = 1.0,
     ) -> builtins.list[Scored]:
         """One keyword channel alone (stores/postgres/search/lexical.py)."""
-        return (await self.lexical_searches(
-            caller, [KeywordQuery(f, terms, pool, as_of, choose, windows, common_share)]))[0]
+        return (await self.lexical_searches(caller, [KeywordQuery(
+            f, terms, pool, as_of, limit, weights, windows=windows, common_share=common_share)]))[0]
 
     async def fact_lookup(
         self, caller: Caller, f: MemoryFilter, names: Sequence[str], *, limit: int, as_of: datetime | None,
@@ -222,9 +220,10 @@ class MemoryStore:
                                ) -> builtins.list[builtins.list[Scored]]:
         """Several keyword and exact searches in one session (stores/postgres/search/lexical.py); candidates as
         for vector_searches."""
-        # Their plans do not depend on the tenant's size (a function's matches, keys, ids): planned
-        # again on every run they cost 1.2 ms of a 40 ms search on LoCoMo (bench/README.md).
-        session = SessionAhead(self.read_session(caller, plans=REUSED_PLANS), REUSED_PLANS)
+        # Their plans do not depend on the tenant's size (a function's matches, then ids and keys on
+        # their indexes): planned once per connection. `auto` kept planning the statement whenever it
+        # held the facts' part, whose generic estimate looks dearer (the same plan): 2.2 ms a search.
+        session = SessionAhead(self.read_session(caller, plans=GENERIC_PLANS), GENERIC_PLANS)
         return await session.run(lambda conn: lexical(conn, caller, queries, LEADING if candidates else WHOLE))
 
     async def mark_used(

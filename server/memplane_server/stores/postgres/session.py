@@ -19,9 +19,6 @@ APP_ROLE = "memplane_app"
 
 # The connections' own mode (stores/postgres/pool.py): every statement planned for its parameters.
 CUSTOM_PLANS = "force_custom_plan"
-# PostgreSQL's default, for statements whose best plan does not depend on the tenant: after five runs
-# of a statement a connection reuses its generic plan when that costs no more than the custom ones did.
-REUSED_PLANS = "auto"
 # For statements whose every plan gives the same answer at about the same cost: planned once per
 # connection, never again (`auto` keeps planning one whose generic estimate looks dearer).
 GENERIC_PLANS = "force_generic_plan"

@@ -1,11 +1,10 @@
-"""The statements of the lexical search channels (keyword over a memory's tokens or its turn
-window's, exact over the structured facts' stored keys), run together in one session: a search
-paid BEGIN, the caller's settings and COMMIT for each of its three, and their fourteen round trips
-competed for the CPU with the query's embedding, which runs meanwhile."""
+"""The statement of the lexical search channels (keyword over a memory's tokens or its turn
+window's, exact over the structured facts' stored keys): all of a search's in one, BM25 included.
+As three (the keyword matches, the facts, then the rows BM25 chose in a thread) they were three
+round trips and a thread hop, each waiting for a core the query's embedding held."""
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -13,7 +12,6 @@ import asyncpg
 
 from ....core.access.caller import Caller
 from ....core.model import MemoryFilter, Scored
-from ....core.retrieval.bm25 import KeywordMatch
 from ....core.retrieval.time_expressions import TimeRange
 from ....core.retrieval.tokens import tsquery_from_tokens
 from ..sql import WHOLE, Params, RowShape, filter_clauses, ranked_select, visibility
@@ -22,25 +20,30 @@ from .plans import search_rows
 # The keyword match ranks at most about this many rows per candidate read back: at 100,000 memories
 # a term under the common share matched up to 5,000 rows, all ranked to keep 200 (migration 0027).
 MATCHES_PER_CANDIDATE = 5
+# BM25's constants: term frequency saturation and length normalisation (the usual values).
+K1 = 1.2
+B = 0.75
 
 
 @dataclass(frozen=True)
 class KeywordQuery:
     """Memories whose tokens (or, windows, turn window's tokens) hold a term: the best `pool` by
-    SQL rank are read with their tokens only, `choose` orders and cuts them (BM25), and only the
-    chosen are read whole. Terms in more than common_share of the tenant's rows do not make a row
-    match (none does when all terms are that common), but still count in the rank; of the others,
-    the rarest join the match while their expected matches stay within MATCHES_PER_CANDIDATE * pool
-    (migration 0027)."""
+    SQL rank are scored by BM25 over their own term statistics, and the best `limit` of those that
+    share a term with the query are answered. Terms in more than common_share of the tenant's rows
+    do not make a row match (none does when all terms are that common), but still count in the
+    rank; of the others, the rarest join the match while their expected matches stay within
+    MATCHES_PER_CANDIDATE * pool (migration 0027). A term's weight (default 1) multiplies its part
+    of the score."""
 
     filter: MemoryFilter
     terms: Sequence[str]
     pool: int
     as_of: datetime | None
-    choose: Callable[[list[KeywordMatch]], list[KeywordMatch]]
+    limit: int
+    weights: Mapping[str, float] | None = None
     windows: bool = False
     common_share: float = 1.0
-    lead: int = 0  # in a leading shape, the chosen rows read whole (sql.RowShape)
+    lead: int = 0  # in a leading shape, the answered rows read whole (sql.RowShape)
 
 
 @dataclass(frozen=True)
@@ -60,86 +63,78 @@ class FactQuery:
 LexicalQuery = KeywordQuery | FactQuery
 
 
-def _keyword_select(caller: Caller, q: KeywordQuery, p: Params, index: int) -> str:
+def _keyword_select(caller: Caller, q: KeywordQuery, shape: RowShape, p: Params, index: int) -> str:
     column = "m.context_keywords" if q.windows else "m.keywords"
-    terms = p.add(list(dict.fromkeys(q.terms)))
+    distinct = list(dict.fromkeys(q.terms))
+    terms = p.add(distinct)
+    weights = p.add([(q.weights or {}).get(t, 1.0) for t in distinct])
     # The matching rows come from mp_keyword_matches (migration 0013), which can use its index
     # where `@@` under row-level security cannot; they are read back here under the policy.
     matches = (f"mp_keyword_matches({terms}::text[], to_tsquery('simple', {p.add(tsquery_from_tokens(list(q.terms)))}),"
                f" {p.add(q.windows)}, {p.add(q.common_share)}::real, {p.add(MATCHES_PER_CANDIDATE * q.pool)}::int)")
     where = [visibility(caller, p), *filter_clauses(q.filter, p, as_of=q.as_of)]
     # Sorted by the rank the function gives, its rows are read back one by one only until `pool`
-    # of them pass the caller's filters. BM25 needs of a row only the counts of the query's terms
-    # and of all its tokens: counted here, the whole token list is neither sent nor parsed
-    # (parsing 200 windows' lists was the most CPU of a search in Python).
-    return (f"SELECT m.id, k.rank, t.length, t.lexemes, t.counts, {index} AS query"
+    # of them pass the caller's filters (numbered in a wrap that leaves that plan as it is). BM25
+    # needs of a row only the counts of the query's terms and of all its tokens: counted here.
+    pool = (f"SELECT x.*, row_number() OVER () AS place FROM (SELECT m.tenant_id, m.id, t.length, t.lexemes, t.counts"
             f" FROM (SELECT * FROM {matches} ORDER BY rank DESC, created_at DESC) AS k"
             f" JOIN memories m ON m.tenant_id = k.tenant_id AND m.id = k.id"
-            f" CROSS JOIN LATERAL (SELECT sum(greatest(cardinality(u.positions), 1))::int AS length,"
+            f" CROSS JOIN LATERAL (SELECT coalesce(sum(greatest(cardinality(u.positions), 1)), 0)::float8 AS length,"
             f" array_agg(u.lexeme) FILTER (WHERE u.lexeme = ANY({terms}::text[])) AS lexemes,"
-            f" array_agg(greatest(cardinality(u.positions), 1)) FILTER (WHERE u.lexeme = ANY({terms}::text[])) AS counts"
-            f" FROM unnest({column}) AS u) AS t"
+            f" array_agg(greatest(cardinality(u.positions), 1)::float8) FILTER (WHERE u.lexeme = ANY({terms}::text[]))"
+            f" AS counts FROM unnest({column}) AS u) AS t"
             f" WHERE {' AND '.join(where)}"
-            f" ORDER BY k.rank DESC, k.created_at DESC LIMIT {p.add(q.pool)}")
+            f" ORDER BY k.rank DESC, k.created_at DESC LIMIT {p.add(q.pool)}) AS x")
+    # BM25 with the term statistics of the pool itself: a word every candidate shares (a speaker's
+    # name in every turn of a conversation) then counts for little, and the rare word the question
+    # is really about for much. Scored in the statement, the answered rows are read in it too.
+    k1, b = p.add(K1), p.add(B)
+    lead = f"c.n <= {p.add(q.lead)}" if q.lead > 0 else "FALSE"
+    return (f"WITH pool AS ({pool}),"
+            f" stats AS (SELECT count(*)::float8 AS n, CASE WHEN sum(length) > 0 THEN sum(length) / count(*)::float8"
+            f" ELSE 1.0::float8 END AS average FROM pool),"
+            f" idf AS (SELECT u.lexeme, ln(1 + (s.n - count(*)::float8 + 0.5) / (count(*)::float8 + 0.5)) * w.weight AS idf"
+            f" FROM pool CROSS JOIN LATERAL unnest(pool.lexemes) AS u(lexeme)"
+            f" JOIN unnest({terms}::text[], {weights}::float8[]) AS w(lexeme, weight) ON w.lexeme = u.lexeme"
+            f" CROSS JOIN stats s GROUP BY u.lexeme, w.weight, s.n),"
+            f" scored AS (SELECT pool.tenant_id, pool.id, pool.place,"
+            f" sum(i.idf * x.c * ({k1}::float8 + 1) / (x.c + {k1}::float8 * (1 - {b}::float8 + {b}::float8 * pool.length"
+            f" / s.average))) AS score"
+            f" FROM pool CROSS JOIN stats s CROSS JOIN LATERAL unnest(pool.lexemes, pool.counts) AS x(lexeme, c)"
+            f" JOIN idf i ON i.lexeme = x.lexeme GROUP BY pool.tenant_id, pool.id, pool.place)"
+            f" SELECT {shape.select(lead)}, c.score, {index} AS query FROM (SELECT scored.*,"
+            f" row_number() OVER (ORDER BY scored.score DESC, scored.place) AS n FROM scored WHERE scored.score > 0"
+            f" ORDER BY scored.score DESC, scored.place LIMIT {p.add(q.limit)}) AS c"
+            f" JOIN memories m ON m.tenant_id = c.tenant_id AND m.id = c.id ORDER BY c.n")
 
 
-def _fact_select(caller: Caller, q: FactQuery, shape: RowShape) -> tuple[str, Params]:
+def _fact_select(caller: Caller, q: FactQuery, shape: RowShape, p: Params, index: int) -> str:
     # The stored lowercase keys (migration 0013), not lower(): an index on them serves under RLS.
-    p = Params(list(q.names))
+    names = p.add(list(q.names))
     where = [visibility(caller, p), *filter_clauses(q.filter, p, as_of=q.as_of), "m.entity_key IS NOT NULL",
-             "(m.entity_key = ANY($1::text[]) OR m.attribute_key = ANY($1::text[]))"]
+             f"(m.entity_key = ANY({names}::text[]) OR m.attribute_key = ANY({names}::text[]))"]
     if q.valid is not None:
         where.append(f"coalesce(m.valid_from, m.occurred_at) < {p.add(q.valid.end)}")
         where.append(f"(m.valid_to IS NULL OR m.valid_to > {p.add(q.valid.start)})")
     rest = (f"FROM memories m WHERE {' AND '.join(where)}"
-            f" ORDER BY matched DESC, m.valid_from DESC NULLS LAST, m.created_at DESC LIMIT {p.add(q.limit)}")
-    score = "(m.entity_key = ANY($1::text[]))::int + (coalesce(m.attribute_key = ANY($1::text[]), false))::int"
-    return ranked_select(shape, p, lead=q.lead, limit=q.limit, score=score, name="matched", rest=rest), p
+            f" ORDER BY score DESC, m.valid_from DESC NULLS LAST, m.created_at DESC LIMIT {p.add(q.limit)}")
+    score = (f"((m.entity_key = ANY({names}::text[]))::int"
+             f" + (coalesce(m.attribute_key = ANY({names}::text[]), false))::int)::float8")
+    return ranked_select(shape, p, lead=q.lead, limit=q.limit, score=score, name="score", rest=rest,
+                         extra=f", {index} AS query")
 
 
 async def lexical(conn: asyncpg.Connection, caller: Caller, queries: Sequence[LexicalQuery],
                   shape: RowShape = WHOLE) -> list[list[Scored]]:
-    """Each query's memories, in one session: the keyword queries' matches as one statement, the
-    facts' statements while BM25 orders the matches (in a thread: CPU work), then the records the
-    keyword queries chose, read at once (a memory two of them chose is read once; in a leading shape
-    whole for what each query chose first)."""
+    """Each query's memories, all in one statement (in a leading shape whole for each query's
+    first): a search paid a round trip for each of its keyword matches, its facts and the rows its
+    keyword channels chose, and a thread hop to order the matches between them."""
+    if not queries:
+        return []
+    p = Params()
+    parts = [_keyword_select(caller, q, shape, p, n) if isinstance(q, KeywordQuery)
+             else _fact_select(caller, q, shape, p, n) for n, q in enumerate(queries)]
     found: list[list[Scored]] = [[] for _ in queries]
-    keyword = [(i, q) for i, q in enumerate(queries) if isinstance(q, KeywordQuery)]
-    chosen_by_query: asyncio.Future[list[list[KeywordMatch]]] | None = None
-    if keyword:
-        p = Params()
-        rows = await search_rows(
-            conn, " UNION ALL ".join(f"({_keyword_select(caller, q, p, n)})" for n, (_, q) in enumerate(keyword)),
-            *p.values)
-        matches: list[list[KeywordMatch]] = [[] for _ in keyword]
-        for r in rows:
-            matches[r["query"]].append(
-                KeywordMatch(r["id"], float(r["rank"]), dict(zip(r["lexemes"] or (), r["counts"] or ())), r["length"] or 0))
-        chosen_by_query = asyncio.ensure_future(asyncio.to_thread(
-            lambda: [q.choose(m) for (_, q), m in zip(keyword, matches)]))
-    try:
-        for i, q in enumerate(queries):
-            if isinstance(q, FactQuery):
-                sql, p = _fact_select(caller, q, shape)
-                found[i] = [Scored(shape.build(r), float(r["matched"]), shape.whole(r))
-                            for r in await search_rows(conn, sql, *p.values)]
-    except BaseException:
-        if chosen_by_query is not None:
-            chosen_by_query.cancel()  # its thread ends on its own; the answer is dropped
-        raise
-    chosen = await chosen_by_query if chosen_by_query is not None else []
-    ids = list(dict.fromkeys(m.id for choice in chosen for m in choice))
-    if not ids:
-        return found
-    p = Params(ids)
-    columns = shape.columns
-    if shape.leads:
-        first = {m.id: None for (_, q), choice in zip(keyword, chosen) for m in choice[:q.lead]}
-        columns = shape.select(f"m.id = ANY({p.add(list(first))}::uuid[])")
-    by_id = {r["id"]: r for r in await search_rows(
-        conn, f"SELECT {columns} FROM memories m WHERE m.id = ANY($1::uuid[]) AND {visibility(caller, p)}",
-        *p.values)}
-    records = {memory_id: shape.build(r) for memory_id, r in by_id.items()}
-    for (i, _), choice in zip(keyword, chosen):
-        found[i] = [Scored(records[m.id], m.score, shape.whole(by_id[m.id])) for m in choice if m.id in by_id]
+    for r in await search_rows(conn, " UNION ALL ".join(f"({part})" for part in parts), *p.values):
+        found[r["query"]].append(Scored(shape.build(r), r["score"], shape.whole(r)))
     return found

@@ -22,11 +22,10 @@ _explained: ContextVar[list[str] | None] = ContextVar("explained", default=None)
 
 @contextmanager
 def explaining() -> Iterator[list[str]]:
-    """Collects EXPLAIN (ANALYZE, BUFFERS) of every search channel statement run inside it (a
-    keyword channel runs two: its matches, then the chosen rows) in the caller's session (role,
-    settings and row-level security as the server runs them), followed by the plans of the
-    statements run inside functions when the session user may load auto_explain (a superuser:
-    benchmarks and tests); each statement then runs once more for its rows."""
+    """Collects EXPLAIN (ANALYZE, BUFFERS) of every search channel statement run inside it in the
+    caller's session (role, settings and row-level security as the server runs them), followed by
+    the plans of the statements run inside functions when the session user may load auto_explain
+    (a superuser: benchmarks and tests); each statement then runs once more for its rows."""
     plans: list[str] = []
     token = _explained.set(plans)
     try:
