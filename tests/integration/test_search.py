@@ -198,6 +198,30 @@ async def test_hits_among_the_channels_leading_candidates_come_whole_without_rea
     assert "whole rows" not in {s.name for s in stages}
 
 
+async def test_the_answers_whole_rows_are_read_in_the_lexical_channels_session(deps, make_tenant, monkeypatch):
+    """A hit no channel read whole (here second in both the vector and the keyword ranking, each
+    channel reading its first top_k whole) costs a statement in the session the lexical channels left
+    open, not a session of its own; the answer is that of a search whose lexical channels run apart."""
+    world = await make_tenant()
+    texts = ["migration migration migration database database deploy deploy notes", "deploy the new database migration",
+             "the migration of birds", "database backups nightly", "Deploying database migrations",
+             "DB migration deployment", "deploy db migration",
+             "how we deploy: every database migration runs in its own step with a rollback plan for the cluster"]
+    await seed(deps, world.writer, *[draft(t, Kind.EVENT, metadata={"n": i}) for i, t in enumerate(texts)])
+    opened = []
+    original = deps.memories.read_session
+    monkeypatch.setattr(deps.memories, "read_session", lambda *a, **k: opened.append(1) or original(*a, **k))
+    query = SearchQuery("deploy database migration", top_k=1)
+    with recording() as stages:
+        [hit] = await SearchService(deps).search(world.writer, query)
+    assert hit.memory.content == "Deploying database migrations" and hit.memory.metadata == {"n": 4}
+    assert "whole rows" in {s.name for s in stages}
+    assert len(opened) == 2  # the vector channels' session and the lexical channels'
+    apart = SearchService(deps)
+    monkeypatch.setattr(apart, "_lexical_meanwhile", lambda *_: True)  # each lexical channel in a session of its own
+    assert [(h.memory, h.score) for h in await apart.search(world.writer, query)] == [(hit.memory, hit.score)]
+
+
 async def test_recency_decay_prefers_newer_when_configured(deps, make_tenant):
     from datetime import timedelta
 

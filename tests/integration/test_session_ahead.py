@@ -13,7 +13,7 @@ import pytest_asyncio
 
 from memplane_server.core.access.caller import Caller, Role
 from memplane_server.stores.postgres.pool import create_pool
-from memplane_server.stores.postgres.session import CUSTOM_PLANS, SessionAhead, caller_session
+from memplane_server.stores.postgres.session import CUSTOM_PLANS, SessionAhead, caller_session, read_sessions_ended
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -97,3 +97,23 @@ async def test_a_session_closed_soon_gives_its_connection_back_without_being_wai
     await run.run(lambda conn: conn.fetchval("SELECT 1"), last=False)
     run.close_soon()
     assert await back_in_pool(pool)
+
+
+
+async def test_a_session_closed_soon_while_its_work_runs_ends_once_the_work_is_done(pool):
+    """A search that failed in one channel ends a session another channel's statement still runs in:
+    the connection runs one thing at a time, so the end waits for it."""
+    ahead = opened_ahead(pool)
+    work = asyncio.ensure_future(ahead.run(lambda conn: conn.fetchval("SELECT 7 FROM pg_sleep(0.1)"), last=False))
+    await asyncio.sleep(0.03)
+    ahead.close_soon()
+    assert await work == 7
+    assert await back_in_pool(pool)
+
+
+async def test_read_sessions_ended_returns_once_the_commits_not_waited_for_let_their_connections_go(pool):
+    ahead = opened_ahead(pool)
+    await ahead.run(lambda conn: conn.fetchval("SELECT 1"))
+    assert pool.get_idle_size() == 0  # answered, its commit still to come
+    await read_sessions_ended()
+    assert pool.get_idle_size() == 1

@@ -141,18 +141,18 @@ def _searched(settings: Settings, f: MemoryFilter) -> tuple[bool, bool]:
 
 def lexical_channels(
     store: MemoryStore, settings: Settings, caller: Caller, f: MemoryFilter, parts: QueryParts, *,
-    limit: int, as_of: datetime | None, together: bool = True, lead: int = 0,
+    limit: int, as_of: datetime | None, together: bool = True, lead: int = 0, ahead: SessionAhead | None = None,
 ) -> Plan:
     """The channels that need only the query's text (its tokens and names), not its vectors; started
-    together, they run in one session (apart: a session each)."""
+    together, they run in one session (`ahead` when given, left open), apart in a session each."""
     persistent, windows = _searched(settings, f)
     plan: Plan = {}
     if not persistent:
         return plan
-    def searches(queries: list[KeywordQuery | FactQuery], _ahead: SessionAhead | None) -> Awaitable[list[list[Scored]]]:
-        return store.lexical_searches(caller, queries, candidates=True)
+    def searches(queries: list[KeywordQuery | FactQuery], session: SessionAhead | None) -> Awaitable[list[list[Scored]]]:
+        return store.lexical_searches(caller, queries, candidates=True, ahead=session)
 
-    shared: SessionBatch[KeywordQuery | FactQuery] = SessionBatch("lexical SQL", searches)
+    shared: SessionBatch[KeywordQuery | FactQuery] = SessionBatch("lexical SQL", searches, ahead)
 
     def batch() -> SessionBatch[KeywordQuery | FactQuery]:
         # Apart, each channel has a session of its own and PostgreSQL runs their statements side by

@@ -202,52 +202,63 @@ class SearchService:
             for run in (*running.values(), *([working] if working is not None else [])):
                 run.cancel()
             raise
-        running.update((name, asyncio.ensure_future(run())) for name, run in lexical.items() if name not in running)
-        parts = replace(parts, vector=vector, last_turn_vector=last_turn[0] if last_turn else None)
-        family = vector_channels(self.deps.memories, settings, caller, q.filter, parts, limit=limit, as_of=q.as_of,
-                                 lead=top_k, ahead=vector_ahead)
-        planned = bool(family or lexical)  # persistent memory is searched
-        runs = in_order({**running, **{name: asyncio.ensure_future(run()) for name, run in family.items()}})
-        session_run = asyncio.ensure_future(staged("session channel", self.session.search(
-            caller, q.filter, vector, parts.terms, limit=limit, as_of=q.as_of))) if planned and self.session.enabled else None
-        if working is not None:
-            runs["working"] = asyncio.ensure_future(staged("working channel", self._working_channel(q, working, vector, limit)))
-        # Gathered with the channels, so that it is cancelled with them; it answers channels by name.
-        rewriting = (staged("rewrite channels", self._rewrite_channels(caller, q, limit))
-                     if planned and settings.search_rewrite else _no_channels())
-        found, rewritten = await asyncio.gather(asyncio.gather(*runs.values()), rewriting)
-        results = dict(zip(runs, found))
-        preferences = results.pop(PREFERENCES, [])
-        always = [s.record for s in preferences]
-        results.update(rewritten)
-        weights = routed_weights(intent, settings.channel_weights)
-        weights.update({ch: weights.get("rewrite", 1.0) for ch in results if ch.startswith("rewrite")})
-        sessions = await session_run if session_run is not None else None
-        if sessions is not None:
-            results[SESSION], weights[SESSION] = sessions.scored, self.session.weight
-        graph = None
-        if planned and self.graph.enabled:
-            with stage("graph channel"):
-                graph = await self.graph.search(caller, q.filter, text, results, weights, limit=limit, as_of=q.as_of)
-            results[GRAPH], weights[GRAPH] = graph.scored, self.graph.weight
-        adjustments = Adjustments(
-            intent=intent, time_range=span, now=now, recency_lambdas=settings.recency_lambdas,
-            scope_weights=q.scope_weights, scope_order=q.scope_order or DEFAULT_SCOPE_ORDER, explain=q.explain,
-        )
-        # Duplicates are collapsed only as far as a hit can still be answered (top_k, rerank's pool,
-        # feedback's documents): past that no content needs normalising.
-        ranked = max(top_k, MAX_CANDIDATES if settings.search_rerank else 0, settings.search_feedback_docs)
-        # The answer is nearly always among the channels' leading hits: the channels read those
-        # whole, and those they did not (the graph's, the sessions') are read while fusion runs (CPU
-        # work over a few hundred candidates: in a thread, off the event loop).
-        read = _read_whole_by_channels(results, preferences)
-        # Fusion lifts into the answer hits no channel read whole (in 102 of 231 LoCoMo searches, most
-        # from just past a channel's first top_k): a session for them opens while fusion runs, so
-        # that reading them after it is one statement, not four round trips. Not across a rerank (an
-        # LLM call): its session would hold a connection meanwhile.
-        rows = self.deps.memories.whole_rows(caller) if planned and not settings.search_rerank else None
-        prefetched = asyncio.ensure_future(self._read_whole(caller, _leading(results, preferences, top_k, read), rows))
+        rows: WholeRows | None = None
+        if lexical and not meanwhile and not settings.search_rerank:
+            # Their session is left open for the answer's whole rows (those no channel read whole),
+            # which then cost a statement, not a session; not across a rerank (an LLM call), where it
+            # would hold a connection meanwhile.
+            shared = self.deps.memories.lexical_session_ahead(caller)
+            rows = self.deps.memories.whole_rows(caller, shared)
+            lexical = lexical_channels(self.deps.memories, settings, caller, q.filter, parts, limit=limit,
+                                       as_of=q.as_of, lead=top_k, ahead=shared)
+        prefetched: asyncio.Future | None = None
         try:
+            running.update((name, asyncio.ensure_future(run())) for name, run in lexical.items() if name not in running)
+            parts = replace(parts, vector=vector, last_turn_vector=last_turn[0] if last_turn else None)
+            family = vector_channels(self.deps.memories, settings, caller, q.filter, parts, limit=limit, as_of=q.as_of,
+                                     lead=top_k, ahead=vector_ahead)
+            planned = bool(family or lexical)  # persistent memory is searched
+            runs = in_order({**running, **{name: asyncio.ensure_future(run()) for name, run in family.items()}})
+            session_run = asyncio.ensure_future(staged("session channel", self.session.search(
+                caller, q.filter, vector, parts.terms, limit=limit, as_of=q.as_of))) if planned and self.session.enabled else None
+            if working is not None:
+                runs["working"] = asyncio.ensure_future(staged("working channel", self._working_channel(q, working, vector, limit)))
+            # Gathered with the channels, so that it is cancelled with them; it answers channels by name.
+            rewriting = (staged("rewrite channels", self._rewrite_channels(caller, q, limit))
+                         if planned and settings.search_rewrite else _no_channels())
+            found, rewritten = await asyncio.gather(asyncio.gather(*runs.values()), rewriting)
+            results = dict(zip(runs, found))
+            preferences = results.pop(PREFERENCES, [])
+            always = [s.record for s in preferences]
+            results.update(rewritten)
+            weights = routed_weights(intent, settings.channel_weights)
+            weights.update({ch: weights.get("rewrite", 1.0) for ch in results if ch.startswith("rewrite")})
+            sessions = await session_run if session_run is not None else None
+            if sessions is not None:
+                results[SESSION], weights[SESSION] = sessions.scored, self.session.weight
+            graph = None
+            if planned and self.graph.enabled:
+                with stage("graph channel"):
+                    graph = await self.graph.search(caller, q.filter, text, results, weights, limit=limit, as_of=q.as_of)
+                results[GRAPH], weights[GRAPH] = graph.scored, self.graph.weight
+            adjustments = Adjustments(
+                intent=intent, time_range=span, now=now, recency_lambdas=settings.recency_lambdas,
+                scope_weights=q.scope_weights, scope_order=q.scope_order or DEFAULT_SCOPE_ORDER, explain=q.explain,
+            )
+            # Duplicates are collapsed only as far as a hit can still be answered (top_k, rerank's pool,
+            # feedback's documents): past that no content needs normalising.
+            ranked = max(top_k, MAX_CANDIDATES if settings.search_rerank else 0, settings.search_feedback_docs)
+            # The answer is nearly always among the channels' leading hits: the channels read those
+            # whole, and those they did not (the graph's, the sessions') are read while fusion runs (CPU
+            # work over a few hundred candidates: in a thread, off the event loop).
+            read = _read_whole_by_channels(results, preferences)
+            # Fusion lifts into the answer hits no channel read whole (in 102 of 231 LoCoMo searches, most
+            # from just past a channel's first top_k): without the lexical channels' session, one opens
+            # for them while fusion runs, so that reading them after it is one statement, not four round
+            # trips.
+            if rows is None and planned and not settings.search_rerank:
+                rows = self.deps.memories.whole_rows(caller)
+            prefetched = asyncio.ensure_future(self._read_whole(caller, _leading(results, preferences, top_k, read), rows))
             with stage("fusion"):
                 hits = await asyncio.to_thread(
                     lambda: collapse_duplicates(fuse_and_adjust(results, weights, adjustments), ranked))
@@ -276,8 +287,9 @@ class SearchService:
                     self._signal_nothing_found(caller, q.text, q.filter.user_id)
                 self.usage.add(caller, [h.memory.stored_id for h in hits if h.memory.layer is not Layer.WORKING])
         except BaseException:
-            prefetched.cancel()
-            await asyncio.gather(prefetched, return_exceptions=True)  # off the session before it ends
+            if prefetched is not None:
+                prefetched.cancel()
+                await asyncio.gather(prefetched, return_exceptions=True)  # off the session before it ends
             raise
         finally:
             if rows is not None:

@@ -155,9 +155,10 @@ class MemoryStore:
         async with self.read_session(caller) as conn:
             return await _visible_among(conn, caller, memory_ids)
 
-    def whole_rows(self, caller: Caller) -> WholeRows:
-        """A read session for whole rows, opened now and read in more than one step."""
-        return WholeRows(SessionAhead(self.read_session(caller), CUSTOM_PLANS), caller)
+    def whole_rows(self, caller: Caller, session: SessionAhead | None = None) -> WholeRows:
+        """Whole rows read in more than one step: in `session` (one a search opened for its channels and
+        left open), or in a read session opened now."""
+        return WholeRows(session or SessionAhead(self.read_session(caller), CUSTOM_PLANS), caller)
 
     async def list(
         self, caller: Caller, f: MemoryFilter, *, limit: int, after: tuple[datetime, uuid.UUID] | None
@@ -216,15 +217,21 @@ class MemoryStore:
         """The exact channel alone (stores/postgres/search/lexical.py)."""
         return (await self.lexical_searches(caller, [FactQuery(f, names, limit, as_of, valid)]))[0]
 
-    async def lexical_searches(self, caller: Caller, queries: Sequence[LexicalQuery], *, candidates: bool = False
-                               ) -> builtins.list[builtins.list[Scored]]:
-        """Several keyword and exact searches in one session (stores/postgres/search/lexical.py); candidates as
-        for vector_searches."""
+    async def lexical_searches(self, caller: Caller, queries: Sequence[LexicalQuery], *, candidates: bool = False,
+                               ahead: SessionAhead | None = None) -> builtins.list[builtins.list[Scored]]:
+        """Several keyword and exact searches in one statement and one session (stores/postgres/search/lexical.py);
+        candidates as for vector_searches. In `ahead` (lexical_session_ahead) when given, left open for
+        its owner to read more in and close."""
+        session = ahead or self.lexical_session_ahead(caller)
+        return await session.run(lambda conn: lexical(conn, caller, queries, LEADING if candidates else WHOLE),
+                                 last=ahead is None)
+
+    def lexical_session_ahead(self, caller: Caller) -> SessionAhead:
+        """A session for lexical_searches, opened now."""
         # Their plans do not depend on the tenant's size (a function's matches, then ids and keys on
         # their indexes): planned once per connection. `auto` kept planning the statement whenever it
         # held the facts' part, whose generic estimate looks dearer (the same plan): 2.2 ms a search.
-        session = SessionAhead(self.read_session(caller, plans=GENERIC_PLANS), GENERIC_PLANS)
-        return await session.run(lambda conn: lexical(conn, caller, queries, LEADING if candidates else WHOLE))
+        return SessionAhead(self.read_session(caller, plans=GENERIC_PLANS), GENERIC_PLANS)
 
     async def mark_used(
         self, caller: Caller, ids: Sequence[uuid.UUID] | Mapping[uuid.UUID, int], *, at: datetime | None = None,
@@ -481,10 +488,11 @@ async def _visible_among(conn: asyncpg.Connection, caller: Caller, memory_ids: S
 
 
 class WholeRows:
-    """The whole rows of a search's answer, read in one session opened while fusion runs: the
-    leading hits of the channels that read none whole during fusion, the rest it answered after it.
-    After it in a session of its own, that read was four round trips (BEGIN, the caller's settings,
-    the rows, COMMIT) in 102 of 231 LoCoMo searches (bench/README.md)."""
+    """The whole rows of a search's answer, read in one session: the leading hits of the channels
+    that read none whole during fusion, the rest it answered after it. After it in a session of its
+    own, that read was four round trips (BEGIN, the caller's settings, the rows, COMMIT) in 102 of
+    231 LoCoMo searches (bench/README.md); in the lexical channels' session, left open for it, it is
+    the rows alone, and a search that reads none opens nothing for them."""
 
     def __init__(self, session: SessionAhead, caller: Caller) -> None:
         self.session, self.caller = session, caller

@@ -60,7 +60,8 @@ class SessionAhead:
     session before their statements are known, while the query is embedded, where a core is spare
     for it: the connection, BEGIN and the caller's settings (three round trips, about 0.4 ms of the
     event loop) are then done while it waits, not after. A run that is not the `last` leaves the
-    session open for the next (Search reads its answer's rows in two steps, around fusion)."""
+    session open for the next (Search's lexical channels leave theirs open for its answer's rows,
+    read in two steps around fusion)."""
 
     def __init__(self, session: AbstractAsyncContextManager[asyncpg.Connection], plans: str) -> None:
         self.plans = plans
@@ -68,24 +69,28 @@ class SessionAhead:
         self._stack = AsyncExitStack()
         self._opening = asyncio.ensure_future(self._stack.enter_async_context(session))
         self._ran = self._ended = False
+        # Held while work runs: an end asked for meanwhile (its search failed elsewhere) waits for it,
+        # since a connection runs one thing at a time.
+        self._working = asyncio.Lock()
 
     async def run(self, work: Callable[[asyncpg.Connection], Awaitable[T]], *, last: bool = True) -> T:
         if self._ended:
             raise RuntimeError("the session has ended")
         self._ran = True
-        conn = await self._opening
-        try:
-            answer = await work(conn)
-        except BaseException as exc:
-            self._ended = True
-            await self._stack.__aexit__(type(exc), exc, exc.__traceback__)  # rolled back, released
-            raise
+        async with self._working:
+            conn = await self._opening
+            try:
+                answer = await work(conn)
+            except BaseException as exc:
+                self._ended = True
+                await self._stack.__aexit__(type(exc), exc, exc.__traceback__)  # rolled back, released
+                raise
         if last:
             self._commit()
         return answer
 
     def _commit(self) -> None:
-        self._end_in_background(self._stack.aclose())
+        self._end_in_background(self._close_once_open())
 
     def _end_in_background(self, ending: Awaitable[None]) -> None:
         self._ended = True
@@ -102,7 +107,8 @@ class SessionAhead:
 
     async def _close_once_open(self) -> None:
         await asyncio.gather(self._opening, return_exceptions=True)
-        await self._stack.aclose()
+        async with self._working:
+            await self._stack.aclose()
 
     async def close(self) -> None:
         """Ends the session: one that was run commits (not waited for), one that never was (a search
@@ -116,6 +122,13 @@ class SessionAhead:
         self._opening.cancel()  # an opening under way unwinds itself; a finished one is on the stack
         await asyncio.gather(self._opening, return_exceptions=True)
         await self._stack.aclose()
+
+
+async def read_sessions_ended() -> None:
+    """Waits for the commits of the read sessions that answered without waiting for them. A server's
+    event loop runs them soon after; a caller that runs its loop only while it searches (a
+    benchmark) would otherwise leave their transactions open, holding their locks, in between."""
+    await asyncio.gather(*_committing, return_exceptions=True)
 
 
 def _committed(task: asyncio.Task) -> None:
