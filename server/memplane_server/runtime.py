@@ -379,7 +379,7 @@ async def serve(settings: Settings, database_url: str, redis_url: str, *, ready:
     services = build_services(deps, runtime.pool, runtime.redis_client)
     bootstrap = await services.admin.bootstrap(settings.bootstrap_tenant) if settings.bootstrap_tenant else None
     drain = Drain()
-    server, health_servicer = build_server(services, drain)
+    server, health_servicer = build_server(services, drain, traced=settings.telemetry_exporter != "none")
     port = server.add_insecure_port(settings.listen)
     if port == 0:
         raise SystemExit(f"cannot listen on {settings.listen}")

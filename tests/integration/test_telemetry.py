@@ -101,6 +101,25 @@ async def test_rpcs_are_traced_and_timed(served, telemetry):
         a for a, _ in points(reader, "rpc.server.duration")]
 
 
+async def test_a_server_built_untraced_makes_no_rpc_span_but_still_times_calls(runtime, deps, telemetry):
+    """With no exporter (MEMPLANE_TELEMETRY_EXPORTER=none) the server is built untraced: its calls
+    are timed, and nobody pays for a span nothing would send."""
+    spans, reader = telemetry
+    server, _ = build_server(build_services(deps, runtime.pool, runtime.redis_client), Drain(), traced=False)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    spans.clear()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            with pytest.raises(grpc.aio.AioRpcError):
+                await memory_service_pb2_grpc.MemoryServiceStub(channel).GetStats(memory_service_pb2.GetStatsRequest())
+    finally:
+        await server.stop(0)
+    assert not [s for s in spans.get_finished_spans() if s.name.startswith("/memplane.")]
+    assert {"rpc.method": "/memplane.v1.MemoryService/GetStats", "rpc.grpc.status_code": "UNAUTHENTICATED"} in [
+        a for a, _ in points(reader, "rpc.server.duration")]
+
+
 async def test_a_write_has_embedding_postgresql_and_redis_spans_under_its_rpc(served, telemetry):
     async with AsyncMemoryClient(*served) as client:
         await client.write([{"content": SECRET_TEXT, "kind": "fact"}])
