@@ -39,8 +39,8 @@ from ...core.working import SessionContents, item_to_record
 from ...llm.query_rewrite import QueryRewriter
 from ...llm.rerank import MAX_CANDIDATES, Reranker
 from ...logs import OncePerCause, cause_of
-from ...stores.postgres.memories import WholeRows
 from ...stores.postgres.search.nearest import broad
+from ...stores.postgres.search.whole_rows import WholeRows
 from ...stores.postgres.session import SessionAhead
 from ...stores.redis.working import WorkingSession
 from ..deps import Deps

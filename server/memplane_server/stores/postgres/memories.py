@@ -35,6 +35,7 @@ from .memory_writes import Stored, StoredDraft, WriteTransaction, append_history
 from .replica import ReadPools
 from .search.lexical import FactQuery, KeywordQuery, LexicalQuery, lexical
 from .search.nearest import VectorQuery, Walks, generic_plan_serves, nearest
+from .search.whole_rows import WholeRows, visible_among
 from .session import CUSTOM_PLANS, GENERIC_PLANS, SessionAhead, caller_session
 from .sql import (
     LEADING,
@@ -153,7 +154,7 @@ class MemoryStore:
     async def get_many(self, caller: Caller, memory_ids: Sequence[uuid.UUID]) -> list[MemoryRecord]:
         """The visible memories among the ids, in no particular order."""
         async with self.read_session(caller) as conn:
-            return await _visible_among(conn, caller, memory_ids)
+            return await visible_among(conn, caller, memory_ids)
 
     def whole_rows(self, caller: Caller, session: SessionAhead | None = None) -> WholeRows:
         """Whole rows read in more than one step: in `session` (one a search opened for its channels and
@@ -478,30 +479,3 @@ class MemoryStore:
         built = await asyncio.to_thread(
             lambda: [(record_from_row(r), r["embedding"].to_numpy().astype(np.float32)) for r in reversed(rows)])
         return built, rows[0]["matched"] if rows else 0
-
-
-async def _visible_among(conn: asyncpg.Connection, caller: Caller, memory_ids: Sequence[uuid.UUID]) -> list[MemoryRecord]:
-    p = Params(list(memory_ids))
-    where = ["m.id = ANY($1::uuid[])", visibility(caller, p)]
-    rows = await conn.fetch(f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {' AND '.join(where)}", *p.values)
-    return [record_from_row(r) for r in rows]
-
-
-class WholeRows:
-    """The whole rows of a search's answer, read in one session: the leading hits of the channels
-    that read none whole during fusion, the rest it answered after it. After it in a session of its
-    own, that read was four round trips (BEGIN, the caller's settings, the rows, COMMIT) in 102 of
-    231 LoCoMo searches (bench/README.md); in the lexical channels' session, left open for it, it is
-    the rows alone, and a search that reads none opens nothing for them."""
-
-    def __init__(self, session: SessionAhead, caller: Caller) -> None:
-        self.session, self.caller = session, caller
-
-    async def read(self, memory_ids: Sequence[uuid.UUID], *, last: bool = False) -> list[MemoryRecord]:
-        """The visible memories among the ids; the session stays open unless last."""
-        return await self.session.run(lambda conn: _visible_among(conn, self.caller, memory_ids), last=last)
-
-    def close_soon(self) -> None:
-        """Ends the session without waiting: committed after a read, given back when none came."""
-        self.session.close_soon()
-

@@ -86,24 +86,19 @@ class SessionAhead:
                 await self._stack.__aexit__(type(exc), exc, exc.__traceback__)  # rolled back, released
                 raise
         if last:
-            self._commit()
+            self.close_soon()
         return answer
 
-    def _commit(self) -> None:
-        self._end_in_background(self._close_once_open())
-
-    def _end_in_background(self, ending: Awaitable[None]) -> None:
+    def close_soon(self) -> None:
+        """Ends the session without waiting for it (committed: it only read). One still opening is
+        let finish first: cancelled midway, its statement cost PostgreSQL a cancel request on a
+        connection of its own, and asyncpg left a failed future that nobody read."""
+        if self._ended:
+            return
         self._ended = True
-        closing = asyncio.ensure_future(ending)
+        closing = asyncio.ensure_future(self._close_once_open())
         _committing.add(closing)
         closing.add_done_callback(_committed)
-
-    def close_soon(self) -> None:
-        """Ends the session without waiting for it. One still opening is let finish, then committed:
-        cancelled midway, its statement cost PostgreSQL a cancel request on a connection of its own,
-        and asyncpg left a failed future that nobody read."""
-        if not self._ended:
-            self._end_in_background(self._close_once_open())
 
     async def _close_once_open(self) -> None:
         await asyncio.gather(self._opening, return_exceptions=True)
@@ -116,7 +111,7 @@ class SessionAhead:
         if self._ended:
             return
         if self._ran:
-            self._commit()
+            self.close_soon()
             return
         self._ended = True
         self._opening.cancel()  # an opening under way unwinds itself; a finished one is on the stack
