@@ -113,3 +113,11 @@ def stream_state(settings: CallSettings, resume: bool, deadline: float | None) -
     response received."""
     remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
     return RetryState(settings.retry, retryable=resume, timeout=remaining)
+
+
+def stream_retry_code(exc: grpc.RpcError, closed: bool) -> grpc.StatusCode | None:
+    """The code a broken watch's retry is decided by (None: its own). A server stopping past its
+    grace time cancels the calls still open, and a call that reaches it just as it stops is
+    cancelled too: the stream resumes after its last position as after UNAVAILABLE. A stream
+    cancelled by this client's own close does not."""
+    return grpc.StatusCode.UNAVAILABLE if exc.code() == grpc.StatusCode.CANCELLED and not closed else None

@@ -113,9 +113,10 @@ class RetryState:
             return None
         return max(0.0, self._deadline - self._clock())
 
-    def delay_before_retry(self, error: MemplaneError) -> float | None:
-        """Seconds to wait before retrying after error, or None when the call must fail now."""
-        if not self._retryable or error.code not in self._policy.retryable_codes:
+    def delay_before_retry(self, error: MemplaneError, code: grpc.StatusCode | None = None) -> float | None:
+        """Seconds to wait before retrying after error (decided as if by `code` when given), or
+        None when the call must fail now."""
+        if not self._retryable or (code or error.code) not in self._policy.retryable_codes:
             return None
         if self._policy.max_attempts is not None and self.attempts >= self._policy.max_attempts:
             return None

@@ -20,6 +20,7 @@ from ._channel import (
     channel_target,
     deadline_after,
     rpcs,
+    stream_retry_code,
     stream_state,
 )
 from ._consistency import WritePosition
@@ -41,6 +42,7 @@ class SyncTransport:
         self._rpcs = rpcs(channel)
         self._sleep = sleep
         self._written = WritePosition()
+        self._closed = False
 
     def call(self, prepared: PreparedCall[T], timeout: float | None) -> T:
         """Sends the call, retrying per policy; raises a MemplaneError subclass on failure."""
@@ -74,20 +76,22 @@ class SyncTransport:
                     cursor.finish(response)
                 return
             except grpc.RpcError as exc:
-                self._wait_to_retry(state, exc)
+                self._wait_to_retry(state, exc, stream_retry_code(exc, self._closed))
             finally:
                 call.cancel()
 
-    def _wait_to_retry(self, state: RetryState, exc: grpc.RpcError) -> None:
-        """Waits before the next attempt, or raises the mapped error when the policy allows none."""
+    def _wait_to_retry(self, state: RetryState, exc: grpc.RpcError, code: grpc.StatusCode | None = None) -> None:
+        """Waits before the next attempt (decided as if by `code` when given), or raises the mapped
+        error when the policy allows none."""
         error = from_rpc_error(exc)
-        delay = state.delay_before_retry(error)
+        delay = state.delay_before_retry(error, code)
         if delay is None:
             raise error from exc
         self._sleep(delay)
 
     def close(self) -> None:
         """Closes the channel."""
+        self._closed = True
         self._channel.close()
 
 

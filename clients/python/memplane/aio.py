@@ -247,8 +247,8 @@ class AsyncMemoryClient(AsyncClientBase):
         From now, or after after_position (the position of the last event handled, kept across
         restarts; the server keeps changes for its change retention, 24 h by default, and an
         older position raises FailedPreconditionError WATCH_POSITION_EXPIRED). A stream that
-        breaks with UNAVAILABLE (a server restarting or shutting down) is reopened after the last
-        position handed over, so nothing is missed or repeated, unless resume=False. With
+        breaks with UNAVAILABLE (a server restarting or shutting down), or that the server cancels
+        (one stopping past its grace time), is reopened after the last position handed over, so nothing is missed or repeated, unless resume=False. With
         progress=True, WatchProgress items report positions reached while nothing visible
         changed (store those too, so a quiet filtered watch does not fall behind the retention).
         timeout bounds the whole watch (None: no end); closing the iterator ends the stream.

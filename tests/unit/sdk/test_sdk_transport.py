@@ -242,6 +242,40 @@ def test_watch_resumes_after_the_last_position_handed_over():
     assert cursor.position == 25
 
 
+def test_watch_resumes_after_the_server_cancels_the_stream():
+    from memplane._watch import WatchCursor
+
+    channel = FakeChannel()
+    transport = SyncTransport(channel, settings(), sleep=lambda _: None)
+    first, second = watch_streams()
+    first.error = FakeRpcError(grpc.StatusCode.CANCELLED)  # a server stopping past its grace time
+    channel.rpcs["Watch"].outcomes = [first, second]
+    cursor = WatchCursor(after_position=None, progress=False, scopes=None, session_id=None, entity=None, kinds=None,
+                         change_kinds=None)
+    assert [i.position for i in transport.watch(cursor, timeout=None, resume=True)] == [11, 12, 21]
+    assert channel.rpcs["Watch"].attempts[1]["request"].after_position == 12
+
+
+def test_watch_does_not_resume_a_stream_cancelled_by_the_clients_own_close():
+    from memplane._watch import WatchCursor
+    from memplane.errors import MemplaneError
+
+    channel = FakeChannel()
+    channel.close = lambda: None
+    transport = SyncTransport(channel, settings(), sleep=lambda _: None)
+    first, second = watch_streams()
+    first.error = FakeRpcError(grpc.StatusCode.CANCELLED)
+    channel.rpcs["Watch"].outcomes = [first, second]
+    cursor = WatchCursor(after_position=None, progress=False, scopes=None, session_id=None, entity=None, kinds=None,
+                         change_kinds=None)
+    stream = transport.watch(cursor, timeout=None, resume=True)
+    assert next(stream).position == 11
+    transport.close()
+    with pytest.raises(MemplaneError) as raised:
+        list(stream)
+    assert raised.value.code == grpc.StatusCode.CANCELLED and len(channel.rpcs["Watch"].attempts) == 1
+
+
 def test_watch_without_resume_raises_the_typed_error():
     from memplane._watch import WatchCursor
 
