@@ -4,10 +4,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Mapping, TypeVar
 
-from google.protobuf import json_format
 from google.protobuf.duration_pb2 import Duration
 from google.protobuf.message import Message
-from google.protobuf.struct_pb2 import Struct
+from google.protobuf.struct_pb2 import ListValue, Struct
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from . import types
@@ -67,12 +66,27 @@ def to_struct(value: Mapping[str, Any]) -> Struct:
     return struct
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
 def time_field(message: Message, name: str) -> datetime | None:
-    """The UTC datetime of a Timestamp field, or None when unset."""
+    """The UTC datetime of a Timestamp field, or None when unset: what Timestamp.ToDatetime gives
+    in UTC, without its conversion to the zone asked for (a memory has up to eight times, and a
+    search answers ten memories)."""
     if not message.HasField(name):
         return None
-    when: datetime = getattr(message, name).ToDatetime(tzinfo=timezone.utc)
-    return when
+    stamp = getattr(message, name)
+    return _EPOCH + timedelta(seconds=stamp.seconds, microseconds=stamp.nanos // 1000)
+
+
+def _plain(value: Any) -> Any:
+    """A Struct's value as the JSON-like Python value MessageToDict gives, read through the
+    Struct's own mapping (several times faster; metadata comes with every memory)."""
+    if isinstance(value, Struct):
+        return {key: _plain(value[key]) for key in value.keys()}
+    if isinstance(value, ListValue):
+        return [_plain(item) for item in value]
+    return value
 
 
 def memory(pb: memory_pb2.Memory) -> types.Memory:
@@ -93,7 +107,7 @@ def memory(pb: memory_pb2.Memory) -> types.Memory:
         attribute=pb.attribute,
         value=pb.value,
         tags=tuple(pb.tags),
-        metadata=json_format.MessageToDict(pb.metadata),
+        metadata=_plain(pb.metadata),
         confidence=round(pb.confidence, _CONFIDENCE_DIGITS),
         status=MemoryStatus.from_proto(pb.status),
         supersedes=pb.supersedes,

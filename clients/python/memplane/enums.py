@@ -46,10 +46,8 @@ class ProtoEnum(enum.Enum):
         A newer server may send values this SDK does not know yet; they read as UNSPECIFIED
         rather than failing the whole response.
         """
-        try:
-            return cls(number)
-        except ValueError:
-            return cls(0)
+        member = cls._value2member_map_.get(number)  # the lookup cls(number) makes, without its call
+        return member if member is not None else cls(0)  # type: ignore[return-value]
 
 
 class Scope(ProtoEnum):

@@ -61,6 +61,24 @@ def test_memory_times_are_timezone_aware_utc():
     assert memory.occurred_at.tzinfo is timezone.utc
 
 
+@pytest.mark.parametrize("when", [
+    T0, datetime(1, 1, 1, tzinfo=timezone.utc), datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=timezone.utc),
+    datetime(1969, 12, 31, 23, 59, 59, 1, tzinfo=timezone.utc), datetime(1970, 1, 1, tzinfo=timezone.utc),
+])
+def test_memory_times_read_as_protobufs_own_conversion_gives_them(when):
+    m = memory_pb2.Memory(id="m1", occurred_at=ts(when))
+    assert _convert.memory(m).occurred_at == m.occurred_at.ToDatetime(tzinfo=timezone.utc) == when
+
+
+def test_memory_metadata_reads_as_json_format_reads_it():
+    from google.protobuf import json_format
+
+    m = memory_pb2.Memory(id="m1")
+    m.metadata.update({"n": 3, "x": 2.5, "s": "a", "t": True, "z": None, "l": [1, "b", None, {"k": [False]}],
+                       "d": {"e": {"f": -0.125}, "g": []}, "empty": {}})
+    assert _convert.memory(m).metadata == json_format.MessageToDict(m.metadata)
+
+
 def test_unset_times_read_as_none():
     memory = _convert.memory(memory_pb2.Memory(id="m1"))
     assert (memory.occurred_at, memory.valid_to, memory.expire_time) == (None, None, None)
