@@ -307,6 +307,22 @@ async def test_async_watch_resumes_too():
     assert channel.rpcs["Watch"].attempts[1]["request"].after_position == 12
 
 
+async def test_async_watch_resumes_after_the_server_cancels_the_stream():
+    from memplane._watch import WatchCursor
+
+    async def no_sleep(_):
+        return None
+
+    channel = FakeChannel()
+    transport = AsyncTransport(channel, settings(), sleep=no_sleep)
+    first, second = watch_streams()
+    first.error = FakeRpcError(grpc.StatusCode.CANCELLED)
+    channel.rpcs["Watch"].outcomes = [first, second]
+    cursor = WatchCursor(after_position=None, progress=False, scopes=None, session_id=None, entity=None, kinds=None,
+                         change_kinds=None)
+    assert [item.position async for item in transport.watch(cursor, timeout=None, resume=True)] == [11, 12, 21]
+
+
 def test_reads_carry_the_furthest_write_position_the_server_gave():
     channel = FakeChannel()
     transport = SyncTransport(channel, settings())
