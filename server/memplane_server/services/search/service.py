@@ -194,8 +194,8 @@ class SearchService:
                 WorkingSession(caller.require_tenant(), caller.agent_id, q.filter.session_id), with_vectors=True))
         meanwhile = self._lexical_meanwhile(caller, q.filter)
         lexical = lexical_channels(self.deps.memories, settings, caller, q.filter, parts, limit=limit, as_of=q.as_of,
-                                   together=not meanwhile, lead=top_k)
-        running = {name: asyncio.ensure_future(run()) for name, run in lexical.items()} if meanwhile else {}
+                                   together=False, lead=top_k) if meanwhile else {}
+        running = {name: asyncio.ensure_future(run()) for name, run in lexical.items()}
         try:
             vector, *last_turn = await embedded
         except BaseException:
@@ -203,17 +203,20 @@ class SearchService:
                 run.cancel()
             raise
         rows: WholeRows | None = None
-        if lexical and not meanwhile and not settings.search_rerank:
-            # Their session is left open for the answer's whole rows (those no channel read whole),
-            # which then cost a statement, not a session; not across a rerank (an LLM call), where it
-            # would hold a connection meanwhile.
-            shared = self.deps.memories.lexical_session_ahead(caller)
-            rows = self.deps.memories.whole_rows(caller, shared)
+        if not meanwhile:
+            shared: SessionAhead | None = None
+            if searches_persistent(q.filter) and not settings.search_rerank:
+                # The lexical channels' session is left open for the answer's whole rows (those no
+                # channel read whole), which then cost a statement, not a session; not across a rerank
+                # (an LLM call), where it would hold a connection meanwhile.
+                shared = self.deps.memories.lexical_session_ahead(caller)
+                rows = self.deps.memories.whole_rows(caller, shared)
             lexical = lexical_channels(self.deps.memories, settings, caller, q.filter, parts, limit=limit,
                                        as_of=q.as_of, lead=top_k, ahead=shared)
         prefetched: asyncio.Future | None = None
         try:
-            running.update((name, asyncio.ensure_future(run())) for name, run in lexical.items() if name not in running)
+            if not meanwhile:
+                running = {name: asyncio.ensure_future(run()) for name, run in lexical.items()}
             parts = replace(parts, vector=vector, last_turn_vector=last_turn[0] if last_turn else None)
             family = vector_channels(self.deps.memories, settings, caller, q.filter, parts, limit=limit, as_of=q.as_of,
                                      lead=top_k, ahead=vector_ahead)
