@@ -14,7 +14,9 @@ memory per message and no LLM, as Memplane stores turns.
    messages. Memplane's figures: "written" (the calls returned), "searchable" (turn windows
    averaged: GetStats has no session awaiting windows) and "fully indexed" (every window embedded
    from its text: none awaiting its upgrade), each as items/s from the first write. Then
-   --single items one per call, alternating (Memplane Write of one, Mem0 add of one message).
+   --single items one per call, alternating (Memplane Write of one, Mem0 add of one message, the
+   passage embedding alone, and Memplane's WriteService in this process, for another tenant): what
+   each adds beyond the embedding, Memplane's split into its own work and its service boundary.
 3. Search, once the server has counted the tenant's keyword statistics (its background work does
    within 30 s of a change): every LoCoMo question of categories 1-4 with evidence, top_k 10 in its conversation,
    alternating query by query (the order rotates) between Memplane through the SDK, Mem0's
@@ -63,10 +65,11 @@ from quality import SHARED, locomo_turn_items, normalise_evidence, recall
 
 from memplane import AdminClient, MemoryClient
 from memplane_server.core.access.caller import Caller, Role
-from memplane_server.core.model import MemoryFilter
+from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter
 from memplane_server.runtime import Runtime
 from memplane_server.services.search.service import SearchQuery, SearchService
 from memplane_server.services.search.stages import recording
+from memplane_server.services.write.service import WriteService
 from memplane_server.settings import Settings
 from memplane_server.stores.postgres.search.plans import explaining
 from memplane_server.stores.postgres.session import read_sessions_ended
@@ -75,6 +78,7 @@ PEER_PYTHON = Path(__file__).resolve().parents[1] / ".venv-peers" / "bin" / "pyt
 PEER = Path(__file__).resolve().parent / "peer_mem0.py"
 TOP_K, KS = 10, (1, 5, 10)
 OTHER = "other"
+SINGLE_TENANT = "single-in-process"
 TARGETS = {"search p50": 1.3, "search p95": 1.5, "batch writes": 1.5, "single writes": 1.0}
 
 
@@ -129,7 +133,8 @@ def wait_until(client: MemoryClient, done, timeout: float = 3600) -> float:
     return time.perf_counter()
 
 
-def writes(client: MemoryClient, mem0: Mem0, items: list[dict], single: list[dict]) -> dict:
+def writes(client: MemoryClient, mem0: Mem0, inproc: InProcess, e5: E5, items: list[dict], single: list[dict]
+           ) -> dict:
     chunks = [items[i:i + BATCH] for i in range(0, len(items), BATCH)]
     memplane_s = mem0_s = 0.0
     t0 = time.perf_counter()
@@ -153,23 +158,42 @@ def writes(client: MemoryClient, mem0: Mem0, items: list[dict], single: list[dic
            "memplane_searchable_per_s": n / (memplane_s + searchable - written),
            "memplane_indexed_per_s": n / (memplane_s + indexed - written),
            "upgrades_after_writes_s": indexed - written, "wall_s": indexed - t0}
-    memplane_1 = mem0_1 = 0.0
+    out.update(single_writes(client, mem0, inproc, e5, single))
+    # Searched on a quiet server, as after the batch: the single writes' windows upgraded too, the
+    # in-process tenant's as well.
+    t = time.perf_counter()
+    wait_until(client, lambda s: not s.sessions_awaiting_context and not s.sessions_awaiting_upgrade)
+    while inproc.windows_pending():
+        time.sleep(0.1)
+    out["single_upgrades_s"] = time.perf_counter() - t
+    return out
+
+
+SINGLE_SIDES = ("memplane", "mem0", "embed", "in-process")
+
+
+def single_writes(client: MemoryClient, mem0: Mem0, inproc: InProcess, e5: E5, single: list[dict]) -> dict:
+    """Each item one per call, alternating (the order rotating) between a Memplane Write through the SDK,
+    a Mem0 add of one message, the passage embedding alone in this process, and Memplane's WriteService
+    in this process (another tenant, so that the searched tenant's keyword statistics are the SDK's
+    alone): what each adds beyond the embedding, and how much of Memplane's is its service boundary
+    (gRPC, interceptors, idempotency, SDK)."""
+    ms: dict[str, list[float]] = {side: [] for side in SINGLE_SIDES}
     for k, it in enumerate(single):
-        for side in (("memplane", "mem0") if k % 2 == 0 else ("mem0", "memplane")):
+        for side in SINGLE_SIDES[k % 4:] + SINGLE_SIDES[:k % 4]:
             t = time.perf_counter()
             if side == "memplane":
                 client.write([it], timeout=60)
-                memplane_1 += time.perf_counter() - t
-            else:
+            elif side == "mem0":
                 mem0.call("add", items=[{"content": it["content"], "run_id": it["session_id"]}], one_per_call=True)
-                mem0_1 += time.perf_counter() - t
-    out.update(single_items=len(single), memplane_single_per_s=len(single) / memplane_1,
-               mem0_single_per_s=len(single) / mem0_1)
-    # Searched on a quiet server, as after the batch: the single writes' windows upgraded too.
-    t = time.perf_counter()
-    wait_until(client, lambda s: not s.sessions_awaiting_context and not s.sessions_awaiting_upgrade)
-    out["single_upgrades_s"] = time.perf_counter() - t
-    return out
+            elif side == "embed":
+                e5.passage([it["content"]])
+            else:
+                inproc.write_one(it["content"], it["session_id"])
+            ms[side].append((time.perf_counter() - t) * 1000)
+    return {"single_items": len(single), "memplane_single_per_s": 1000 / statistics.mean(ms["memplane"]),
+            "mem0_single_per_s": 1000 / statistics.mean(ms["mem0"]),
+            "single_ms": {side: {"mean": statistics.mean(v), "p50": statistics.median(v)} for side, v in ms.items()}}
 
 
 def wait_for_keyword_stats(dsn: str, tenant: str, timeout: float = 180) -> float:
@@ -207,7 +231,7 @@ def questions_of(samples: list[dict], turns_of: dict) -> list[tuple[str, int, st
 
 class InProcess:
     """Memplane's SearchService in this process over the server's database and Redis, with the
-    stages of each search recorded."""
+    stages of each search recorded, and its WriteService for single writes."""
 
     def __init__(self, dsn: str, redis_url: str) -> None:
         self.loop = asyncio.new_event_loop()
@@ -215,7 +239,19 @@ class InProcess:
         self.runtime = Runtime(settings, dsn, redis_url)
         self.loop.run_until_complete(self.runtime.open())
         self.service = SearchService(self.runtime.deps)
+        self.writes = WriteService(self.runtime.deps)
         self.caller = Caller(key_id="bench", role=Role.WRITER, tenant_id=TENANT, agent_id=None, domains={})
+        self.writer = Caller(key_id="bench", role=Role.WRITER, tenant_id=SINGLE_TENANT, agent_id=None, domains={})
+
+    def write_one(self, text: str, session: str) -> None:
+        draft = MemoryDraft(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.TURN, content=text,
+                            session_id=session)
+        self.loop.run_until_complete(self.writes.accept(self.writer, [draft], None))
+
+    def windows_pending(self) -> bool:
+        """Whether any tenant's turn windows await their build or upgrade."""
+        backlog = self.loop.run_until_complete(self.runtime.deps.contexts.backlog_total())
+        return bool(backlog.sessions or backlog.upgrades)
 
     def search(self, text: str, session: str) -> tuple[float, dict[str, float]]:
         async def run():
@@ -330,6 +366,15 @@ def report(env: dict, box: dict, w: dict, runs: dict, rss: dict, total_s: float)
           f"window upgrades after the last write)")
     print(f"  Mem0 batch      {w['mem0_batch_per_s']:6.1f} items/s")
     print(f"  one per call    Memplane {w['memplane_single_per_s']:.1f}/s, Mem0 {w['mem0_single_per_s']:.1f}/s")
+    one = w["single_ms"]
+    print("  one per call, mean / p50 ms: " + ", ".join(
+        f"{name} {one[side]['mean']:.1f} / {one[side]['p50']:.1f}" for side, name in (
+            ("memplane", "Memplane via SDK"), ("in-process", "Memplane in process"), ("mem0", "Mem0 add"),
+            ("embed", "passage embedding alone"))))
+    beyond = {side: one[side]["mean"] - one["embed"]["mean"] for side in ("memplane", "in-process", "mem0")}
+    print(f"  added beyond the passage embedding (mean): Memplane {beyond['memplane']:.1f} ms"
+          f" ({beyond['in-process']:.1f} in process, {beyond['memplane'] - beyond['in-process']:.1f} gRPC,"
+          f" interceptors, idempotency and SDK), Mem0 {beyond['mem0']:.1f} ms")
     for label, r in runs.items():
         ms, rec = r["ms"], r["recall"]
         print(f"\nsearch, {label} ({r['queries']} questions, top_k {TOP_K}):")
@@ -389,11 +434,13 @@ def main() -> int:
         folder = Path(tempfile.mkdtemp(prefix="memplane-peers-mem0-"))
         mem0 = Mem0(server.dsn, folder)
         try:
-            print(f"writing {len(items)} turns to both, alternating", flush=True)
-            w = writes(client, mem0, items, single)
-            w["keyword_stats_wait_s"] = wait_for_keyword_stats(server.dsn, TENANT)
+            with AdminClient(server.address, server.platform_key) as admin:
+                admin.create_tenant(SINGLE_TENANT, timeout=60)
             inproc = InProcess(server.dsn, server.redis_url)
             try:
+                print(f"writing {len(items)} turns to both, alternating", flush=True)
+                w = writes(client, mem0, inproc, e5, items, single)
+                w["keyword_stats_wait_s"] = wait_for_keyword_stats(server.dsn, TENANT)
                 for text in [q[2] for q in questions[:10]]:  # warm-up: caches, plans, the key
                     client.search(text, top_k=TOP_K, timeout=60)
                     inproc.search(text, questions[0][0])
