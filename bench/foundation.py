@@ -108,6 +108,29 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def wait_for_keyword_stats(dsn: str, tenant: str, timeout: float = 180) -> float:
+    """Seconds until the server has counted the tenant's terms as they are now (its background work
+    does within MEMPLANE_KEYWORD_STATS_SECONDS): until then every term is taken for a rare one, and
+    the keyword channels rank every row holding "the" or "did" (17-25 ms a channel here)."""
+    async def counted() -> bool:
+        import asyncpg  # the owner's connection, as bench/bulk.py loads
+
+        conn = await asyncpg.connect(dsn)
+        try:
+            return bool(await conn.fetchval(
+                "SELECT s.memory_count = u.memory_count AND NOT s.windows_pending FROM tenant_usage u"
+                " JOIN keyword_stats s ON s.tenant_id = u.tenant_id AND s.field = 'keywords' WHERE u.tenant_id = $1",
+                tenant))
+        finally:
+            await conn.close()
+    t0 = time.monotonic()
+    while not asyncio.run(counted()):
+        if time.monotonic() - t0 > timeout:
+            raise RuntimeError(f"the server did not count {tenant}'s keyword statistics in {timeout:.0f} s")
+        time.sleep(1.0)
+    return time.monotonic() - t0
+
+
 def start_server(data_dir: Path, dsn: str, redis_url: str) -> tuple[subprocess.Popen, str, str, str]:
     """Starts `memplane serve`; returns the process, its address, the tenant admin key and the platform key."""
     port = free_port()

