@@ -65,6 +65,7 @@ from .stores.postgres.forget.lifecycle import LifecycleStore
 from .stores.postgres.jobs import JobStore
 from .stores.postgres.memories import MemoryStore
 from .stores.postgres.migrations import applied_version, latest_version, migrate
+from .stores.postgres.planner_stats import PlannerStatsStore
 from .stores.postgres.pool import create_pool, database_ping
 from .stores.postgres.replica import ReadPools
 from .stores.postgres.schema import VECTOR_DIM
@@ -229,7 +230,8 @@ class Runtime:
             tenancy=TenancyStore(self.pool), jobs=JobStore(self.pool),
             contexts=ContextStore(self.pool), conflicts=ConflictStore(self.pool),
             decisions=DecisionStore(self.pool),
-            keyword_stats=KeywordStatsStore(self.pool), feedback=FeedbackStore(self.pool),
+            keyword_stats=KeywordStatsStore(self.pool), planner_stats=PlannerStatsStore(self.pool),
+            feedback=FeedbackStore(self.pool),
             entities=EntityStore(self.pool), digests=DigestStore(self.pool),
             working=WorkingStore(self.redis_client, s.working_max_items), embedder=embedder, llm=model,
             changes=ChangeStore(self.pool, self.standby_pool), change_listener=ChangeListener(s.migration_database_url or self.database_url),

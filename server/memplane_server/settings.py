@@ -131,7 +131,8 @@ class Settings(BaseSettings):
         30.0, gt=0, description="how often background work looks for tenants whose keyword statistics (each common"
         " term's share of the tenant's rows, from a sample of up to 5,000 rows) are missing or stale: counted again"
         " when the tenant's memories moved by 10%, when windows pending at the last count are built, or after an"
-        " hour",
+        " hour. The same round has PostgreSQL count the memories table for its planner (ANALYZE) once the table"
+        " grew or shrank by 500 rows plus 2% since its last count, instead of waiting for autovacuum's 10%",
     )
     channel_weights: dict[str, float] = Field(
         default_factory=lambda: {

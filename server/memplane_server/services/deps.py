@@ -13,6 +13,7 @@ from ..stores.postgres.contexts import ContextStore
 from ..stores.postgres.decisions import DecisionStore
 from ..stores.postgres.jobs import JobStore
 from ..stores.postgres.memories import MemoryStore
+from ..stores.postgres.planner_stats import PlannerStatsStore
 from ..stores.postgres.search.digests import DigestStore
 from ..stores.postgres.search.entities import EntityStore
 from ..stores.postgres.search.feedback import FeedbackStore
@@ -35,6 +36,7 @@ class Deps:
     conflicts: ConflictStore
     decisions: DecisionStore
     keyword_stats: KeywordStatsStore
+    planner_stats: PlannerStatsStore
     feedback: FeedbackStore
     entities: EntityStore
     digests: DigestStore

@@ -76,16 +76,18 @@ async def upgrade_turn_windows(contexts: ContextService, runner: JobRunner) -> N
 
 async def keep_keyword_stats(deps: Deps, every_seconds: float, runner: JobRunner) -> None:
     """Counts the terms of tenants whose keyword statistics are missing or stale (the keyword
-    channels leave a tenant's most common terms out of their match)."""
+    channels leave a tenant's most common terms out of their match), and first the planner's
+    statistics of the memories table when enough of it changed (stores/postgres/planner_stats.py)."""
     failures = OncePerCause(log)
     while not runner.stopping:
         try:
+            await deps.planner_stats.refresh_if_stale()
             for tenant in await deps.keyword_stats.stale_tenants(limit=100):
                 if runner.stopping:
                     break
                 await deps.keyword_stats.refresh(tenant)
         except Exception as exc:  # PostgreSQL away: the old counts serve until the next round
-            failures.log(cause_of(exc), "counting keyword statistics failed")
+            failures.log(cause_of(exc), "counting keyword or planner statistics failed")
         await runner.wait(every_seconds)
 
 
