@@ -65,7 +65,6 @@ from .stores.postgres.forget.lifecycle import LifecycleStore
 from .stores.postgres.jobs import JobStore
 from .stores.postgres.memories import MemoryStore
 from .stores.postgres.migrations import applied_version, latest_version, migrate
-from .stores.postgres.planner_stats import PlannerStatsStore
 from .stores.postgres.pool import create_pool, database_ping
 from .stores.postgres.replica import ReadPools
 from .stores.postgres.schema import VECTOR_DIM
@@ -73,6 +72,7 @@ from .stores.postgres.search.digests import DigestStore
 from .stores.postgres.search.entities import EntityStore
 from .stores.postgres.search.feedback import FeedbackStore
 from .stores.postgres.search.keyword_stats import KeywordStatsStore
+from .stores.postgres.search.planner_stats import PlannerStatsStore
 from .stores.postgres.tenancy import TenancyStore
 from .stores.redis.client import connect as connect_redis
 from .stores.redis.idempotency import IdempotencyStore

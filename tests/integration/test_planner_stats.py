@@ -1,5 +1,5 @@
 """The planner's statistics of the memories table are counted again after a load, not left to
-autovacuum's 10% rule (stores/postgres/planner_stats.py)."""
+autovacuum's 10% rule (stores/postgres/search/planner_stats.py)."""
 from __future__ import annotations
 
 import asyncio
@@ -9,7 +9,7 @@ import uuid
 import pytest_asyncio
 
 from memplane_server.services.admin import AdminService
-from memplane_server.stores.postgres.planner_stats import ANALYZE_AFTER_ROWS, ANALYZE_AFTER_SHARE
+from memplane_server.stores.postgres.search.planner_stats import ANALYZE_AFTER_ROWS, ANALYZE_AFTER_SHARE
 from tests.integration.conftest import PLATFORM
 from tests.support.bulk_rows import insert_rows
 

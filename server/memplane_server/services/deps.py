@@ -13,11 +13,11 @@ from ..stores.postgres.contexts import ContextStore
 from ..stores.postgres.decisions import DecisionStore
 from ..stores.postgres.jobs import JobStore
 from ..stores.postgres.memories import MemoryStore
-from ..stores.postgres.planner_stats import PlannerStatsStore
 from ..stores.postgres.search.digests import DigestStore
 from ..stores.postgres.search.entities import EntityStore
 from ..stores.postgres.search.feedback import FeedbackStore
 from ..stores.postgres.search.keyword_stats import KeywordStatsStore
+from ..stores.postgres.search.planner_stats import PlannerStatsStore
 from ..stores.postgres.tenancy import TenancyStore
 from ..stores.redis.idempotency import IdempotencyStore
 from ..stores.redis.working import WorkingStore

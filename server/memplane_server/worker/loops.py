@@ -77,7 +77,7 @@ async def upgrade_turn_windows(contexts: ContextService, runner: JobRunner) -> N
 async def keep_keyword_stats(deps: Deps, every_seconds: float, runner: JobRunner) -> None:
     """Counts the terms of tenants whose keyword statistics are missing or stale (the keyword
     channels leave a tenant's most common terms out of their match), and first the planner's
-    statistics of the memories table when enough of it changed (stores/postgres/planner_stats.py)."""
+    statistics of the memories table when enough of it changed (stores/postgres/search/planner_stats.py)."""
     failures = OncePerCause(log)
     while not runner.stopping:
         try:
