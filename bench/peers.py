@@ -164,7 +164,10 @@ def writes(client: MemoryClient, mem0: Mem0, inproc: InProcess, e5: E5, items: l
     # in-process tenant's as well.
     t = time.perf_counter()
     wait_until(client, lambda s: not s.sessions_awaiting_context and not s.sessions_awaiting_upgrade)
+    deadline = time.monotonic() + 3600
     while inproc.windows_pending():
+        if time.monotonic() > deadline:
+            raise RuntimeError("the server did not finish the in-process tenant's windows in time")
         time.sleep(0.1)
     out["single_upgrades_s"] = time.perf_counter() - t
     return out
