@@ -1,5 +1,6 @@
 """A write carrying a request id is stored once, even when its response was lost (the server died
-between the commit and recording the response in Redis): PostgreSQL remembers it per caller."""
+between the commit): PostgreSQL remembers it per caller. A Write whose every item PostgreSQL stores
+is remembered there alone; one with a working-layer item also keeps its first response in Redis."""
 from __future__ import annotations
 
 import asyncio
@@ -7,10 +8,13 @@ import uuid
 
 import pytest
 
+from memplane import AsyncMemoryClient, MemoryInput
 from memplane_server.core.access.requests import request_key
 from memplane_server.core.errors import Code, MemplaneError
 from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter
 from memplane_server.services.write.service import WriteService
+from memplane_server.stores.redis.idempotency import ref_key
+from tests.support.inproc import serving
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -79,3 +83,30 @@ async def test_old_requests_are_pruned(deps, make_tenant):
     assert await deps.memories.prune_write_requests(0) >= 1
     await WriteService(deps).write(world.writer, [turn("pruned later")], key)
     assert await count(deps, world.writer, "pruned later") == 2
+
+
+async def test_a_repeated_write_of_stored_memories_is_answered_from_postgresql_as_they_are_now(deps, runtime):
+    async with serving(deps, runtime) as served:
+        _, keys = await served.tenant()
+        async with AsyncMemoryClient(served.address, keys["writer"]) as client:
+            request_id = str(uuid.uuid4())
+            first = await client.write([MemoryInput("the launch is in May", kind="fact")], request_id=request_id)
+            memory_id = first.memories[0].id
+            assert not await runtime.redis_client.exists(ref_key(memory_id))  # no response cached in Redis
+            await client.update_memory(memory_id, content="the launch is in June")
+            again = await client.write([MemoryInput("the launch is in May", kind="fact")], request_id=request_id)
+            assert [(m.id, m.content) for m in again.memories] == [(memory_id, "the launch is in June")]
+            assert (await client.get_stats()).total == 1
+
+
+async def test_a_repeated_write_with_a_working_item_is_answered_with_its_first_response(deps, runtime):
+    async with serving(deps, runtime) as served:
+        _, keys = await served.tenant()
+        async with AsyncMemoryClient(served.address, keys["writer"]) as client:
+            request_id = str(uuid.uuid4())
+            memories = [MemoryInput("drafting the reply", kind="turn", layer="working", session_id="s1"),
+                        MemoryInput("the customer wrote in", kind="turn", session_id="s1")]
+            first = await client.write(memories, request_id=request_id)
+            assert await runtime.redis_client.exists(ref_key(first.memories[0].id))
+            again = await client.write(memories, request_id=request_id)
+            assert [m.id for m in again.memories] == [m.id for m in first.memories]

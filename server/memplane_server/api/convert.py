@@ -123,6 +123,13 @@ def _value_to_python(v: struct_pb2.Value) -> Any:
     return None  # null_value, or no value at all
 
 
+def write_recorded_whole(request: spb.WriteRequest) -> bool:
+    """Whether PostgreSQL records everything a Write answers with, its request key beside its
+    memories: nothing for extraction to add later and no working-layer item (those live in Redis)."""
+    return (request.infer == spb.INFER_MODE_UNSPECIFIED
+            and all(m.layer != pb.LAYER_WORKING for m in request.memories))
+
+
 def draft_in(m: spb.MemoryInput) -> MemoryDraft:
     return MemoryDraft(
         scope=enum_in(SCOPES, m.scope, "scope"),
