@@ -35,7 +35,9 @@ from ..deps import Deps
 from ..reflection.triggers import after_write
 from .extract import ExtractService
 
-# Texts whose keywords and entities (about 0.4 ms each) are found in the event loop, not a thread.
+# Up to this many texts, their keywords and entities are found in the event loop: it takes less than
+# a hop to a thread and back (about 0.35 ms of a single write, bench/README.md), while a batch's
+# would hold up the loop.
 FEW_TEXTS = 4
 
 
@@ -138,8 +140,6 @@ class WriteService:
         if persistent:
             caller.require_tenant()
             texts = [d.embedding_text for _, d in persistent]
-            # A few texts' terms take less than a hop to a thread and back (about 0.35 ms of a
-            # single write, bench/README.md); a batch's would hold up the event loop.
             terms = index_terms(texts) if len(texts) <= FEW_TEXTS else await asyncio.to_thread(index_terms, texts)
             stored = await self._insert(
                 caller, request,
