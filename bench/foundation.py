@@ -54,6 +54,7 @@ from memplane_server.core.retrieval.intent import detect_intent
 from memplane_server.core.retrieval.time_expressions import parse_time_range
 from memplane_server.core.retrieval.tokens import keyword_tokens, lookup_names
 from memplane_server.embedded import EmbeddedPostgres, EmbeddedRedis
+from memplane_server.llm.embedders import query_on, query_threads
 from memplane_server.services.search.channels import QueryParts, plan_channels
 from memplane_server.settings import Settings
 from memplane_server.stores.postgres.memories import MemoryStore
@@ -236,6 +237,13 @@ def bench_write(client: MemoryClient, e5: E5, texts: list[str]) -> dict:
 TARGET = 1.5  # Search p50 <= 1.5x (query embedding + the vector channel's SQL)
 
 
+def embed_query(e5: E5, q: str):
+    """q embedded as the server embeds a query (llm/embedders.py): on one OpenMP thread when it is
+    short enough that one is as fast, else on all of them."""
+    threads = int(os.environ["OMP_NUM_THREADS"])
+    return query_on(e5, q, query_threads(e5, q, threads), threads)
+
+
 def vector_floor(loop: asyncio.AbstractEventLoop, store: MemoryStore, caller: Caller, e5: E5, q: str,
                  f: MemoryFilter = MemoryFilter(), limit: int = 50) -> dict:
     """The limit a search of q is measured against: what a vector-only memory (a Mem0-like peer)
@@ -243,7 +251,7 @@ def vector_floor(loop: asyncio.AbstractEventLoop, store: MemoryStore, caller: Ca
     fastest channel) with the server's own MemoryStore, inside the caller's session. Every other
     channel, fusion and the RPC must fit in the space between this and Search."""
     t0 = time.perf_counter()
-    vector = e5.query(q)
+    vector = embed_query(e5, q)
     t1 = time.perf_counter()
     rows = loop.run_until_complete(store.vector_search(caller, f, vector, limit=limit, as_of=None))
     t2 = time.perf_counter()

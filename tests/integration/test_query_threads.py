@@ -8,7 +8,7 @@ import asyncio
 import numpy as np
 import pytest
 
-from memplane_server.llm.embedders import ONE_THREAD_TOKENS, LocalE5Embedder
+from memplane_server.llm.embedders import ONE_THREAD_TOKENS, LocalE5Embedder, query_on
 
 SHORT = "When did Caroline go to the LGBTQ support group?"
 LONG = " ".join(["Melanie painted a sunrise with her kids at the lake last summer."] * 4)
@@ -34,7 +34,7 @@ def test_a_short_query_takes_one_thread_and_a_long_one_all_of_them(embedder):
 
 def test_a_query_on_one_thread_has_the_vector_it_has_on_all(embedder):
     one = asyncio.run(embedder.embed_query(SHORT))
-    all_threads = on_request_thread(embedder, embedder._query, SHORT, 2)
+    all_threads = on_request_thread(embedder, query_on, embedder._model, SHORT, 2, 2)
     assert np.allclose(one, all_threads, atol=1e-5)
 
 

