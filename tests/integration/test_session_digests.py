@@ -49,6 +49,16 @@ async def build(deps, caller) -> None:
     raise AssertionError("digests were never built")
 
 
+async def drain(deps) -> None:
+    """Builds every tenant's waiting windows and digests, with no model: the builder takes any
+    tenant's session next, and an earlier test's left waiting would take a reply scripted for this
+    one's."""
+    on = replace(deps, settings=deps.settings.model_copy(update={"session_digests": True}))
+    service = ContextService(on, digests=DigestService(on))
+    while await service.refresh_next():
+        pass
+
+
 async def readable(deps, caller) -> list[dict]:
     """Every digest row the caller's transaction can see, whatever the query asks (row-level security)."""
     async with caller_session(deps.contexts.pool, caller) as conn:
@@ -192,6 +202,7 @@ async def test_the_session_channel_is_off_by_default(deps, make_tenant):
 
 async def test_a_configured_model_writes_the_digest_and_its_embedding_is_the_vector(deps, make_tenant, fake_llm):
     world = await make_tenant()
+    await drain(deps)
     model = ChatModel("openai/test-model", api_base=fake_llm.api_base, api_key="test", timeout=5)
     llm_deps = replace(deps, llm=model, settings=deps.settings.model_copy(
         update={"session_digest_llm": True, "llm_model": "openai/test-model"}))

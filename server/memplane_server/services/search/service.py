@@ -47,6 +47,7 @@ from ..deps import Deps
 from . import feedback
 from .channels import (
     PREFERENCES,
+    Plan,
     QueryParts,
     in_order,
     lexical_channels,
@@ -192,7 +193,7 @@ class SearchService:
             working = asyncio.ensure_future(self.deps.working.read(
                 WorkingSession(caller.require_tenant(), caller.agent_id, q.filter.session_id), with_vectors=True))
         meanwhile, apart = self._lexical_timing(caller, q.filter, spare)
-        lexical: dict = {}
+        lexical: Plan = {}
         rows: WholeRows | None = None
         if meanwhile:
             lexical, rows = self._lexical_plan(caller, q, parts, limit, top_k, apart=apart)
@@ -330,7 +331,7 @@ class SearchService:
         return spare > 0 or big, big or spare > 1
 
     def _lexical_plan(self, caller: Caller, q: SearchQuery, parts: QueryParts, limit: int, top_k: int, *,
-                      apart: bool) -> tuple[dict, WholeRows | None]:
+                      apart: bool) -> tuple[Plan, WholeRows | None]:
         """The lexical channels' plan, and the session it leaves open for the answer's whole rows
         (those no channel read whole), which then cost a statement, not a session: none apart, nor
         across a rerank (an LLM call), where it would hold a connection meanwhile."""
