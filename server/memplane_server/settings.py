@@ -73,7 +73,7 @@ class Settings(BaseSettings):
         " model giving 384-d vectors (the schema's size)")
     embed_threads: int = Field(
         2, ge=1, description="OpenMP threads of the local embedder (`OMP_WAIT_POLICY=passive` is set); a search query"
-        " of up to 24 tokens is embedded on one, as fast, which leaves the others to its SQL (docs/search.md)")
+        " of up to 96 UTF-8 bytes is embedded on one, as fast, which leaves the others to its SQL (docs/search.md)")
     embed_batch_size: int = Field(64, ge=1, description="texts per embedding call")
     background_embed_threads: int | None = Field(
         None, ge=1,

