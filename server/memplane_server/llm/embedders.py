@@ -42,10 +42,10 @@ BACKGROUND_BATCH = 16
 # (services/search/service.py). Longer texts gain from more threads (32 tokens: 31-34 ms on two,
 # 36-47 on one; bench/README.md). The bound is in UTF-8 bytes, read at no cost on the event loop
 # (counting the tokens took 0.15 ms for a question, 7.7 ms for 4 KB): up to 96 bytes, 303 of 304
-# LoCoMo questions, at most 23 tokens; Chinese dialogue lines, at most 29 (90% at most 25).
+# LoCoMo questions, at most 23 tokens; Chinese dialogue lines, at most 29 (90% at most 25). The
+# rule is off unless MEMPLANE_EMBED_QUERY_ONE_THREAD_BYTES sets this bound: at 1,000,000 memories
+# over 1,000 tenants searches stalled for seconds with it on (p99 2.9 s, not yet explained), 225 ms off.
 ONE_THREAD_BYTES = 96
-# Off by default (MEMPLANE_EMBED_QUERY_ONE_THREAD_BYTES): at 1,000,000 memories over 1,000 tenants
-# searches stalled for seconds with it on (p99 2.9 s, not yet explained), against 225 ms off.
 
 
 class Priority(IntEnum):
