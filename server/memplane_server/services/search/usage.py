@@ -1,7 +1,14 @@
 """Search's usage counters (use_count, last_used_at), written a moment after the searches that used
 the memories and together: an UPDATE per search (a session, a commit) ran on the event loop beside
 the response it followed, and on the CPU beside the next search's query embedding. Counters are
-best effort, but a stopping server writes those it holds (within its grace time)."""
+best effort, but a stopping server writes those it holds (within its grace time).
+
+One writer writes them, caller after caller, on one connection at a time. A caller's update is an
+UPDATE of its rights (row-level security), so callers cannot share one; written side by side, the
+callers of a busy second (each tenant its own) took up to 9 of the pool's 10 connections, and an
+update whose new row versions do not fit their pages goes into every index, both HNSW graphs
+included: 0.4-1.0 s each at 1,000,000 memories, while searches waited seconds for a connection
+(bench/README.md)."""
 from __future__ import annotations
 
 import asyncio
@@ -29,7 +36,7 @@ class UsageCounts:
         # Per caller (its rights decide which rows it may count): how often each memory was used,
         # and when last.
         self._pending: dict[tuple, tuple[Caller, Counter[uuid.UUID], datetime]] = {}
-        self._writing: set[asyncio.Task] = set()
+        self._writer: asyncio.Task | None = None
         self._failures = OncePerCause(log)
 
     def add(self, caller: Caller, ids: list[uuid.UUID]) -> None:
@@ -43,19 +50,27 @@ class UsageCounts:
         self._pending[key] = (caller, uses, self.clock())
 
     def _write(self) -> None:
-        pending, self._pending = self._pending, {}
-        for caller, uses, at in pending.values():
-            task = asyncio.ensure_future(self.memories.mark_used(caller, uses, at=at))
-            self._writing.add(task)
-            task.add_done_callback(self._written)
+        # A writer at work takes what is pending when it has written what it took.
+        if self._writer is None and self._pending:
+            self._writer = asyncio.ensure_future(self._write_pending())
+            self._writer.add_done_callback(self._written)
+
+    async def _write_pending(self) -> None:
+        while self._pending:
+            pending, self._pending = self._pending, {}
+            for caller, uses, at in pending.values():
+                try:
+                    await self.memories.mark_used(caller, uses, at=at)
+                except Exception as exc:  # the next caller's counters still go
+                    self._failures.log(cause_of(exc), "usage counters not updated: %s", type(exc).__name__,
+                                       level=logging.WARNING, exc_info=False)
 
     async def flush(self) -> None:
-        """Writes what is pending now and waits for every write in flight."""
+        """Writes what is pending now and waits until the writer is done."""
         self._write()
-        await asyncio.gather(*self._writing, return_exceptions=True)
+        while self._writer is not None:
+            await asyncio.gather(self._writer, return_exceptions=True)
 
     def _written(self, task: asyncio.Task) -> None:
-        self._writing.discard(task)
-        if not task.cancelled() and (exc := task.exception()) is not None:
-            self._failures.log(cause_of(exc), "usage counters not updated: %s", type(exc).__name__,
-                               level=logging.WARNING, exc_info=False)
+        if self._writer is task:
+            self._writer = None
