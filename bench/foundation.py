@@ -239,10 +239,9 @@ TARGET = 1.5  # Search p50 <= 1.5x (query embedding + the vector channel's SQL)
 
 def embed_query(e5: E5, q: str):
     """q embedded as the server embeds a query (llm/embedders.py): on one OpenMP thread when it is
-    short enough that one is as fast and MEMPLANE_EMBED_QUERY_ONE_THREAD_BYTES says so, else on all."""
+    within the server's MEMPLANE_EMBED_QUERY_ONE_THREAD_BYTES, where one is as fast, else on all."""
     threads = int(os.environ["OMP_NUM_THREADS"])
-    return query_on(e5, q, query_threads(q, threads, int(os.environ.get("MEMPLANE_EMBED_QUERY_ONE_THREAD_BYTES", "0"))),
-                    threads)
+    return query_on(e5, q, query_threads(q, threads, Settings().embed_query_one_thread_bytes), threads)
 
 
 def vector_floor(loop: asyncio.AbstractEventLoop, store: MemoryStore, caller: Caller, e5: E5, q: str,

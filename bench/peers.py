@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -93,7 +92,7 @@ class Mem0:
             raise SystemExit(f"{PEER_PYTHON} is missing: run `make peers` first")
         self.proc = subprocess.Popen([str(PEER_PYTHON), str(PEER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=open(folder / "mem0.err", "w"), text=True)
-        self.call("open", dsn=dsn, folder=str(folder), one_thread_bytes=int(os.environ.get("MEMPLANE_EMBED_QUERY_ONE_THREAD_BYTES", "0")))
+        self.call("open", dsn=dsn, folder=str(folder), one_thread_bytes=Settings().embed_query_one_thread_bytes)
 
     def call(self, op: str, **args) -> dict:
         self.proc.stdin.write(json.dumps({"op": op, **args}) + "\n")

@@ -74,10 +74,10 @@ class Settings(BaseSettings):
     embed_threads: int = Field(
         2, ge=1, description="OpenMP threads of the local embedder (`OMP_WAIT_POLICY=passive` is set)")
     embed_query_one_thread_bytes: int = Field(
-        0, ge=0,
+        96, ge=0,
         description="a search query of up to this many UTF-8 bytes is embedded on one OpenMP thread, as fast as two"
-        " on 2 cores, which leaves a core to its SQL (docs/search.md; 96 is the measured bound); 0: off, the default,"
-        " since at 1,000,000 memories over 1,000 tenants searches stalled for seconds with it on (bench/README.md)")
+        " on 2 cores, which leaves a core to its SQL (docs/search.md; 96, the default, is the measured bound); 0: every"
+        " query on all `MEMPLANE_EMBED_THREADS`")
     embed_batch_size: int = Field(64, ge=1, description="texts per embedding call")
     background_embed_threads: int | None = Field(
         None, ge=1,

