@@ -37,7 +37,8 @@ class InFlight:
 
 
 async def written_memory(deps, world, content: str):
-    [m] = await WriteService(deps).write(world.writer, [MemoryDraft(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.FACT, content=content)])
+    draft = MemoryDraft(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.FACT, content=content)
+    [m] = await WriteService(deps).write(world.writer, [draft])
     return m
 
 

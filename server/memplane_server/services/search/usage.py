@@ -71,6 +71,5 @@ class UsageCounts:
         while self._writer is not None:
             await asyncio.gather(self._writer, return_exceptions=True)
 
-    def _written(self, task: asyncio.Task) -> None:
-        if self._writer is task:
-            self._writer = None
+    def _written(self, _: asyncio.Task) -> None:
+        self._writer = None
