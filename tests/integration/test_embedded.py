@@ -198,7 +198,8 @@ def test_supervisor_retries_with_backoff_and_logs_a_cause_once(data_dir: Path, c
                 squatter.listen()
                 log = data_dir / "redis" / "redis.log"
                 _wait_for(lambda: log.read_text().count("Address already in use") >= 2, timeout=15)
-            _wait_for(embedded.running, timeout=15)
+            # Its process is up before it listens: the restart is done when it answers.
+            _wait_for(lambda: embedded.running() and _answers(embedded.url), timeout=15)
         finally:
             supervisor.stop()
         with redis.Redis.from_url(embedded.url) as client:
@@ -296,6 +297,14 @@ def _wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.05)
+
+
+def _answers(url: str) -> bool:
+    try:
+        with redis.Redis.from_url(url, socket_connect_timeout=1) as client:
+            return bool(client.ping())
+    except redis.ConnectionError:
+        return False
 
 
 def _alive(pid: int) -> bool:
