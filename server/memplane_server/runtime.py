@@ -97,7 +97,8 @@ REDIS_TIMEOUT_SECONDS = 2.0
 POOL_CLOSE_SECONDS = 1.0
 # How long gRPC gets to finish the calls it has taken in but no handler has counted yet (they are
 # refused UNAVAILABLE, so clients retry elsewhere), or, after the grace time, those still running.
-# Zero would cancel the refusals on their way out: a client sees CANCELLED, which it must not retry.
+# Zero would cancel the refusals on their way out: a client sees CANCELLED, which the SDK retries
+# only for calls safe to repeat and other clients may not retry at all.
 SERVER_STOP_SECONDS = 0.5
 
 

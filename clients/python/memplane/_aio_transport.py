@@ -17,8 +17,8 @@ from ._channel import (
     channel_credentials,
     channel_target,
     deadline_after,
+    retry_code,
     rpcs,
-    stream_retry_code,
     stream_state,
 )
 from ._consistency import WritePosition
@@ -52,7 +52,7 @@ class AsyncTransport:
                 call = rpc(prepared.request, timeout=state.next_attempt_timeout(), metadata=metadata)
                 response = await call
             except grpc.RpcError as exc:
-                await self._wait_to_retry(state, exc)
+                await self._wait_to_retry(state, exc, retry_code(exc, self._closed))
             else:
                 self._written.learn(await call.trailing_metadata())
                 return prepared.convert(response)
@@ -75,7 +75,7 @@ class AsyncTransport:
                     cursor.finish(response)
                 return
             except grpc.RpcError as exc:
-                await self._wait_to_retry(state, exc, stream_retry_code(exc, self._closed))
+                await self._wait_to_retry(state, exc, retry_code(exc, self._closed))
             finally:
                 call.cancel()
 

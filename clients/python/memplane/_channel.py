@@ -115,9 +115,10 @@ def stream_state(settings: CallSettings, resume: bool, deadline: float | None) -
     return RetryState(settings.retry, retryable=resume, timeout=remaining)
 
 
-def stream_retry_code(exc: grpc.RpcError, closed: bool) -> grpc.StatusCode | None:
-    """The code a broken watch's retry is decided by (None: its own). A server stopping past its
-    grace time cancels the calls still open, and a call that reaches it just as it stops is
-    cancelled too: the stream resumes after its last position as after UNAVAILABLE. A stream
-    cancelled by this client's own close does not."""
+def retry_code(exc: grpc.RpcError, closed: bool) -> grpc.StatusCode | None:
+    """The code a failed attempt's retry is decided by (None: its own). A server stopping
+    cancels the calls that reach it just as it stops, and past its grace time those still
+    running: a call the policy may retry (a read, or a mutation with its request_id, which the
+    server deduplicates) is sent again as after UNAVAILABLE, and a broken watch resumes after its
+    last position. A call cancelled by this client's own close is not."""
     return grpc.StatusCode.UNAVAILABLE if exc.code() == grpc.StatusCode.CANCELLED and not closed else None

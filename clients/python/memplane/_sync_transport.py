@@ -19,8 +19,8 @@ from ._channel import (
     channel_credentials,
     channel_target,
     deadline_after,
+    retry_code,
     rpcs,
-    stream_retry_code,
     stream_state,
 )
 from ._consistency import WritePosition
@@ -53,7 +53,7 @@ class SyncTransport:
             try:
                 response, call = rpc.with_call(prepared.request, timeout=state.next_attempt_timeout(), metadata=metadata)
             except grpc.RpcError as exc:
-                self._wait_to_retry(state, exc)
+                self._wait_to_retry(state, exc, retry_code(exc, self._closed))
             else:
                 self._written.learn(call.trailing_metadata())
                 return prepared.convert(response)
@@ -76,7 +76,7 @@ class SyncTransport:
                     cursor.finish(response)
                 return
             except grpc.RpcError as exc:
-                self._wait_to_retry(state, exc, stream_retry_code(exc, self._closed))
+                self._wait_to_retry(state, exc, retry_code(exc, self._closed))
             finally:
                 call.cancel()
 

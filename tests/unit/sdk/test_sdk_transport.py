@@ -135,6 +135,54 @@ def test_after_the_last_attempt_the_mapped_error_is_raised_from_the_grpc_one():
     assert len(channel.rpcs["GetMemory"].attempts) == 3
 
 
+def test_a_write_cancelled_by_a_stopping_server_is_sent_again_with_its_request_id():
+    channel = FakeChannel()
+    transport = SyncTransport(channel, settings(), sleep=lambda _: None)
+    # What a call reaching a server as it stops (or still running past its grace time) gets.
+    channel.rpcs["Write"].outcomes = [FakeRpcError(grpc.StatusCode.CANCELLED), WRITE_OK]
+    assert transport.call(write_call(), None).memories[0].id == "m1"
+    assert len({a["request"].request_id for a in channel.rpcs["Write"].attempts}) == 1
+
+
+def test_a_mutation_without_request_id_cancelled_by_the_server_is_not_sent_again():
+    from memplane.errors import MemplaneError
+
+    channel = FakeChannel()
+    transport = SyncTransport(channel, settings(), sleep=lambda _: None)
+    channel.rpcs["SubmitFeedback"].outcomes = [FakeRpcError(grpc.StatusCode.CANCELLED)]
+    with pytest.raises(MemplaneError) as raised:
+        transport.call(_requests.submit_feedback(["m1"], useful=True, outcome=None, task_id="", comment=""), None)
+    assert raised.value.code == grpc.StatusCode.CANCELLED and len(channel.rpcs["SubmitFeedback"].attempts) == 1
+
+
+def test_a_call_cancelled_by_the_clients_own_close_is_not_sent_again():
+    from memplane.errors import MemplaneError
+
+    channel = FakeChannel()
+    channel.close = lambda: None
+    transport = SyncTransport(channel, settings(), sleep=lambda _: None)
+
+    def closed_meanwhile(request, *, timeout=None, metadata=None):
+        transport.close()
+        raise FakeRpcError(grpc.StatusCode.CANCELLED)
+
+    channel.rpcs["GetMemory"].with_call = closed_meanwhile
+    with pytest.raises(MemplaneError) as raised:
+        transport.call(_requests.get_memory("m1"), None)
+    assert raised.value.code == grpc.StatusCode.CANCELLED
+
+
+async def test_async_calls_cancelled_by_a_stopping_server_are_sent_again_too():
+    async def no_sleep(_):
+        return None
+
+    channel = FakeChannel(AsyncFakeRpc)
+    transport = AsyncTransport(channel, settings(), sleep=no_sleep)
+    channel.rpcs["Write"].outcomes = [FakeRpcError(grpc.StatusCode.CANCELLED), WRITE_OK]
+    assert (await transport.call(write_call(), None)).memories[0].id == "m1"
+    assert len(channel.rpcs["Write"].attempts) == 2
+
+
 def test_a_mutation_without_request_id_is_tried_once():
     channel = FakeChannel()
     transport = SyncTransport(channel, settings(), sleep=lambda _: None)
