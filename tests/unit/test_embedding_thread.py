@@ -1,5 +1,6 @@
-"""The embedder's thread runs requests before background work and each in order, and background
-work only once requests have paused; it skips work whose caller gave up, and drops queued work when
+"""The embedder's thread runs requests before background work and each in order (a search's query
+before passages queued ahead of it, a bounded number in a row), and background work only once
+requests have paused; it skips work whose caller gave up, and drops queued work when
 closed instead of finishing it."""
 from __future__ import annotations
 
@@ -54,6 +55,50 @@ def test_a_request_runs_before_background_work_queued_earlier():
     for f in [busy, request, *background]:
         f.result(5)
     assert ran == ["request", "window 0", "window 1"]
+    thread.shutdown(cancel_futures=True)
+
+
+def test_a_query_runs_before_passages_queued_earlier():
+    thread = EmbeddingThread()
+    release = threading.Event()
+    ran = []
+    busy = thread.submit(release.wait, 5)
+    passages = [thread.submit(lambda n=n: ran.append(f"passages {n}")) for n in range(2)]
+    query = thread.submit_at(Priority.QUERY, lambda: ran.append("query"))
+    release.set()
+    for f in [busy, query, *passages]:
+        f.result(5)
+    assert ran == ["query", "passages 0", "passages 1"]
+    thread.shutdown(cancel_futures=True)
+
+
+def test_queries_go_ahead_of_waiting_passages_only_so_many_in_a_row():
+    thread = EmbeddingThread()
+    started, release = threading.Event(), threading.Event()
+    ran = []
+    busy = thread.submit(lambda: started.set() or release.wait(5))
+    assert started.wait(5)
+    passages = thread.submit(lambda: ran.append("passages"))
+    ahead = EmbeddingThread.QUERIES_AHEAD
+    queries = [thread.submit_at(Priority.QUERY, lambda n=n: ran.append(n)) for n in range(ahead + 2)]
+    release.set()
+    for f in [busy, passages, *queries]:
+        f.result(5)
+    assert ran == [*range(ahead), "passages", ahead, ahead + 1]
+    thread.shutdown(cancel_futures=True)
+
+
+def test_background_work_waits_for_queued_queries_too():
+    thread = EmbeddingThread()
+    release = threading.Event()
+    ran = []
+    busy = thread.submit_at(Priority.QUERY, release.wait, 5)
+    background = thread.submit_at(Priority.BACKGROUND, lambda: ran.append("window"))
+    query = thread.submit_at(Priority.QUERY, lambda: ran.append("query"))
+    release.set()
+    for f in [busy, query, background]:
+        f.result(5)
+    assert ran == ["query", "window"]
     thread.shutdown(cancel_futures=True)
 
 

@@ -38,8 +38,13 @@ BACKGROUND_BATCH = 16
 
 
 class Priority(IntEnum):
-    REQUEST = 0
-    BACKGROUND = 1
+    QUERY = 0  # a search's query: ahead of a request's passages queued before it
+    REQUEST = 1  # a request's passages
+    BACKGROUND = 2
+
+
+# The requests' thread serves queries and passages; the background thread, background work.
+_LANES = ((Priority.QUERY, Priority.REQUEST), (Priority.BACKGROUND,))
 
 
 class Embedder(Protocol):
@@ -59,10 +64,15 @@ class Embedder(Protocol):
 
 
 class EmbeddingThread(Executor):
-    """Two daemon threads that run embedding calls, each kind in the order it came: one runs
-    requests; the other runs background work, and only while no request is queued or running and
-    none has run for BACKGROUND_AFTER_SECONDS (a bulk load sends its next batch within that gap, so
-    the background waits for the load to end).
+    """Two daemon threads that run embedding calls. One runs requests: a search's query before the
+    passages of writes queued ahead of it (but at most QUERIES_AHEAD in a row while passages
+    wait), each kind in the order it came. The other runs background work, and only while no
+    request is queued or running and none has run for BACKGROUND_AFTER_SECONDS (a bulk load sends
+    its next batch within that gap, so the background waits for the load to end).
+
+    A query waited behind every write queued before it: under bench/load.py's mixed load Search
+    took as long as Write (p50 435 ms); with queries first, 75-87 ms, while Write's p50 rose by
+    40-60% (bench/README.md). The cap keeps a stream of searches from holding writes back for ever.
 
     Background work has a thread of its own so that a request never waits behind it: the local
     embedder's background calls go to a process at the lowest CPU priority (BackgroundModel), and
@@ -74,15 +84,17 @@ class EmbeddingThread(Executor):
     """
 
     BACKGROUND_AFTER_SECONDS = 0.2
+    QUERIES_AHEAD = 8
 
     def __init__(self) -> None:
         self._queues: dict[Priority, deque] = {p: deque() for p in Priority}
         self._requests_done_at = 0.0  # monotonic end of the last request
         self._request_running = False
+        self._queries_ahead = 0  # queries run in a row while passages waited
         self._ready = threading.Condition()
         self._closed = False
-        for priority in Priority:
-            threading.Thread(target=self._run, args=(priority,), name=f"embed-{priority.name.lower()}",
+        for lane in _LANES:
+            threading.Thread(target=self._run, args=(lane,), name=f"embed-{lane[-1].name.lower()}",
                              daemon=True).start()
 
     def submit(self, fn, /, *args, **kwargs) -> Future:
@@ -97,37 +109,51 @@ class EmbeddingThread(Executor):
             self._ready.notify_all()
         return future
 
-    def _next(self, priority: Priority) -> tuple | None:
+    def _next_request(self) -> tuple | None:
+        """The next query or passages to run (None: none queued). Called holding the lock."""
+        queries, passages = self._queues[Priority.QUERY], self._queues[Priority.REQUEST]
+        if queries and (not passages or self._queries_ahead < self.QUERIES_AHEAD):
+            self._queries_ahead = self._queries_ahead + 1 if passages else 0
+            return queries.popleft()
+        self._queries_ahead = 0
+        return passages.popleft() if passages else None
+
+    def _next(self, lane: tuple[Priority, ...]) -> tuple | None:
         with self._ready:
             while True:
-                queue = self._queues[priority]
-                if priority is Priority.REQUEST:
-                    if queue:
+                if Priority.BACKGROUND not in lane:
+                    if (taken := self._next_request()) is not None:
                         self._request_running = True
-                        return queue.popleft()
-                elif queue:
+                        return taken
+                    if self._closed:
+                        return None
+                    self._ready.wait()
+                    continue
+                queue = self._queues[Priority.BACKGROUND]
+                if queue:
                     # Closing finishes queued background work (unless cancelled) without waiting for quiet.
                     if self._closed:
                         return queue.popleft()
-                    if not self._queues[Priority.REQUEST] and not self._request_running:
+                    requests_queued = self._queues[Priority.QUERY] or self._queues[Priority.REQUEST]
+                    if not requests_queued and not self._request_running:
                         quiet_for = self.BACKGROUND_AFTER_SECONDS - (time.monotonic() - self._requests_done_at)
                         if quiet_for <= 0:
                             return queue.popleft()
                         self._ready.wait(quiet_for)
                         continue
-                if self._closed and not queue:
+                elif self._closed:
                     return None
                 self._ready.wait()
 
-    def _run(self, priority: Priority) -> None:
-        while (taken := self._next(priority)) is not None:
+    def _run(self, lane: tuple[Priority, ...]) -> None:
+        while (taken := self._next(lane)) is not None:
             future, fn, args, kwargs = taken
             if future.set_running_or_notify_cancel():  # else its caller was cancelled while it waited
                 try:
                     future.set_result(fn(*args, **kwargs))
                 except BaseException as exc:  # handed to the awaiting caller
                     future.set_exception(exc)
-            if priority is Priority.REQUEST:
+            if Priority.BACKGROUND not in lane:
                 with self._ready:
                     self._request_running = False
                     self._requests_done_at = time.monotonic()
@@ -282,8 +308,8 @@ class LocalE5Embedder:
         return query_threads(text, self.cpu_threads, self._one_thread_bytes)
 
     async def embed_query(self, text: str) -> np.ndarray:
-        return await asyncio.get_running_loop().run_in_executor(
-            self._pool, query_on, self._model, text, self.query_threads(text), self.cpu_threads)
+        return await asyncio.wrap_future(self._pool.submit_at(
+            Priority.QUERY, query_on, self._model, text, self.query_threads(text), self.cpu_threads))
 
     def close(self) -> None:
         # Work queued by calls that were cancelled at shutdown is dropped, not finished.
