@@ -211,7 +211,7 @@ class Runtime:
             s.embedding_model, dim=VECTOR_DIM, threads=s.embed_threads, batch_size=s.embed_batch_size,
             api_base=s.llm_api_base, api_key=s.llm_api_key, timeout=s.llm_timeout_seconds,
             background_threads=background_threads(s.background_embed_threads),
-            one_thread_bytes=s.embed_query_one_thread_bytes,
+            one_thread_bytes=s.embed_query_one_thread_bytes, queries_ahead=s.embed_queries_ahead,
         )
         if embedder.dim != VECTOR_DIM:
             raise SystemExit(f"embedding model {s.embedding_model} gives {embedder.dim}-d vectors; the schema stores {VECTOR_DIM}")

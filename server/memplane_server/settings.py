@@ -78,6 +78,11 @@ class Settings(BaseSettings):
         description="a search query of up to this many UTF-8 bytes is embedded on one OpenMP thread, as fast as two"
         " on 2 cores, which leaves a core to its SQL (docs/search.md; 96, the default, is the measured bound); 0: every"
         " query on all `MEMPLANE_EMBED_THREADS`")
+    embed_queries_ahead: int = Field(
+        8, ge=0,
+        description="the local embedder runs a search's query before writes' passages queued ahead of it, at most"
+        " this many queries in a row while passages wait (docs/search.md: under a load that keeps the model busy,"
+        " Search p50 about 5x faster, Write p50 40-70% slower); 0: every call in the order it came")
     embed_batch_size: int = Field(64, ge=1, description="texts per embedding call")
     background_embed_threads: int | None = Field(
         None, ge=1,

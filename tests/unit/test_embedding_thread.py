@@ -79,12 +79,26 @@ def test_queries_go_ahead_of_waiting_passages_only_so_many_in_a_row():
     busy = thread.submit(lambda: started.set() or release.wait(5))
     assert started.wait(5)
     passages = thread.submit(lambda: ran.append("passages"))
-    ahead = EmbeddingThread.QUERIES_AHEAD
+    ahead = thread.queries_ahead
     queries = [thread.submit_at(Priority.QUERY, lambda n=n: ran.append(n)) for n in range(ahead + 2)]
     release.set()
     for f in [busy, passages, *queries]:
         f.result(5)
     assert ran == [*range(ahead), "passages", ahead, ahead + 1]
+    thread.shutdown(cancel_futures=True)
+
+
+def test_with_no_queries_ahead_a_query_waits_its_turn():
+    thread = EmbeddingThread(queries_ahead=0)
+    release = threading.Event()
+    ran = []
+    busy = thread.submit(release.wait, 5)
+    passages = thread.submit(lambda: ran.append("passages"))
+    query = thread.submit_at(Priority.QUERY, lambda: ran.append("query"))
+    release.set()
+    for f in [busy, passages, query]:
+        f.result(5)
+    assert ran == ["passages", "query"]
     thread.shutdown(cancel_futures=True)
 
 

