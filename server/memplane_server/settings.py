@@ -83,7 +83,11 @@ class Settings(BaseSettings):
         description="the local embedder runs a search's query before writes' passages queued ahead of it, at most"
         " this many queries in a row while passages wait (docs/search.md: under a load that keeps the model busy,"
         " Search p50 about 5x faster, Write p50 40-70% slower); 0: every call in the order it came")
-    embed_batch_size: int = Field(64, ge=1, description="texts per embedding call")
+    embed_batch_size: int = Field(
+        8, ge=1,
+        description="texts per call to the local model: a search's query waits for at most the one call running"
+        " (8 texts: about 0.4 s on 2 cores, where 64 made searches during a bulk write take 3.6 s); the throughput is"
+        " the same from 8 to 64 (bench/README.md)")
     background_embed_threads: int | None = Field(
         None, ge=1,
         description="cores that background embedding (turn-window upgrades, session digests, `memplane reembed`) may"
