@@ -3,6 +3,8 @@ leave alone, how overlapping findings are resolved, and their recall and false p
 corpus that bench/content_corpus.py writes (tests/data/content_corpus.jsonl)."""
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 from pathlib import Path
 
@@ -187,6 +189,45 @@ def test_digit_runs_no_region_could_read_never_reach_phonenumbers(monkeypatch):
     text = ("订单号 2024061512345678，快递 SF1234567890123，时间 2024-06-15 14:30，学号 2019301234，"
             "IP 182.133.47.249, Chrome 125.0.6422.141, ISBN 978-7-111-54742-6, total 1,380,000.00")
     assert find(text) == []
+
+
+# Resident identity numbers with a valid check digit and date of birth whose region code is in no
+# table (a tester's five of ten were stored readable, their digits in keyword tokens).
+UNLISTED_REGION_IDS = ["990101198503121232", "830102197511304562", "000000198808080012", "720304200002291233",
+                       "99999919610715118X"]
+
+
+@pytest.mark.parametrize("number", UNLISTED_REGION_IDS)
+def test_a_resident_id_is_found_by_its_check_digit_whatever_its_region(number):
+    text = f"身份证 {number} 请核对"
+    assert spans(text, find(text)) == [("national_id", number)]
+
+
+@pytest.mark.parametrize("number", [
+    "110105194913310021",  # the 31st of the 13th month
+    "110105189912310023",  # born in 1899
+    "990101198503121231",  # the check digit is 2
+])
+def test_a_resident_id_needs_its_check_digit_and_a_real_date_of_birth(number):
+    assert find(f"编号 {number} 请核对", ["national_id"]) == []
+
+
+def _b64(digest: bytes) -> str:
+    return base64.b64encode(digest).decode()
+
+
+@pytest.mark.parametrize("algorithm", ["sha1", "sha256", "sha384", "sha512"])
+def test_an_integrity_digest_is_not_a_token(algorithm):
+    text = f'"integrity": "{algorithm}-{_b64(hashlib.new(algorithm, b"lodash-4.17.21.tgz").digest())}"'
+    assert find(text) == []
+
+
+def test_a_bare_base64_digest_is_found_like_a_key_of_its_size():
+    # 64 random-looking bytes in base64 are what an Azure storage key is; only a label tells a digest.
+    digest = _b64(hashlib.sha512(b"lodash-4.17.21.tgz").digest())
+    assert spans(digest, find(digest)) == [("high_entropy_token", digest)]
+    mislabelled = "sha512-" + digest[:-4] + "=="  # the length of no sha512 digest
+    assert spans(mislabelled, find(mislabelled)) == [("high_entropy_token", mislabelled)]
 
 
 def test_the_corpus_holds_enough_of_each_kind():

@@ -20,6 +20,11 @@ _CANDIDATE = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{24,}(?:={1,2})?(?!
 _URL = re.compile(r"://[^\s\"'<>]+", re.ASCII)
 _PEM_BEGIN = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----", re.ASCII)
 _SSH_KEY_TYPES = (b"ssh-", b"ecdsa-", b"sk-")
+# A digest as Subresource Integrity and npm's lockfiles write it: the algorithm, then exactly its
+# digest's length of padded base64. A bare base64 digest is not told from a key of the same size
+# (an Azure storage key is 64 bytes, as a sha512 is), so only the label excuses it.
+_SRI_DIGEST = re.compile(
+    r"sha(?:1-[A-Za-z0-9+/]{27}=|256-[A-Za-z0-9+/]{43}=|384-[A-Za-z0-9+/]{64}|512-[A-Za-z0-9+/]{86}==)", re.ASCII)
 
 # Calibrated on random base62 and base64 strings of 24-64 characters next to camelCase, PascalCase
 # and snake_case identifiers and paths that hold numbers and acronyms:
@@ -123,7 +128,7 @@ def high_entropy_token(text: str) -> Iterator[Span]:
         if any(s <= start and end <= e for s, e in pem):
             continue
         token = m.group()
-        if not _looks_random(token) or _ssh_public_key(token):
+        if not _looks_random(token) or _ssh_public_key(token) or _SRI_DIGEST.fullmatch(token):
             continue
         if urls is None:
             urls = [u.span() for u in _URL.finditer(text)] if "://" in text else []

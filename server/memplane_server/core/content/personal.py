@@ -118,12 +118,27 @@ _SSN_NAMES = ("ssn", "social security", "社会安全号", "社保号")
 _SSN_NAME_REACH = 40
 
 
+# A resident identity number's date of birth: a calendar date in these years.
+_RIC_BIRTH_YEARS = range(1900, 2100)
+
+
+def _resident_id(number: str) -> bool:
+    """The check digit decides, with a date of birth that exists. The region code is not looked up:
+    a table of codes misses new and renamed counties, and numbers issued there were stored readable."""
+    if number[-1].upper() != ric.calc_check_digit(number):
+        return False
+    try:
+        return ric.get_birth_date(number).year in _RIC_BIRTH_YEARS
+    except ValidationError:
+        return False
+
+
 def national_id(text: str) -> Iterator[Span]:
     named: bool | None = None
     for m in _IDENTITY_NUMBER.finditer(text):
         number = m.group()
         if m.group("ric") is not None:
-            valid = ric.is_valid(number.replace(" ", ""))
+            valid = _resident_id(number.replace(" ", ""))
         elif m.group("ssn") is not None:
             valid = ssn.is_valid(number.replace(m.group("sep"), ""))
         else:
