@@ -56,3 +56,23 @@ def test_every_domain_code_maps_to_the_same_named_grpc_code(code):
 def test_metadata_values_are_stringified():
     err = MemplaneError(Code.RESOURCE_EXHAUSTED, "TOO_MANY", "m", limit=5)
     assert dict(error_info(to_status(err)).metadata) == {"limit": "5"}
+
+
+def test_a_long_input_in_the_message_is_cut_to_a_prefix_and_the_rest_of_the_message_kept():
+    # A 5 KB detector name came back whole; from about 10 KB the client failed on the trailers' size.
+    for size in (5_000, 20_000):
+        name = "d" * size
+        status = to_status(invalid("UNKNOWN_DETECTOR", f"no detector called {name!r}, see the docs"))
+        assert status.details == f"no detector called '{'d' * 63}… see the docs"
+        assert rich_status(status).message == status.details
+
+
+def test_a_long_message_is_cut_to_512_bytes_of_whole_characters():
+    status = to_status(invalid("X", "名字 " * 1_000))
+    assert len(status.details.encode()) <= 512 and status.details.startswith("名字 名字") and status.details.endswith("…")
+
+
+def test_error_info_metadata_values_are_bounded_too():
+    info = error_info(to_status(invalid("CONTENT_POLICY", "m", field="metadata." + "k" * 20_000, detector="email")))
+    assert info.metadata["field"] == "metadata." + "k" * 55 + "…"
+    assert info.metadata["detector"] == "email"

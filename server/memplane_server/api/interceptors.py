@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -114,8 +115,29 @@ class CallInterceptor(grpc.aio.ServerInterceptor):
         return handler
 
 
+# An error may quote what the caller sent (a detector's name, a field path). Quoted whole, a long
+# input made the status larger than a client accepts in its trailers (RESOURCE_EXHAUSTED there
+# instead of the error), so every message and ErrorInfo value keeps at most a prefix of each word
+# and of the whole; the limits keep the trailers (the message twice, once in base64) within 8 KiB.
+_MAX_WORD_CHARS = 64
+_MAX_TEXT_BYTES = 512
+_LONG_WORD = re.compile(rf"\S{{{_MAX_WORD_CHARS + 1},}}")
+_CUT = "…"
+
+
+def bounded(text: str) -> str:
+    """`text` with every run of more than 64 non-space characters cut to its first 64, and the whole
+    cut to 512 bytes of UTF-8; a cut is marked by an ellipsis."""
+    text = _LONG_WORD.sub(lambda m: m.group()[:_MAX_WORD_CHARS] + _CUT, text)
+    encoded = text.encode()
+    if len(encoded) <= _MAX_TEXT_BYTES:
+        return text
+    return encoded[:_MAX_TEXT_BYTES - len(_CUT.encode())].decode(errors="ignore") + _CUT
+
+
 def to_status(error: MemplaneError) -> grpc.Status:
-    details = [error_details_pb2.ErrorInfo(reason=error.reason, domain=ERROR_DOMAIN, metadata=error.metadata)]
+    metadata = {key: bounded(value) for key, value in error.metadata.items()}
+    details = [error_details_pb2.ErrorInfo(reason=error.reason, domain=ERROR_DOMAIN, metadata=metadata)]
     if error.retry_after is not None:
         retry = error_details_pb2.RetryInfo()
         retry.retry_delay.FromMilliseconds(max(1, round(error.retry_after * 1000)))
@@ -125,7 +147,7 @@ def to_status(error: MemplaneError) -> grpc.Status:
         any_detail = any_pb2.Any()
         any_detail.Pack(message)
         packed.append(any_detail)
-    status = status_pb2.Status(code=getattr(code_pb2, error.code.value), message=error.message, details=packed)
+    status = status_pb2.Status(code=getattr(code_pb2, error.code.value), message=bounded(error.message), details=packed)
     return rpc_status.to_status(status)
 
 
