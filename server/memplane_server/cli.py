@@ -37,8 +37,8 @@ def main(argv: list[str] | None = None) -> int:
                             help="give a new tenant the file's memory quota (default: this deployment's)")
     admin = sub.add_parser("admin", help="manage tenants, agents, keys, domains and grants")
     admin.add_argument("command", choices=sorted([*ADMIN_COMMANDS, "erase-user", "lifecycle", "content-policy"]))
-    admin.add_argument("action", nargs="?", choices=["get", "set", "run", "scan"],
-                       help="lifecycle: get, set or run; content-policy: get, set or scan")
+    admin.add_argument("action", nargs="?", choices=["get", "set", "run", "reset", "scan"],
+                       help="lifecycle: get, set or run; content-policy: get, set, reset or scan")
     admin.add_argument("--target", help="server address (default: MEMPLANE_LISTEN)")
     admin.add_argument("--api-key", help="admin key (default: MEMPLANE_API_KEY)")
     for name in ("id", "tenant", "agent", "domain", "name"):

@@ -208,6 +208,13 @@ ADMIN_CASES = [
      "INVALID_DISPLAY_NAME"),
     ("CreateDomain", a.CreateDomainRequest(domain=a.Domain(name="described", description=MB)), INVALID,
      "DESCRIPTION_TOO_LARGE"),
+    # A request without its policy reset the tenant's rules to none; a reset is asked for by name.
+    ("SetContentPolicy", a.SetContentPolicyRequest(), INVALID, "CONTENT_POLICY_REQUIRED"),
+    ("SetContentPolicy", a.SetContentPolicyRequest(policy=a.ContentPolicy(tenant_id="acme")), INVALID,
+     "CONTENT_POLICY_REQUIRED"),
+    # A 20 KB name, quoted whole, made the status too large for the client (RESOURCE_EXHAUSTED).
+    ("SetContentPolicy", a.SetContentPolicyRequest(policy=a.ContentPolicy(tenant_id="acme", rules=[
+        a.ContentRule(name="d" * 20_000, action=a.CONTENT_ACTION_REFUSE)])), INVALID, "UNKNOWN_DETECTOR"),
 ]
 
 

@@ -1,7 +1,8 @@
 """Content policies through the SDK and the CLI against a `memplane serve` process: get, set and a
 dry-run scan with the sync and async admin clients; a refused write is a typed InvalidArgumentError
 carrying CONTENT_POLICY with the detector and field and without the match; a domain's policy needs a
-platform admin key."""
+platform admin key; a set without rules is refused (a reset is its own request); a long bad
+name comes back as a short INVALID_ARGUMENT."""
 from __future__ import annotations
 
 import asyncio
@@ -11,10 +12,13 @@ import subprocess
 import sys
 import uuid
 
+import grpc
 import pytest
 
 from memplane import AdminClient, AsyncAdminClient, ContentAction, MemoryClient
-from memplane.errors import InvalidArgumentError, PermissionDeniedError
+from memplane.errors import InvalidArgumentError, PermissionDeniedError, from_rpc_error
+from memplane.v1 import admin_service_pb2 as a
+from memplane.v1 import admin_service_pb2_grpc as a_grpc
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"  # AWS's documented example key
 
@@ -83,3 +87,61 @@ def test_the_cli_sets_rules_and_reports_a_scan(server, new_tenant):
     assert cli("get")["is_set"] is True
     report = cli("scan", "--rule", "email=refuse")
     assert report["examined"] == 0 and report["counts"] == []
+
+
+def test_a_set_without_rules_is_refused_and_a_reset_is_asked_for_by_name(server, new_tenant):
+    _, key = new_tenant()
+    with AdminClient(server.target, key) as admin, grpc.insecure_channel(server.target) as channel:
+        admin.set_content_policy({"personal": "redact"})
+        # Accepted before: a request that lost its policy dropped every rule (personal data back to tag).
+        stub = a_grpc.AdminServiceStub(channel)
+        for request in (a.SetContentPolicyRequest(), a.SetContentPolicyRequest(policy=a.ContentPolicy())):
+            with pytest.raises(grpc.RpcError) as raw:
+                stub.SetContentPolicy(request, metadata=[("authorization", f"Bearer {key}")])
+            assert raw.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+            assert from_rpc_error(raw.value).reason == "CONTENT_POLICY_REQUIRED"
+        with pytest.raises(InvalidArgumentError) as empty:
+            admin.set_content_policy({})
+        assert empty.value.reason == "CONTENT_POLICY_REQUIRED"
+        both = a.SetContentPolicyRequest(policy=a.ContentPolicy(rules=[a.ContentRule(
+            name="email", action=a.CONTENT_ACTION_REFUSE)]), reset=True)
+        with pytest.raises(grpc.RpcError) as raw:
+            stub.SetContentPolicy(both, metadata=[("authorization", f"Bearer {key}")])
+        assert from_rpc_error(raw.value).reason == "RESET_WITH_RULES"
+        kept = admin.get_content_policy()
+        assert kept.rules == {"personal": ContentAction.REDACT} and kept.effective["phone"] is ContentAction.REDACT
+
+        reset = admin.reset_content_policy()
+    assert reset.rules == {} and reset.effective["phone"] is ContentAction.TAG and reset.updated_by
+
+    async def reset_async():
+        async with AsyncAdminClient(server.target, key) as admin:
+            await admin.set_content_policy({"email": "refuse"})
+            return await admin.reset_content_policy()
+
+    assert asyncio.run(reset_async()).rules == {}
+
+
+@pytest.mark.parametrize("size", [5_000, 20_000])
+def test_a_long_detector_name_is_invalid_argument_with_a_short_message(server, new_tenant, size):
+    # 5 KB came back whole in the message; from about 10 KB the client failed with RESOURCE_EXHAUSTED.
+    _, key = new_tenant()
+    with AdminClient(server.target, key) as admin, pytest.raises(InvalidArgumentError) as caught:
+        admin.set_content_policy({"d" * size: "refuse"})
+    assert caught.value.reason == "UNKNOWN_DETECTOR" and len(caught.value.message) < 300
+
+
+def test_the_cli_sets_no_empty_policy_and_resets_by_name(server, new_tenant):
+    _, key = new_tenant()
+    env = {**os.environ, "MEMPLANE_API_KEY": key}
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "memplane_server.cli", "admin", "content-policy", *args,
+                               "--target", server.target], env=env, capture_output=True, text=True, timeout=60)
+
+    assert cli("set", "--rule", "email=refuse").returncode == 0
+    refused = cli("set")
+    assert refused.returncode == 2 and "content-policy reset" in refused.stderr
+    reset = cli("reset")
+    assert reset.returncode == 0, reset.stderr
+    assert json.loads(reset.stdout)["rules"] == {} and json.loads(cli("get").stdout)["effective"]["email"] == "tag"

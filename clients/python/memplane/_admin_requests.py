@@ -152,6 +152,13 @@ def set_content_policy(
     return PreparedCall("SetContentPolicy", request, lambda r: _convert.content_policy(r.policy))
 
 
+def reset_content_policy(tenant_id: str | None, *, domain: str | None) -> PreparedCall[types.ContentPolicy]:
+    """SetContentPolicy with reset."""
+    request = admin_pb.SetContentPolicyRequest(
+        policy=_content_policy_pb({}, tenant_id=tenant_id, domain=domain), reset=True)
+    return PreparedCall("SetContentPolicy", request, lambda r: _convert.content_policy(r.policy))
+
+
 def scan_content_policy(
     rules: Mapping[str, ContentActionLike] | None, *, tenant_id: str | None, domain: str | None
 ) -> PreparedCall[types.ContentScanReport]:

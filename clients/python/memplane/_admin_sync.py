@@ -195,9 +195,18 @@ class AdminClient(SyncClientBase):
         timeout: float | None = None,
     ) -> ContentPolicy:
         """Replaces a tenant's (the key's by default) or a domain's content policy rules, by detector or
-        category ("secret", "personal") to off/tag/redact/refuse; what they do not name takes the defaults."""
+        category ("secret", "personal") to off/tag/redact/refuse; what they do not name takes the defaults.
+        At least one rule: empty rules are InvalidArgumentError (CONTENT_POLICY_REQUIRED), and
+        reset_content_policy goes back to the defaults."""
         return self._transport.call(
             _admin_requests.set_content_policy(rules, tenant_id=tenant_id, domain=domain), timeout)
+
+    def reset_content_policy(
+        self, tenant_id: str | None = None, *, domain: str | None = None, timeout: float | None = None
+    ) -> ContentPolicy:
+        """Drops every rule of a tenant's (the key's by default) or a domain's content policy: each
+        detector takes the defaults again. Returns the policy as stored."""
+        return self._transport.call(_admin_requests.reset_content_policy(tenant_id, domain=domain), timeout)
 
     def scan_content_policy(
         self, rules: Mapping[str, ContentActionLike] | None = None, *, tenant_id: str | None = None,

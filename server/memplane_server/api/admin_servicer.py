@@ -187,7 +187,8 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
 
     async def SetContentPolicy(self, request, context):
         p = request.policy
-        view = await self.content_policies.set(current_caller(), p.tenant_id, p.domain, content_convert.rules_in(p))
+        view = await self.content_policies.set(current_caller(), p.tenant_id, p.domain, content_convert.rules_in(p),
+                                               reset=request.reset)
         response = apb.SetContentPolicyResponse()
         content_convert.policy_out(view, response.policy)
         return response

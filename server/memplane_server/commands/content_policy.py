@@ -1,12 +1,14 @@
-"""`memplane admin content-policy get|set|scan`: a tenant's or a domain's content policy through the
-SDK, as JSON.
+"""`memplane admin content-policy get|set|reset|scan`: a tenant's or a domain's content policy
+through the SDK, as JSON.
 
-    memplane admin content-policy get  [--tenant T | --domain D]
-    memplane admin content-policy set  [--tenant T | --domain D] [--rule NAME=ACTION ...]
-    memplane admin content-policy scan [--tenant T | --domain D] [--rule NAME=ACTION ...]
+    memplane admin content-policy get   [--tenant T | --domain D]
+    memplane admin content-policy set   [--tenant T | --domain D] --rule NAME=ACTION [--rule ...]
+    memplane admin content-policy reset [--tenant T | --domain D]
+    memplane admin content-policy scan  [--tenant T | --domain D] [--rule NAME=ACTION ...]
 
 NAME is a detector (email, aws_access_key, ...) or a category (secret, personal); ACTION is off,
-tag, redact or refuse. `set` replaces the rules: what they do not name takes the defaults. `scan`
+tag, redact or refuse. `set` replaces the rules (at least one): what they do not name takes the
+defaults; `reset` drops every rule, so that all take the defaults. `scan`
 reports what the rules (without any, the policy in force) would change in the stored memories and
 changes nothing. The tenant defaults to the key's own; a domain's policy needs a platform admin key.
 """
@@ -19,7 +21,7 @@ from dataclasses import asdict
 
 from .output import jsonable
 
-ACTIONS = ("get", "set", "scan")
+ACTIONS = ("get", "set", "reset", "scan")
 
 
 def _rules(assignments: list[str] | None) -> dict[str, str]:
@@ -36,15 +38,20 @@ def run(args: argparse.Namespace, target: str, key: str) -> int:
     from memplane import AdminClient, MemplaneError
 
     if args.action not in ACTIONS:
-        print("content-policy needs an action: get, set or scan", file=sys.stderr)
+        print("content-policy needs an action: get, set, reset or scan", file=sys.stderr)
         return 2
     try:
         rules = _rules(args.rule)
+        if args.action == "set" and not rules:
+            raise ValueError("set needs at least one --rule NAME=ACTION; `content-policy reset` goes back to the"
+                             " defaults")
         with AdminClient(target, key) as admin:
             if args.action == "get":
                 out = asdict(admin.get_content_policy(args.tenant, domain=args.domain))
             elif args.action == "set":
                 out = asdict(admin.set_content_policy(rules, tenant_id=args.tenant, domain=args.domain))
+            elif args.action == "reset":
+                out = asdict(admin.reset_content_policy(args.tenant, domain=args.domain))
             else:
                 report = admin.scan_content_policy(rules if args.rule else None, tenant_id=args.tenant,
                                                    domain=args.domain)

@@ -475,10 +475,12 @@ class ContentPolicy(_message.Message):
     def __init__(self, tenant_id: _Optional[str] = ..., domain: _Optional[str] = ..., rules: _Optional[_Iterable[_Union[ContentRule, _Mapping]]] = ..., effective: _Optional[_Iterable[_Union[ContentRule, _Mapping]]] = ..., is_set: _Optional[bool] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_by: _Optional[str] = ...) -> None: ...
 
 class SetContentPolicyRequest(_message.Message):
-    __slots__ = ("policy",)
+    __slots__ = ("policy", "reset")
     POLICY_FIELD_NUMBER: _ClassVar[int]
+    RESET_FIELD_NUMBER: _ClassVar[int]
     policy: ContentPolicy
-    def __init__(self, policy: _Optional[_Union[ContentPolicy, _Mapping]] = ...) -> None: ...
+    reset: bool
+    def __init__(self, policy: _Optional[_Union[ContentPolicy, _Mapping]] = ..., reset: _Optional[bool] = ...) -> None: ...
 
 class SetContentPolicyResponse(_message.Message):
     __slots__ = ("policy",)

@@ -80,7 +80,15 @@ class ContentPolicyService:
         return _view(tenant, None, tenant_policy(rules_from_json(stored_rules.rules) if stored_rules else {}),
                      stored_rules)
 
-    async def set(self, caller: Caller, tenant_id: str, domain: str, rules: Mapping[str, str]) -> PolicyView:
+    async def set(self, caller: Caller, tenant_id: str, domain: str, rules: Mapping[str, str], *,
+                  reset: bool = False) -> PolicyView:
+        """Replaces the rules; no rules is a reset, said as such: a policy that went missing on its way
+        (an unset field, an empty list) would otherwise drop every rule without a word."""
+        if reset and rules:
+            raise invalid("RESET_WITH_RULES", "a reset sets no rules; send the rules or the reset, not both")
+        if not reset and not rules:
+            raise invalid("CONTENT_POLICY_REQUIRED",
+                          "a content policy needs at least one rule; to go back to the defaults, ask for a reset")
         tenant, domain_name = await self._target(caller, tenant_id, domain)
         checked = check_rules(rules)
         if domain_name:
