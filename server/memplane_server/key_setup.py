@@ -14,7 +14,7 @@ import asyncpg
 from .embedded._process import write_private_file
 from .settings import Settings
 from .stores.postgres.content.keys import TenantKeyStore
-from .stores.postgres.content.user_keys import record_store, recorded_store
+from .stores.postgres.content.user_keys import record_store, recorded_store, sweep_pending_since
 from .stores.sealing import OPENERS, Kek, describe, new_kek_line, parse_keks
 from .stores.user_keys import UserKeyFiles
 
@@ -97,6 +97,17 @@ async def check_user_key_store(pool: asyncpg.Pool, files: UserKeyFiles | None) -
             f"this database's users' keys are in key folder {recorded}; MEMPLANE_USER_KEYS_DIR ({files.folder}) holds"
             f" folder {ours}: give every server sharing the database that folder (after a restore into a fresh data"
             " directory, copy the old MEMPLANE_DATA_DIR/keys with it); docs/security.md")
+
+
+async def refuse_unswept_restore(pool: asyncpg.Pool) -> None:
+    """A restore whose sweep is not done holds the memories of users erased since its backup: served,
+    they would give away those users' ids, attributes and times, though their texts no longer open."""
+    restored = await sweep_pending_since(pool)
+    if restored is not None:
+        raise SystemExit(
+            f"this database was restored from a backup at {restored:%Y-%m-%d %H:%M:%S %Z} and its sweep of users erased"
+            " since that backup is not done: with the old MEMPLANE_DATA_DIR/keys folder (or MEMPLANE_USER_KEYS_DIR) in"
+            " place, run `memplane keys sweep`, then start servers and workers; docs/operations.md")
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from .key_setup import (
     install_user_keys,
     key_encryption_keys,
     refuse_missing_keks,
+    refuse_unswept_restore,
     user_key_files,
 )
 from .llm.chat import ChatModel
@@ -198,6 +199,7 @@ class Runtime:
         await prepare_schema(s, self.database_url)
         self.pool = await create_pool(self.database_url, size=s.db_pool_size, ef_search=s.hnsw_ef_search,
                                       pooled=s.database_pooled)
+        await refuse_unswept_restore(self.pool)
         if s.read_database_url:
             self.standby_pool = await create_pool(s.read_database_url, size=s.db_pool_size, ef_search=s.hnsw_ef_search,
                                                   pooled=s.database_pooled)

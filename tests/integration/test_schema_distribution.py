@@ -24,6 +24,8 @@ EXCEPTIONS = {
     ("audit_events", "audit_events_pkey"): "platform events have no tenant: stays a local table",
     ("schema_migrations", "schema_migrations_pkey"): "migration bookkeeping, not tenant data",
     ("user_key_store", "user_key_store_pkey"): "the deployment's one users' key folder, not tenant data",
+    ("restore_sweep_pending", "restore_sweep_pending_pkey"): "the deployment's one mark of an unswept restore,"
+                                                            " not tenant data",
     # Unique by id alone: a uuid is unique anyway, but Citus cannot enforce these on a distributed
     # table; the migration that distributes the tables must drop them.
     ("jobs", "jobs_id"): "uuid uniqueness; drop before distributing",

@@ -4,7 +4,9 @@ An archive holds everything PostgreSQL keeps (tenants, keys, memories, history, 
 Redis holds only working memory and caches, which expire anyway, and is not backed up. It never
 holds the KEK or users' keys (MEMPLANE_DATA_DIR/keys): a restore reads what an archive sealed with
 the keys as they are now, so the memories of users erased since the backup do not open, and the
-restore removes them as erased (stores/user_keys.py).
+restore removes them as erased (stores/user_keys.py). Until that sweep is done (a restore without
+the keys folder leaves it to `memplane keys sweep`) the database is marked, and no server or worker
+starts on it.
 """
 from __future__ import annotations
 
@@ -23,7 +25,14 @@ from ..embedded import EmbeddedError, EmbeddedPostgres
 from ..key_setup import user_keys_folder
 from ..settings import Settings
 from ..stores.postgres.bulk.dump import ClientTools, DumpError, finish_restore, is_empty, prepare_restore, server_major
-from ..stores.postgres.content.user_keys import Swept, recorded_store, remove_shredded, sealed_under_users
+from ..stores.postgres.content.user_keys import (
+    Swept,
+    clear_sweep_pending,
+    mark_sweep_pending,
+    recorded_store,
+    remove_shredded,
+    sealed_under_users,
+)
 from ..stores.postgres.migrations import latest_version, migrate
 from ..stores.sealing import OPENERS
 from ..stores.user_keys import UserKeyFiles
@@ -96,6 +105,9 @@ async def _restore(tools: ClientTools, database_url: str, archive: Path, version
         tools.restore(archive, database_url)
         # An archive of an older release comes up to this one's schema, as `serve` would do.
         migrated = await migrate(conn)
+        # Before the sweep, which clears it: a restore stopped or refused before its sweep is done
+        # leaves a database no server or worker starts on.
+        await mark_sweep_pending(conn)
         await finish_restore(conn)
         return Restored(version, migrated, await sweep_erased(conn, users))
     finally:
@@ -104,10 +116,11 @@ async def _restore(tools: ClientTools, database_url: str, archive: Path, version
 
 async def sweep_erased(conn: asyncpg.Connection, users: UserKeyFiles | None) -> Swept | None:
     """Removes, as erased, the memories sealed under users' keys that no longer exist (None: the
-    database keeps no users' keys). Refuses when the key folder is not the one the rows name: an
-    empty or other folder would make every user look erased."""
+    database keeps no users' keys), and with that clears a restore's mark. Refuses when the key
+    folder is not the one the rows name: an empty or other folder would make every user look erased."""
     recorded = await recorded_store(conn)
     if recorded is None:
+        await clear_sweep_pending(conn)
         return None
     ours = users.store_id() if users is not None else None
     if ours != recorded:
@@ -115,11 +128,14 @@ async def sweep_erased(conn: asyncpg.Connection, users: UserKeyFiles | None) -> 
         raise ToolError(
             f"the archive's memories about users are sealed under users' keys in key folder {recorded}, and {where}:"
             " copy that folder (the old MEMPLANE_DATA_DIR/keys) into place, then run `memplane keys sweep`;"
-            " nothing was removed")
+            " nothing was removed, and servers and workers refuse this database until that sweep is done")
     assert users is not None
     refs = await sealed_under_users(conn)
     gone = [ref for ref in refs if not await asyncio.to_thread(users.exists, ref)]
-    return await remove_shredded(conn, gone)
+    async with conn.transaction():
+        swept = await remove_shredded(conn, gone)
+        await clear_sweep_pending(conn)
+    return swept
 
 
 def _tools(settings: Settings, database_url: str) -> ClientTools:

@@ -6,7 +6,8 @@ against the database directly (it needs this deployment's KEKs and users' keys, 
     memplane keys reseal [--tenant T]    memories moved to their tenant's current data key (or user's key)
     memplane keys rewrap                 every data key and user key wrapped by the active KEK
     memplane keys sweep                  memories sealed under users' keys since destroyed removed as
-                                         erased (a restore does this itself)
+                                         erased (a restore does this itself; one that could not leaves
+                                         the database refused by servers and workers until this is run)
 
 The workers do the re-sealing and re-wrapping too (MEMPLANE_KEY_MAINTENANCE_SECONDS); these run
 it now and report. Servers seal new writes under a rotated key within a minute.
@@ -25,6 +26,7 @@ from ..settings import Settings
 from ..stores.postgres.content.keys import TenantKeyStore
 from ..stores.postgres.pool import create_pool
 from ..stores.user_keys import UserKeyFiles
+from . import ToolError
 from .backup import erased_line, sweep_erased
 from .database import tool_database
 
@@ -36,9 +38,13 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
               "MEMPLANE_ENCRYPTION_KEYS_FILE or the embedded default's key file)", file=sys.stderr)
         return 2
     # Direct where a direct URL is set (as migrations do): a sweep and a re-wrap are the owner's work.
-    with tool_database(settings, direct=True) as url:
-        pooled = settings.database_pooled and url == settings.database_url
-        out = asyncio.run(_run(args, settings, url, keys.active_kek, keys.users, pooled))
+    try:
+        with tool_database(settings, direct=True) as url:
+            pooled = settings.database_pooled and url == settings.database_url
+            out = asyncio.run(_run(args, settings, url, keys.active_kek, keys.users, pooled))
+    except ToolError as exc:  # a sweep refused: the folder it needs is not in place
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     print(json.dumps(out, indent=2))
     return 0
 

@@ -1,6 +1,7 @@
 """SQL of users' keys (stores/user_keys.py keeps the keys): which key folder the database's rows
 name (migration 0036), the locks that keep a write from sealing under a key an erasure is
-destroying, and the sweep that removes what a restore brought back sealed under destroyed keys.
+destroying, the sweep that removes what a restore brought back sealed under destroyed keys, and
+the mark of a restore whose sweep is not done yet (migration 0037).
 
 Runs as the owner, with the tenant named in every statement.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import asyncpg
 
@@ -34,6 +36,19 @@ async def record_store(conn: asyncpg.Connection | asyncpg.Pool, store_id: str) -
     """Records the folder's id unless one is recorded; returns the recorded one."""
     await conn.execute("INSERT INTO user_key_store (store_id) VALUES ($1) ON CONFLICT DO NOTHING", store_id)
     return await conn.fetchval("SELECT store_id FROM user_key_store")
+
+
+async def mark_sweep_pending(conn: asyncpg.Connection) -> None:
+    await conn.execute("INSERT INTO restore_sweep_pending DEFAULT VALUES ON CONFLICT DO NOTHING")
+
+
+async def sweep_pending_since(conn: asyncpg.Connection | asyncpg.Pool) -> datetime | None:
+    """When the restore whose sweep is not done was made (None: no such restore)."""
+    return await conn.fetchval("SELECT restored_at FROM restore_sweep_pending")
+
+
+async def clear_sweep_pending(conn: asyncpg.Connection) -> None:
+    await conn.execute("DELETE FROM restore_sweep_pending")
 
 
 async def sealed_under_users(conn: asyncpg.Connection) -> list[bytes]:
