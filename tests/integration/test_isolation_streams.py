@@ -13,12 +13,13 @@ besides the shared rules (writes, updates, forgets by id, turn windows, no-resul
   - a listed conflict's both sides are readable, every open one the caller reads is listed
     (unless the value it contradicts is gone), and only a caller who may change the challenger
     resolves it (an invisible id fails as an unknown one);
-  - a decision is listed only to callers of its tenant, an agent's only to that agent, and
-    every such decision is listed;
+  - a decision is listed only to callers of its tenant, an agent's only to that agent (and the
+    tenant's admins), a signal only to its own agent and the tenant's admins, and every such
+    decision is listed;
   - an export of a tenant holds its memories and their history and names no other tenant.
 
 To see it fail, drop the agent condition from the policy of reflection_decisions (migration
-0014: the listing names only the tenant), or drop `visibility(caller, p)` from `ChangeStore.read`
+0038) and from `DecisionStore.list` (the listing then names only the tenant), or drop `visibility(caller, p)` from `ChangeStore.read`
 *and* make `stores.postgres.session.caller_session` yield a plain transaction.
 """
 from __future__ import annotations
@@ -28,7 +29,7 @@ import json
 
 from hypothesis import strategies as st
 
-from memplane_server.core.access.caller import Caller
+from memplane_server.core.access.caller import Caller, Role
 from memplane_server.core.changes import ChangeFilter
 from memplane_server.core.errors import Code
 from memplane_server.core.model import Kind, MemoryDraft, Scope, Status
@@ -195,15 +196,20 @@ class StreamRules:
         rows = await self.deps.decisions.pool.fetch(
             "SELECT id, tenant_id, agent_id, subject_type FROM reflection_decisions WHERE tenant_id = ANY($1::text[])",
             self.world.tenants)
-        owner = {r["id"]: (r["tenant_id"], r["agent_id"]) for r in rows}
+        def listable(r) -> bool:
+            # A signal repeats a query: its own agent's and the tenant admins'; a tenant key's
+            # decision is the tenant's.
+            own = caller.role is Role.TENANT_ADMIN or r["agent_id"] == caller.agent_id
+            return r["tenant_id"] == caller.tenant_id and (own or (r["agent_id"] is None and r["subject_type"] != "search"))
+
+        by_id = {r["id"]: r for r in rows}
         for d in result[0]:
-            tenant, agent = owner.get(d.id, (None, None))
-            if tenant != caller.tenant_id or agent not in (None, caller.agent_id):
-                where = f"of {self.names.tenant(tenant)} agent {agent}" if tenant else "outside this world"
+            row = by_id.get(d.id)
+            if row is None or not listable(row):
+                where = f"of {self.names.tenant(row['tenant_id'])} agent {row['agent_id']}" if row else "outside this world"
                 raise Violation(f"ListReflectionDecisions: a decision {where} listed to {self.names.who(caller)}")
         SEEN["decisions listed"] += len(result[0])
-        expected = {r["id"] for r in rows if r["tenant_id"] == caller.tenant_id
-                    and r["agent_id"] in (None, caller.agent_id) and subject in (None, r["subject_type"])}
+        expected = {r["id"] for r in rows if listable(r) and subject in (None, r["subject_type"])}
         if {d.id for d in result[0]} != expected:
             raise Violation(f"ListReflectionDecisions for {self.names.who(caller)}: {len(result[0])} listed,"
                             f" expected {len(expected)}")

@@ -12,7 +12,7 @@ from opentelemetry import metrics
 
 from ...core.access.caller import Caller
 from ...core.content.policy import Actions, ContentPolicy, domain_policy, rules_from_json, tenant_policy
-from ...core.content.screen import Screened, refusal, screen, screen_texts
+from ...core.content.screen import Screened, ScreenedTexts, refusal, screen, screen_texts
 from ...core.model import MemoryDraft
 from ...stores.postgres.content.policies import ContentPolicyStore
 
@@ -83,14 +83,25 @@ class ContentPolicies:
         """Named texts a request carries besides memories (a task trajectory to reflect on), as
         they may be kept and read: redacted where the policy redacts, CONTENT_POLICY where it
         refuses (tags have no memory to go on)."""
+        screened = await self._screened_texts(caller, texts, domain)
+        if screened.refused:
+            raise refusal(screened.refused)
+        return screened.texts
+
+    async def kept_texts(self, caller: Caller, texts: dict[str, str]) -> dict[str, str] | None:
+        """Texts of a request the server keeps on its own account (a search's query, as a signal
+        for reflection), as the tenant's policy lets them be kept: redacted where it redacts, None
+        where it refuses. Such a text is then simply not kept; the request itself goes on."""
+        screened = await self._screened_texts(caller, texts, None)
+        return None if screened.refused else screened.texts
+
+    async def _screened_texts(self, caller: Caller, texts: dict[str, str], domain: str | None) -> ScreenedTexts:
         tenant = caller.require_tenant()
         actions = await self.actions(tenant, [domain] if domain else [])
         screened = await asyncio.to_thread(screen_texts, texts, actions, domain)
         for hit in screened.hits:
             _findings.add(1, {"tenant": tenant, "detector": hit.detector, "action": hit.action.value})
-        if screened.refused:
-            raise refusal(screened.refused)
-        return screened.texts
+        return screened
 
 
 def count(tenant: str, screened: Iterable[Screened]) -> None:

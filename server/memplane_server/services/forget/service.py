@@ -2,6 +2,7 @@
 
 What was derived from a forgotten memory goes with it (PostgreSQL, in the same transaction:
 migration 0010), and its copies in working memory and cached responses right after (copies.py).
+A forget by a filter naming a user also removes its agent's search signals about that user.
 """
 from __future__ import annotations
 
@@ -72,6 +73,10 @@ class ForgetService:
         # own transaction (the filter checked again), so that locks, the change log's commit and the
         # cascades' work stay bounded and searches and writes meanwhile wait for none of it.
         assert f is not None, "without ids, checked above to come with a filter"
+        if f.user_id:
+            # A search filtered to the user that found nothing kept its query as a signal: about the
+            # user as much as their memories, though no kind, layer or session of the filter is its.
+            await self.deps.decisions.forget_signals(caller, f.user_id)
         targets = await store.forget_targets(caller, f, hard=hard, everything=everything)
         pending = {i for i, _ in targets}
         count = 0

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from ...core.access.caller import Caller, caller_to_json
+from ...core.access.caller import Caller, Role, caller_to_json
 from ...core.access.requests import RequestKey, request_key
 from ...core.errors import invalid
 from ...core.model import Kind, MemoryDraft, MemoryFilter, MemoryRecord, Scope, Status
@@ -104,24 +104,25 @@ class ReflectService:
             await changeable(self.deps.memories, caller, list(r.task.used_memory_ids))
         decision = await self._decide(caller, r)
         subject = ("task", r.task.task_id) if r.task else ("session", r.session_id or "")
+        sealing = await self.deps.keys.sealing(caller.require_tenant())
         if not decision.run:
             assert r.task is not None  # only tasks are decided on
             if r.task.used_memory_ids:  # the outcome still counts for what the task used
                 await apply_outcome(self.deps, caller, list(r.task.used_memory_ids), task_id=r.task.task_id,
                                     outcome=r.task.outcome)
             await self.deps.decisions.record(caller, subject_type=subject[0], subject_id=subject[1],
-                                             decision="skipped", reason=decision.reason)
+                                             decision="skipped", reason=decision.reason, sealing=sealing)
             return ReflectOutcome(reason=decision.reason, skipped=True)
         size = len(r.task.steps) if r.task else await self._session_size(caller, r)
         if r.mode == "async" or (r.mode == "auto" and size > self.deps.settings.reflect_sync_max_items):
             operation = await self.enqueue(caller, r)
             await self.deps.decisions.record(caller, subject_type=subject[0], subject_id=subject[1], decision="ran",
-                                             reason=decision.reason, operation_id=operation.id)
+                                             reason=decision.reason, sealing=sealing, operation_id=operation.id)
             return operation
         outcome = await self.run(caller, r)
         outcome.reason = decision.reason
         await self.deps.decisions.record(caller, subject_type=subject[0], subject_id=subject[1], decision="ran",
-                                         reason=decision.reason)
+                                         reason=decision.reason, sealing=sealing)
         return outcome
 
     async def _screened(self, caller: Caller, task: Task, domain: str | None) -> Task:
@@ -148,13 +149,15 @@ class ReflectService:
     async def decisions(
         self, caller: Caller, *, subject_type: str | None, subject_id: str | None, page_size: int, page_token: str,
     ) -> tuple[list[DecisionRecord], str]:
-        """Reflection decisions and no-result signals the caller may see, newest first."""
+        """Reflection decisions and no-result signals the caller may see, newest first: a tenant admin
+        every agent's of its tenant."""
         caller.require_tenant()
         check_free_id(subject_id, "subject_id")
         size = clamp_page_size(page_size)
         after = decode_position(page_token, "time", "uuid")
         found = await self.deps.decisions.list(
-            caller, subject_type=subject_type, subject_id=subject_id, limit=size + 1, after=after)
+            caller, subject_type=subject_type, subject_id=subject_id, limit=size + 1, after=after,
+            every_agent=caller.role is Role.TENANT_ADMIN)
         page = found[:size]
         token = encode_token([page[-1].created_at.isoformat(), str(page[-1].id)]) if len(found) > size else ""
         return page, token

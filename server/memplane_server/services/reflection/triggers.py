@@ -31,4 +31,5 @@ async def after_write(deps: Deps, caller: Caller, records: list[MemoryRecord]) -
         operation = await deps.jobs.enqueue(
             caller, "reflect", input_to_json(ReflectInput(session_id=session_id)), caller_to_json(caller))
         await deps.decisions.record(caller, subject_type="session", subject_id=session_id, decision="ran",
-                                    reason=decision.reason, turns=turns, operation_id=operation.id)
+                                    reason=decision.reason, sealing=await deps.keys.sealing(caller.require_tenant()),
+                                    turns=turns, operation_id=operation.id)

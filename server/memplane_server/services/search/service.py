@@ -58,6 +58,7 @@ from .graph import CHANNEL as GRAPH
 from .graph import GraphChannel, explain_links
 from .session import CHANNEL as SESSION
 from .session import SessionChannel, explain_sessions
+from .signals import keep_nothing_found
 from .stages import stage, staged
 from .usage import UsageCounts
 
@@ -282,7 +283,8 @@ class SearchService:
                     await self._explain_conflicts(caller, hits)
                     explain_tags(hits)
                 if not hits:
-                    self._signal_nothing_found(caller, q.text, q.filter.user_id)
+                    self._in_background("no-result signal not kept",
+                                        keep_nothing_found(self.deps, caller, q.text, q.filter.user_id))
                 self.usage.add(caller, [h.memory.stored_id for h in hits if h.memory.layer is not Layer.WORKING])
         except BaseException:
             if prefetched is not None:
@@ -408,14 +410,6 @@ class SearchService:
         similarities = vectors @ query_vector
         order = np.argsort(-similarities)[:limit]
         return [Scored(item_to_record(items[i]), float(similarities[i])) for i in order]
-
-    def _signal_nothing_found(self, caller: Caller, text: str, user_id: str | None) -> None:
-        """A search that found nothing is a signal for reflection (listed with the decisions): the
-        memory lacks what agents ask for. It names the user the search was filtered to, whose
-        erasure removes it with the query text."""
-        self._in_background("no-result signal not kept", self.deps.decisions.record(
-            caller, subject_type="search", subject_id="", decision="signal", reason=f"nothing found for: {text[:200]}",
-            user_id=user_id))
 
     def _in_background(self, failure: str, work) -> None:
         """Bookkeeping the caller should not wait for; its failures are logged once per cause."""

@@ -78,14 +78,16 @@ class TenantKeyStore:
         return [(r["tenant_id"], r["version"], r["wrapped"]) for r in rows]
 
     async def replace_wrapped(self, tenant_id: str, version: int, old: bytes, new: bytes) -> int:
-        """One data key re-wrapped: its row in tenant_keys, every memory and history snapshot sealed
-        under it. Returns the memories changed."""
+        """One data key re-wrapped: its row in tenant_keys, every memory, history snapshot, session
+        digest and reflection decision sealed under it. Returns the memories changed."""
         async with self.pool.acquire() as conn, conn.transaction():
             await conn.execute("UPDATE tenant_keys SET wrapped = $4 WHERE tenant_id = $1 AND version = $2"
                                " AND wrapped = $3", tenant_id, version, old, new)
             status = await conn.execute("UPDATE memories SET sealed_key = $3 WHERE tenant_id = $1 AND sealed_key = $2",
                                         tenant_id, old, new)
             await conn.execute("UPDATE session_digests SET sealed_key = $3 WHERE tenant_id = $1 AND sealed_key = $2",
+                               tenant_id, old, new)
+            await conn.execute("UPDATE reflection_decisions SET sealed_key = $3 WHERE tenant_id = $1 AND sealed_key = $2",
                                tenant_id, old, new)
             await conn.execute(
                 "UPDATE memory_history SET snapshot = jsonb_set(snapshot, '{sealed_key}', to_jsonb($3::text))"

@@ -8,10 +8,11 @@ and never touch the audit log, which only a tenant admin reads. What was derived
 memories, in any scope or tenant, is erased by the delete trigger of migration 0010.
 
 Where users' keys are kept (stores/user_keys.py), the user's key is destroyed before the commit
-once no memory about the user is left in the tenant (a key that still opens another agent's
-memories stays, and the receipt says so): every backup and export made before holds the user's
-memories sealed under a key that no longer exists. An exclusive lock on the user keeps a write
-from sealing under the key meanwhile (memory_writes.WriteTransaction takes it shared).
+once nothing sealed under it is left in the tenant (a key that still opens another agent's
+memories or search signals stays, and the receipt says so): every backup and export made before
+holds the user's memories and signals sealed under a key that no longer exists. An exclusive lock
+on the user keeps a write from sealing under the key meanwhile (memory_writes.WriteTransaction and
+DecisionStore.record take it shared).
 """
 from __future__ import annotations
 
@@ -85,9 +86,12 @@ class ErasureStore:
     async def _shred(self, conn: asyncpg.Connection, tenant: str, user_id: str, dry_run: bool, out: ErasedRows) -> None:
         users = self.users
         assert users is not None
-        if await conn.fetchval("SELECT EXISTS (SELECT 1 FROM memories WHERE tenant_id = $1 AND user_id = $2)",
-                               tenant, user_id):
-            out.counts["user_keys.destroyed"] = 0  # it still opens memories outside the caller's reach
+        if await conn.fetchval(
+                "SELECT EXISTS (SELECT 1 FROM memories WHERE tenant_id = $1 AND user_id = $2)"
+                " OR EXISTS (SELECT 1 FROM reflection_decisions WHERE tenant_id = $1 AND user_id = $2)",
+                tenant, user_id):
+            # It still opens memories, or other agents' signals, outside the caller's reach.
+            out.counts["user_keys.destroyed"] = 0
             return
         ref = await asyncio.to_thread(users.current_ref, tenant, user_id)
         destroyed = ref is not None if dry_run else await asyncio.to_thread(users.destroy, tenant, user_id)
