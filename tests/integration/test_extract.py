@@ -48,7 +48,9 @@ def answer(op: str, value: str, old: str = "") -> Reply:
 
 
 async def write_turn(deps, caller, text: str, mode: str = "sync", time_zone: str | None = None):
-    return await WriteService(deps).accept(caller, [turn(text)], mode, time_zone)
+    """(stored turns, extracted memories, operation)"""
+    accepted = await WriteService(deps).accept(caller, [turn(text)], mode, time_zone)
+    return accepted.records, accepted.extracted, accepted.operation
 
 
 async def test_the_address_scenario(llm_deps, fake_llm, make_tenant):

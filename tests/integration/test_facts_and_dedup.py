@@ -1,4 +1,4 @@
-"""Structured facts with history, re-observation, and near-duplicate merging under concurrency."""
+"""Structured facts with history, re-observation, and the merge of repeats (under concurrency too)."""
 from __future__ import annotations
 
 import asyncio
@@ -7,6 +7,7 @@ from datetime import datetime, timezone
 import pytest
 
 from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter, Status
+from memplane_server.core.write.outcomes import Outcome
 from memplane_server.services.memories import MemoriesService
 from memplane_server.services.search.service import SearchQuery, SearchService
 from memplane_server.services.write.service import WriteService
@@ -68,18 +69,15 @@ async def test_reobserving_a_fact_raises_confidence_and_keeps_one_row(deps, make
     assert again.sources == [{"type": "turn", "id": "a"}, {"type": "turn", "id": "b"}]
 
 
-async def test_near_duplicates_merge_newest_wins_sources_kept(deps, make_tenant):
+async def test_an_elaboration_is_kept_beside_the_memory_it_extends(deps, make_tenant):
+    """"first" adds a condition: merging either way would change what one of the two says."""
     world = await make_tenant()
     write = WriteService(deps)
-    [old] = await write.write(world.writer, [fact("Deploys to production need a change ticket", kind=Kind.LESSON,
-                                                  source_type="task", source_id="t1")])
+    [old] = await write.write(world.writer, [fact("Deploys to production need a change ticket", kind=Kind.LESSON)])
     [new] = await write.write(world.writer, [fact("Deploys to production need a change ticket first",
-                                                  kind=Kind.LESSON, source_type="task", source_id="t2")])
-    assert new.id != old.id and new.supersedes == old.id
-    assert new.sources == [{"type": "task", "id": "t1"}, {"type": "task", "id": "t2"}]
-    assert (await MemoriesService(deps).get(world.writer, str(old.id))).status is Status.SUPERSEDED
-    [unrelated] = await write.write(world.writer, [fact("Rollbacks use the previous image tag", kind=Kind.LESSON)])
-    assert unrelated.supersedes is None
+                                                  kind=Kind.LESSON)])
+    assert new.id != old.id and new.supersedes is None
+    assert (await MemoriesService(deps).get(world.writer, str(old.id))).status is Status.ACTIVE
 
 
 @pytest.mark.parametrize("first, second", [
@@ -97,14 +95,54 @@ async def test_different_statements_that_embed_alike_are_both_kept(deps, make_te
     assert {m.content for m in await active(deps, world.writer, kinds=(Kind.FACT,))} == {first, second}
 
 
-async def test_a_restatement_that_says_no_more_reobserves_the_memory(deps, make_tenant):
+async def test_a_repeat_reobserves_the_memory_and_the_answer_says_it_was_merged(deps, make_tenant):
     world = await make_tenant()
     write = WriteService(deps)
     [first] = await write.write(world.writer, [fact("The user likes green tea", confidence=0.6)])
-    [again] = await write.write(world.writer, [fact("User likes green tea", confidence=0.6)])
+    [(again, outcome)] = await write.write_items(world.writer, [fact("the user likes green tea.", confidence=0.6)])
     assert again.id == first.id and again.content == "The user likes green tea"
     assert again.confidence > first.confidence
+    assert outcome.outcome is Outcome.MERGED and outcome.related_id == str(first.id)
+    assert "case" in outcome.reason and str(first.id) in outcome.reason
     assert [m.id for m in await active(deps, world.writer, kinds=(Kind.FACT,))] == [first.id]
+
+
+async def test_a_restatement_in_other_words_is_kept_as_a_memory_of_its_own(deps, make_tenant):
+    world = await make_tenant()
+    write = WriteService(deps)
+    [first] = await write.write(world.writer, [fact("The user likes green tea")])
+    [(other, outcome)] = await write.write_items(world.writer, [fact("User likes green tea")])
+    assert other.id != first.id and outcome.outcome is Outcome.CREATED
+
+
+async def test_the_same_statement_about_another_user_is_not_merged(deps, make_tenant):
+    world = await make_tenant()
+    write = WriteService(deps)
+    [mine] = await write.write(world.writer, [fact("Likes green tea", user_id="u-1")])
+    [theirs] = await write.write(world.writer, [fact("Likes green tea", user_id="u-2")])
+    assert theirs.id != mine.id and theirs.user_id == "u-2"
+
+
+async def test_a_new_value_is_answered_as_superseding_the_old_one(deps, make_tenant):
+    world = await make_tenant()
+    write = WriteService(deps)
+    [(old, created)] = await write.write_items(world.writer, [address("Berlin", "t1")])
+    [(new, superseded)] = await write.write_items(world.writer, [address("Paris", "t2")])
+    assert created.outcome is Outcome.CREATED
+    assert superseded.outcome is Outcome.SUPERSEDED and superseded.related_id == str(old.id)
+    assert new.supersedes == old.id
+
+
+async def test_the_same_value_said_differently_is_a_new_version_not_a_merge(deps, make_tenant):
+    """"moved from Berlin" with the value Berlin is not what "lives in Berlin" said: the new text is kept."""
+    world = await make_tenant()
+    write = WriteService(deps)
+    [old] = await write.write(world.writer, [fact("The user lives in Berlin", entity="user", attribute="city",
+                                                  value="Berlin")])
+    [(new, outcome)] = await write.write_items(world.writer, [fact("The user moved from Berlin", entity="user",
+                                                                   attribute="city", value="Berlin")])
+    assert new.id != old.id and new.content == "The user moved from Berlin"
+    assert outcome.outcome is Outcome.SUPERSEDED
 
 
 async def test_different_scopes_do_not_merge(deps, make_tenant):
@@ -141,3 +179,15 @@ async def test_duplicates_within_one_batch_collapse(deps, make_tenant):
     world = await make_tenant()
     records = await WriteService(deps).write(world.writer, [fact("Office closes at 6pm"), fact("office closes at 6pm.")])
     assert records[0].id == records[1].id
+
+
+async def test_a_value_for_one_user_does_not_supersede_another_users(deps, make_tenant):
+    world = await make_tenant()
+    write = WriteService(deps)
+    [first] = await write.write(world.writer, [fact("Lives in Berlin", entity="user", attribute="city",
+                                                    value="Berlin", user_id="u-1")])
+    [(second, outcome)] = await write.write_items(world.writer, [fact("Lives in Berlin", entity="user", attribute="city",
+                                                                      value="Berlin", user_id="u-2")])
+    assert second.id != first.id and outcome.outcome is Outcome.CREATED
+    current = await active(deps, world.writer, entity="user", attribute="city")
+    assert {m.user_id for m in current} == {"u-1", "u-2"}

@@ -144,9 +144,10 @@ async def test_soft_forgetting_a_turn_soft_forgets_the_fact_extracted_from_it(ll
     world = await make_tenant()
     place = marker("Lemuria")
     fake_llm.script(address_reply(place))
-    records, [fact], _ = await WriteService(llm_deps).accept(
+    accepted = await WriteService(llm_deps).accept(
         world.writer, [MemoryDraft(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.TURN,
                                    content=f"I moved to {place}", session_id="s")], "sync")
+    records, [fact] = accepted.records, accepted.extracted
     await ForgetService(llm_deps).forget(world.writer, ids=[str(records[0].id)], f=None, hard=False, dry_run=False,
                                          reason="")
     [gone] = await llm_deps.memories.list(world.writer, MemoryFilter(entity="user", statuses=tuple(Status)),

@@ -23,7 +23,7 @@ def test_defaults_without_environment():
     assert s.listen == "127.0.0.1:50051"
     assert s.database_url is None and s.redis_url is None and s.llm_model is None
     assert s.max_content_bytes == 32 * 1024
-    assert s.dedup_threshold == 0.95
+    assert s.dedup_threshold == 0.9
     assert s.telemetry_exporter == "none"
 
 

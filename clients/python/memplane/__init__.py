@@ -33,6 +33,7 @@ from .enums import (
     Role,
     Scope,
     TaskOutcome,
+    WriteOutcome,
 )
 from .errors import (
     AbortedError,
@@ -66,6 +67,7 @@ from .types import (
     ErasureResult,
     ForgetResult,
     HistoryEntry,
+    ItemResult,
     LifecycleKindRule,
     LifecyclePolicy,
     LifecycleReport,
@@ -94,9 +96,9 @@ __all__ = [
     # enums
     "Scope", "Layer", "Kind", "MemoryStatus", "HistoryAction", "Role", "DomainAccess",
     "OperationState", "TaskOutcome", "AdviceKind", "DecisionSubject", "DecisionOutcome", "InferMode", "ReflectMode",
-    "PromoteMode", "ChangeKind", "EraseMode", "ContentAction",
+    "PromoteMode", "ChangeKind", "EraseMode", "ContentAction", "WriteOutcome",
     # results
-    "Memory", "ScoreComponent", "SearchHit", "SearchResult", "WriteResult", "ReflectResult",
+    "Memory", "ScoreComponent", "SearchHit", "SearchResult", "WriteResult", "ItemResult", "ReflectResult",
     "Operation", "ForgetResult", "ErasureResult", "ErasureReceipt", "Page", "HistoryEntry", "WorkingMemory", "Stats",
     "Conflict", "ConflictResolution", "Advice", "ReflectionDecision", "MemoryCluster", "ChangeEvent", "WatchProgress",
     "Tenant", "Agent", "ApiKey", "CreatedApiKey", "CreatedTenant", "Domain", "DomainGrant", "AuditEvent",

@@ -24,6 +24,7 @@ from .enums import (
     OperationState,
     Role,
     Scope,
+    WriteOutcome,
 )
 from .v1 import admin_service_pb2 as admin_pb
 from .v1 import memory_pb2, operation_pb2
@@ -180,7 +181,9 @@ def _optional_operation(response: Message) -> types.Operation | None:
 def write_result(response: svc_pb.WriteResponse) -> types.WriteResult:
     """The result of Write."""
     return types.WriteResult(memories=memories(response.memories), operation=_optional_operation(response),
-                             extracted=memories(response.extracted))
+                             extracted=memories(response.extracted), results=tuple(
+                                 types.ItemResult(WriteOutcome.from_proto(r.outcome), r.related_memory_id, r.reason)
+                                 for r in response.results))
 
 
 def search_result(response: svc_pb.SearchResponse) -> types.SearchResult:

@@ -171,6 +171,17 @@ class InferMode(ProtoEnum):
     SYNC = 2
 
 
+class WriteOutcome(ProtoEnum):
+    """What Write did with one item (WriteResult.results)."""
+
+    UNSPECIFIED = 0
+    CREATED = 1
+    MERGED = 2  # a memory stating the same thing was stored: that memory is the one answered
+    SUPERSEDED = 3
+    NEEDS_CONFIRMATION = 4
+    REPLAYED = 5
+
+
 class PromoteMode(ProtoEnum):
     """What happens to a closed session's working memory."""
 

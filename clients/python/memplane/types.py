@@ -24,6 +24,7 @@ from .enums import (
     OperationState,
     Role,
     Scope,
+    WriteOutcome,
 )
 
 T = TypeVar("T")
@@ -141,13 +142,25 @@ class Operation:
 
 
 @dataclass(frozen=True)
+class ItemResult:
+    """What Write did with one item: related_memory_id is the memory it was merged into (MERGED),
+    replaced (SUPERSEDED) or contradicts (NEEDS_CONFIRMATION); reason says why in words."""
+
+    outcome: WriteOutcome
+    related_memory_id: str = ""
+    reason: str = ""
+
+
+@dataclass(frozen=True)
 class WriteResult:
-    """Stored memories in request order, plus the extraction operation when it runs in the background
-    and the facts it produced when it ran synchronously."""
+    """Stored memories in request order, each item's outcome beside it (an item merged into a
+    stored memory is answered with that memory), plus the extraction operation when it runs in the
+    background and the facts it produced when it ran synchronously."""
 
     memories: tuple[Memory, ...]
     operation: Operation | None
     extracted: tuple[Memory, ...] = ()
+    results: tuple[ItemResult, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from ..core.changes import ChangeEvent, ChangeFilter, ChangeKind
 from ..core.errors import invalid
 from ..core.model import HistoryEntry, Kind, Layer, MemoryDraft, MemoryFilter, MemoryRecord, Scope, SearchHit, Status
 from ..core.validation import check_filter, check_metadata, check_time, check_ttl
+from ..core.write.outcomes import ItemOutcome, Outcome
 
 E = TypeVar("E")
 K = TypeVar("K", bound=int)  # the numbers of one protobuf enum, which its stubs type apart from int
@@ -258,6 +259,23 @@ def add_each(container: Any, items: Iterable[Any], fill: Callable[[Any, Any], An
             del container[-1]
             key = getattr(item, "id", None) or getattr(getattr(item, "memory", None), "id", None) or item
             _report_once(str(key)[:100], "cannot be represented in protobuf; left out of the response")
+
+
+WRITE_OUTCOMES = {Outcome.CREATED: spb.WRITE_OUTCOME_CREATED, Outcome.MERGED: spb.WRITE_OUTCOME_MERGED,
+                  Outcome.SUPERSEDED: spb.WRITE_OUTCOME_SUPERSEDED,
+                  Outcome.NEEDS_CONFIRMATION: spb.WRITE_OUTCOME_NEEDS_CONFIRMATION,
+                  Outcome.REPLAYED: spb.WRITE_OUTCOME_REPLAYED}
+
+
+def written_out(records: list[MemoryRecord], outcomes: list[ItemOutcome], response: spb.WriteResponse) -> None:
+    """Each stored memory with what became of its item, the two lists kept aligned when a row
+    cannot be represented and add_each leaves it out."""
+    for record, outcome in zip(records, outcomes):
+        before = len(response.memories)
+        add_each(response.memories, [record], memory_out)
+        if len(response.memories) > before:
+            response.results.add(outcome=WRITE_OUTCOMES[outcome.outcome], reason=outcome.reason,
+                                 related_memory_id=outcome.related_id)
 
 
 def hit_out(h: SearchHit, target: spb.SearchHit) -> None:

@@ -36,6 +36,7 @@ from .convert import (
     struct_in,
     ts_in,
     ts_out,
+    written_out,
 )
 from .operation_convert import operation_out, receipt_out
 
@@ -64,14 +65,14 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
     async def Write(self, request: spb.WriteRequest, context) -> spb.WriteResponse:
         drafts = [draft_in(m) for m in request.memories]
         infer = enum_in(_INFER, request.infer, "infer")
-        records, extracted, operation = await self.writes.accept(
+        accepted = await self.writes.accept(
             current_caller(), drafts, infer, request.time_zone or None, request=current_request_key(),
         )
         response = spb.WriteResponse()
-        add_each(response.memories, records, memory_out)
-        add_each(response.extracted, extracted, memory_out)
-        if operation is not None:
-            operation_out(operation, response.operation)
+        written_out(accepted.records, accepted.outcomes, response)
+        add_each(response.extracted, accepted.extracted, memory_out)
+        if accepted.operation is not None:
+            operation_out(accepted.operation, response.operation)
         return response
 
     async def Search(self, request: spb.SearchRequest, context) -> spb.SearchResponse:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ..core.write.observations import normalized
+from ..core.write.observations import statement_key
 from .chat import ChatModel, MalformedOutput, json_answer
 
 MAX_ALTERNATIVES = 3
@@ -25,10 +25,10 @@ def parse_rewrites(text: str, query: str) -> list[str]:
     queries = data["queries"]
     if not all(isinstance(q, str) for q in queries):
         raise MalformedOutput("each query must be a string")
-    seen = {normalized(query)}
+    seen = {statement_key(query)}
     out = []
     for candidate in (q.strip() for q in queries):
-        key = normalized(candidate)
+        key = statement_key(candidate)
         # An overlong "phrasing" is the model rambling, not a query; cutting it would search half a sentence.
         if not key or key in seen or len(candidate) > MAX_QUERY_CHARS:
             continue

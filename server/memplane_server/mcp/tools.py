@@ -105,6 +105,17 @@ class MemoryView(BaseModel):
     expire_time: datetime | None
 
 
+class RememberedView(BaseModel):
+    """The memory as stored and what became of the input: "created"; "merged" when a memory stating
+    the same thing was stored already (that memory is returned, merged_into names it); "superseded"
+    when it replaced an entity's old value; "needs_confirmation" when it contradicts a confident one."""
+
+    memory: MemoryView
+    outcome: str
+    related_memory_id: str
+    reason: str
+
+
 class ScoreView(BaseModel):
     """One part of a hit's score: a retrieval channel's rank and weight, or an adjustment factor."""
 
@@ -227,16 +238,19 @@ async def remember(
     ] = None,
     ttl_seconds: Annotated[float | None, Field(gt=0, description="lifetime of a working-memory item")] = None,
     state_key: Annotated[str | None, Field(description="working memory: set this session state key to content")] = None,
-) -> MemoryView:
-    """Store one memory in Memplane and return it as stored."""
+) -> RememberedView:
+    """Store one memory in Memplane; returns it as stored and whether it was merged into a memory
+    stating the same thing."""
     fields = given(
         scope=scope, domain=domain, entity=entity, attribute=attribute, value=value, context=context, tags=tags,
         user_id=user_id, session_id=session_id, confidence=confidence, occurred_at=occurred_at, layer=layer,
         ttl=ttl_seconds, state_key=state_key,
     )
     async with memplane(ctx) as client:
-        memory = await client.write_one(content, kind=kind, **fields)
-    return view(MemoryView, memory)
+        written = await client.write([{"content": content, "kind": kind, **fields}])
+    [memory], [result] = written.memories, written.results
+    return RememberedView(memory=view(MemoryView, memory), outcome=plain(result.outcome),
+                          related_memory_id=result.related_memory_id, reason=result.reason)
 
 
 async def recall(

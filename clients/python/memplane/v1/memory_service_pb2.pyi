@@ -21,6 +21,15 @@ class InferMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     INFER_MODE_ASYNC: _ClassVar[InferMode]
     INFER_MODE_SYNC: _ClassVar[InferMode]
 
+class WriteOutcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    WRITE_OUTCOME_UNSPECIFIED: _ClassVar[WriteOutcome]
+    WRITE_OUTCOME_CREATED: _ClassVar[WriteOutcome]
+    WRITE_OUTCOME_MERGED: _ClassVar[WriteOutcome]
+    WRITE_OUTCOME_SUPERSEDED: _ClassVar[WriteOutcome]
+    WRITE_OUTCOME_NEEDS_CONFIRMATION: _ClassVar[WriteOutcome]
+    WRITE_OUTCOME_REPLAYED: _ClassVar[WriteOutcome]
+
 class TaskOutcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     TASK_OUTCOME_UNSPECIFIED: _ClassVar[TaskOutcome]
@@ -100,6 +109,12 @@ class ChangeKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
 INFER_MODE_UNSPECIFIED: InferMode
 INFER_MODE_ASYNC: InferMode
 INFER_MODE_SYNC: InferMode
+WRITE_OUTCOME_UNSPECIFIED: WriteOutcome
+WRITE_OUTCOME_CREATED: WriteOutcome
+WRITE_OUTCOME_MERGED: WriteOutcome
+WRITE_OUTCOME_SUPERSEDED: WriteOutcome
+WRITE_OUTCOME_NEEDS_CONFIRMATION: WriteOutcome
+WRITE_OUTCOME_REPLAYED: WriteOutcome
 TASK_OUTCOME_UNSPECIFIED: TaskOutcome
 TASK_OUTCOME_SUCCESS: TaskOutcome
 TASK_OUTCOME_FAILURE: TaskOutcome
@@ -205,14 +220,26 @@ class WriteRequest(_message.Message):
     def __init__(self, memories: _Optional[_Iterable[_Union[MemoryInput, _Mapping]]] = ..., request_id: _Optional[str] = ..., infer: _Optional[_Union[InferMode, str]] = ..., time_zone: _Optional[str] = ...) -> None: ...
 
 class WriteResponse(_message.Message):
-    __slots__ = ("memories", "operation", "extracted")
+    __slots__ = ("memories", "operation", "extracted", "results")
     MEMORIES_FIELD_NUMBER: _ClassVar[int]
     OPERATION_FIELD_NUMBER: _ClassVar[int]
     EXTRACTED_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
     memories: _containers.RepeatedCompositeFieldContainer[_memory_pb2.Memory]
     operation: _operation_pb2.Operation
     extracted: _containers.RepeatedCompositeFieldContainer[_memory_pb2.Memory]
-    def __init__(self, memories: _Optional[_Iterable[_Union[_memory_pb2.Memory, _Mapping]]] = ..., operation: _Optional[_Union[_operation_pb2.Operation, _Mapping]] = ..., extracted: _Optional[_Iterable[_Union[_memory_pb2.Memory, _Mapping]]] = ...) -> None: ...
+    results: _containers.RepeatedCompositeFieldContainer[WriteResult]
+    def __init__(self, memories: _Optional[_Iterable[_Union[_memory_pb2.Memory, _Mapping]]] = ..., operation: _Optional[_Union[_operation_pb2.Operation, _Mapping]] = ..., extracted: _Optional[_Iterable[_Union[_memory_pb2.Memory, _Mapping]]] = ..., results: _Optional[_Iterable[_Union[WriteResult, _Mapping]]] = ...) -> None: ...
+
+class WriteResult(_message.Message):
+    __slots__ = ("outcome", "related_memory_id", "reason")
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    RELATED_MEMORY_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    outcome: WriteOutcome
+    related_memory_id: str
+    reason: str
+    def __init__(self, outcome: _Optional[_Union[WriteOutcome, str]] = ..., related_memory_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class ScopeWeight(_message.Message):
     __slots__ = ("scope", "weight")

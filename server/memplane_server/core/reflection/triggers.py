@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..write.observations import normalized
+from ..write.observations import statement_key
 from .reflection import Task
 
 # Cosine between a task's request (as a query) and an earlier task summary above which the task
@@ -29,7 +29,7 @@ def retries(task: Task) -> int:
     seen: set[str] = set()
     repeated = 0
     for step in task.steps:
-        action = normalized(step.action)
+        action = statement_key(step.action)
         repeated += action in seen
         seen.add(action)
     return max(task.attempts - 1, 0) + repeated

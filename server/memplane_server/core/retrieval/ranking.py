@@ -3,20 +3,20 @@ cut to a token budget."""
 from __future__ import annotations
 
 from ..model import MemoryRecord, ScoreComponent, SearchHit
-from ..write.observations import normalized
+from ..write.observations import statement_key
 
 ALWAYS_PREFERENCES = 3
 
 
 def collapse_duplicates(hits: list[SearchHit], limit: int | None = None) -> list[SearchHit]:
-    """Keeps the best of hits that say the same thing (same kind, same normalised text), the first
+    """Keeps the best of hits that say the same thing (same kind, the same statement_key), the first
     `limit` of them (all when None): what is answered needs no normalising past that."""
     seen: set[tuple[str, str]] = set()
     kept: list[SearchHit] = []
     for hit in hits:
         if limit is not None and len(kept) == limit:
             break
-        key = (hit.memory.kind.value, normalized(hit.memory.content))
+        key = (hit.memory.kind.value, statement_key(hit.memory.content))
         if key not in seen:
             seen.add(key)
             kept.append(hit)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..model import MemoryDraft, MemoryRecord, Status
-from .observations import normalized
+from .observations import same_statement
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ def conflict_reason(current: MemoryRecord, new: MemoryDraft, now: datetime, rule
     """Why the new value must wait for confirmation, or None when it simply replaces the current one."""
     if current.status is not Status.ACTIVE or current.confidence < rule.min_confidence:
         return None
-    if normalized(current.value or current.content) == normalized(new.value or new.content):
+    if same_statement(current.value or current.content, new.value or new.content):
         return None
     if current.agent_id and new.agent_id and current.agent_id != new.agent_id:
         return f"agents {current.agent_id} and {new.agent_id} disagree"

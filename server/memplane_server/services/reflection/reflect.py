@@ -1,7 +1,7 @@
 """Reflect: distil a finished task or a session into typed memories and a summary.
 
-Without an LLM it does the deterministic part: near-duplicates of the session merge (newest
-wins) and the session's current facts are summarised. With MEMPLANE_LLM_MODEL set, the model
+Without an LLM it does the deterministic part: near-duplicates of the session that state the
+same thing merge (newest wins) and the session's current facts are summarised. With MEMPLANE_LLM_MODEL set, the model
 is asked for typed memories, which are validated and stored like any other write.
 
 A session summary records the memories it was built from and replaces the session's earlier
@@ -46,7 +46,7 @@ from ...core.validation import (
     check_time,
     clamp_page_size,
 )
-from ...core.write.observations import claim
+from ...core.write.observations import statement_key
 from ...llm.reflection import reflect as reflect_with_model
 from ...llm.summary import refresh as refresh_with_model
 from ...stores.sealing import OPENERS, key_from_json
@@ -349,8 +349,10 @@ class ReflectService:
         threshold = self.deps.settings.dedup_threshold
 
         def groups() -> list[list[int]]:
-            # Newest wins, so only memories that say the same are merged (core/observations.Claim).
-            keys = [(m.scope, m.domain, m.agent_id, m.kind, claim(m.content)) for m, _ in rows]
+            # Only memories stating the same thing merge: the older copies are superseded by the
+            # newest, which says all they do (core/write/observations.statement_key).
+            keys = [(m.scope, m.domain, m.agent_id, m.user_id, m.kind, statement_key(m.content), statement_key(m.value))
+                    for m, _ in rows]
             return near_duplicate_groups(np.stack([v for _, v in rows]), keys, threshold)
 
         merged = 0
@@ -358,7 +360,7 @@ class ReflectService:
             newest = max(group, key=lambda i: (rows[i][0].created_at, str(rows[i][0].id)))
             older = [rows[i][0].stored_id for i in group if i != newest]
             done = await self.deps.memories.supersede(
-                caller, older, action="merged", actor="reflect", reason=f"near-duplicate of {rows[newest][0].id}"
+                caller, older, action="merged", actor="reflect", reason=f"states the same as {rows[newest][0].id}"
             )
             merged += len(done)
         return merged

@@ -3,7 +3,7 @@ working-layer items in Redis."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
 import numpy as np
@@ -29,6 +29,7 @@ from ...core.validation import (
 from ...core.working import WorkingItem, item_to_record, new_item
 from ...core.write.conflicts import ConflictRule
 from ...core.write.entities import extract_entities
+from ...core.write.outcomes import CREATED, ItemOutcome
 from ...stores.postgres.memory_writes import QuotaExceeded, RequestReused, SourceGone, Stored, StoredDraft
 from ...stores.redis.working import WorkingSession
 from ..deps import Deps
@@ -39,6 +40,18 @@ from .extract import ExtractService
 # a hop to a thread and back (about 0.35 ms of a single write, bench/README.md), while a batch's
 # would hold up the loop.
 FEW_TEXTS = 4
+
+
+@dataclass
+class Accepted:
+    """A Write's answer: the stored input with what became of each item, the memories extraction
+    produced (sync only) and, when extraction runs in the background or failed and will be
+    retried, its operation."""
+
+    records: list[MemoryRecord]
+    outcomes: list[ItemOutcome]
+    extracted: list[MemoryRecord] = field(default_factory=list)
+    operation: Operation | None = None
 
 
 def index_terms(texts: list[str]) -> list[tuple[str, tuple[str, ...]]]:
@@ -55,24 +68,22 @@ class WriteService:
     async def accept(
         self, caller: Caller, drafts: list[MemoryDraft], infer: str | None, time_zone: str | None = None,
         request: RequestKey | None = None,
-    ) -> tuple[list[MemoryRecord], list[MemoryRecord], Operation | None]:
+    ) -> Accepted:
         """Every Write: stores the input first; extraction, only when asked, runs after it, so an LLM
-        failure loses nothing.
-
-        Returns the stored input, the memories extraction produced (sync only) and, when extraction
-        runs in the background or failed and will be retried, its operation. A session this write
-        makes due for reflection gets a reflect job (services/reflection/triggers.py).
+        failure loses nothing. A session this write makes due for reflection gets a reflect job
+        (services/reflection/triggers.py).
         """
         parse_time_zone(time_zone)  # refuse a bad zone before anything is stored
         if infer is not None:
             self.extractions.check(drafts)
-        records = await self.write(caller, drafts, request)
-        extracted: list[MemoryRecord] = []
-        operation = None
+        written = await self.write_items(caller, drafts, request)
+        records = [record for record, _ in written]
+        accepted = Accepted(records, [outcome for _, outcome in written])
         if infer is not None:
-            extracted, operation = await self.extractions.after_stored(caller, records, infer, time_zone)
+            accepted.extracted, accepted.operation = await self.extractions.after_stored(
+                caller, records, infer, time_zone)
         await after_write(self.deps, caller, records)
-        return records, extracted, operation
+        return accepted
 
     def prepare(self, caller: Caller, draft: MemoryDraft, index: int) -> MemoryDraft:
         """Resolves defaults and checks one draft; errors name the item."""
@@ -126,6 +137,11 @@ class WriteService:
     async def write(
         self, caller: Caller, drafts: list[MemoryDraft], request: RequestKey | None = None, *, derived: bool = False
     ) -> list[MemoryRecord]:
+        return [record for record, _ in await self.write_items(caller, drafts, request, derived=derived)]
+
+    async def write_items(
+        self, caller: Caller, drafts: list[MemoryDraft], request: RequestKey | None = None, *, derived: bool = False
+    ) -> list[tuple[MemoryRecord, ItemOutcome]]:
         """Validates and screens everything first (the content policy redacts, tags or refuses what
         its detectors find before anything is embedded), so a bad item leaves nothing of the batch
         written. A request already stored (its response lost with a crashed server) is answered,
@@ -136,7 +152,7 @@ class WriteService:
         now = datetime.now(timezone.utc)
         persistent = [(i, d) for i, d in enumerate(ready) if d.layer is not Layer.WORKING]
         working = [(i, d) for i, d in enumerate(ready) if d.layer is Layer.WORKING]
-        out: list[MemoryRecord | None] = [None] * len(ready)
+        out: list[tuple[MemoryRecord, ItemOutcome] | None] = [None] * len(ready)
         if persistent:
             caller.require_tenant()
             texts = [d.embedding_text for _, d in persistent]
@@ -163,12 +179,12 @@ class WriteService:
                                        self.deps.settings.conflict_min_confidence),
             )
             if stored.replayed:
-                return stored.records
-            for (i, _), record in zip(persistent, stored.records):
-                out[i] = record
+                return list(zip(stored.records, stored.outcomes))
+            for (i, _), record, outcome in zip(persistent, stored.records, stored.outcomes):
+                out[i] = record, outcome
         if working:
             for (i, _), record in zip(working, await self._write_working(caller, working, vectors, now)):
-                out[i] = record
+                out[i] = record, CREATED
         return [r for r in out if r is not None]
 
     async def forget_old_requests(self) -> int:

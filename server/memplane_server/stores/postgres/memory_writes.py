@@ -1,6 +1,7 @@
 """The write transaction: quota, per-fact and per-kind locks, then for each item one of
-re-observe (the same thing again), supersede (a new value of the same entity/attribute), merge
-(a near-duplicate, newest wins) or a plain insert. All in the caller's RLS session. And the
+re-observe (merged into a memory stating the same thing), supersede (a new value of the same
+entity/attribute of the same user), hold back (it contradicts a confident value) or a plain
+insert. All in the caller's RLS session. And the
 change of one memory's fields (UpdateMemory, a task's outcome), sealed as its row is."""
 from __future__ import annotations
 
@@ -17,15 +18,17 @@ from ...core.access.caller import Caller
 from ...core.access.requests import RequestKey
 from ...core.model import UPDATABLE_FIELDS, MemoryDraft, MemoryRecord, Scope, Status
 from ...core.write.conflicts import ConflictRule, conflict_reason
-from ...core.write.observations import DEDUP_KINDS, claim, normalized, reobserved_confidence, write_lock
+from ...core.write.observations import DEDUP_KINDS, reobserved_confidence, same_statement, sameness, write_lock
+from ...core.write.outcomes import CREATED, REPLAYED, ItemOutcome, Outcome
 from ..sealing import Texts, open_texts, seal
 from ..user_keys import Sealing
 from .content.user_keys import lock_users
 from .contexts import WINDOW_KINDS, mark_sessions, marked_sessions
 from .sql import MEMORY_COLUMNS, Params, record_from_row, record_to_json, writable
 
-# Near-duplicates by embedding that are checked for saying the same (core/observations.Claim).
-NEAREST_CHECKED = 3
+# Near-duplicates by embedding that are checked for stating the same (core/write/observations.statement_key):
+# enough that a repeat is found among a few one-word variants of it ("on"/"off" embed closer than "ON").
+NEAREST_CHECKED = 16
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ class RequestReused(Exception):
 @dataclass(frozen=True)
 class Stored:
     records: list[MemoryRecord]
+    outcomes: list[ItemOutcome]  # one per record
     replayed: bool  # the request had been stored before: these are its memories as they are now
 
 
@@ -123,10 +127,12 @@ class WriteTransaction:
             await lock_users(self.conn, self.caller.tenant_id, users, exclusive=False)
             self.user_keys = await self.sealing.for_users(self.caller.tenant_id, users)
         if request is not None and not await self._record_request(request):
-            return Stored(await self._recorded(request), replayed=True)
-        records = await self._store(items, default_cap)
+            recorded = await self._recorded(request)
+            return Stored(recorded, [REPLAYED] * len(recorded), replayed=True)
+        stored = await self._store(items, default_cap)
+        records = [record for record, _ in stored]
         await self._finish(records, request)
-        return Stored(records, replayed=False)
+        return Stored(records, [outcome for _, outcome in stored], replayed=False)
 
     async def _finish(self, records: list[MemoryRecord], request: RequestKey | None) -> None:
         """One statement for what the batch leaves besides its rows: their history in the order it
@@ -167,7 +173,7 @@ class WriteTransaction:
         # A memory hard-forgotten since is gone from the answer, as it is from the store.
         return [by_id[i] for i in row["memory_ids"] if i in by_id]
 
-    async def _store(self, items: Sequence[StoredDraft], default_cap: int) -> list[MemoryRecord]:
+    async def _store(self, items: Sequence[StoredDraft], default_cap: int) -> list[tuple[MemoryRecord, ItemOutcome]]:
         sources = sorted({source for s in items for source in s.draft.derived_from})
         # Locks the sources until commit (before the quota row, which a forget's delete takes after
         # its rows): a forget of one waits, then its cascade reaches what is derived here.
@@ -188,34 +194,47 @@ class WriteTransaction:
             raise QuotaExceeded(count, cap)
         return records
 
-    async def _one(self, s: StoredDraft) -> MemoryRecord:
+    async def _one(self, s: StoredDraft) -> tuple[MemoryRecord, ItemOutcome]:
         d = s.draft
         if d.entity and d.attribute:
             current = await self._current_fact(d)
-            if current is not None and normalized(current.value or current.content) == normalized(d.value or d.content):
-                return await self._reobserve(current, s)
+            if current is not None and self._restates(current, d):
+                return await self._reobserve(current, s), self._merged(current, d)
             if current is not None and self.conflicts and (
                     why := conflict_reason(current, d, datetime.now(timezone.utc), self.conflicts)):
                 if (same := await self._open_challenger(current, d)) is not None:
-                    return await self._reobserve(same, s)
-                return await self._insert(s, replaces=None, action="", contradicts=(current, why))
-            return await self._insert(s, replaces=current, action="superseded")
+                    return await self._reobserve(same, s), self._merged(same, d)
+                record = await self._insert(s, replaces=None, contradicts=(current, why))
+                return record, ItemOutcome(Outcome.NEEDS_CONFIRMATION, str(current.id), why)
+            record = await self._insert(s, replaces=current)
+            if current is None:
+                return record, CREATED
+            return record, ItemOutcome(Outcome.SUPERSEDED, str(current.id), f"a new value of {d.entity}.{d.attribute}")
         if d.kind in DEDUP_KINDS:
-            # A near-duplicate by embedding is merged only when one of the two says all the other
-            # does; two different statements that embed alike are both kept.
-            says = claim(d.content)
+            # The nearest by embedding are only candidates: texts that differ in one small word
+            # ("on"/"off", "to"/"from") embed above the threshold, so a merge needs the same statement.
             for twin in await self._nearest(s):
-                if says.adds_nothing_to(claim(twin.content)):
-                    return await self._reobserve(twin, s)
-                if claim(twin.content).adds_nothing_to(says):
-                    return await self._insert(s, replaces=twin, action="merged")
-        return await self._insert(s, replaces=None, action="")
+                if self._restates(twin, d):
+                    return await self._reobserve(twin, s), self._merged(twin, d)
+        return await self._insert(s, replaces=None), CREATED
+
+    @staticmethod
+    def _restates(existing: MemoryRecord, d: MemoryDraft) -> bool:
+        """The same statement about the same user: "likes tea" of one user is not another's."""
+        return (existing.user_id == d.user_id and same_statement(existing.content, d.content)
+                and same_statement(existing.value, d.value))
+
+    @staticmethod
+    def _merged(into: MemoryRecord, d: MemoryDraft) -> ItemOutcome:
+        return ItemOutcome(Outcome.MERGED, str(into.id), f"{sameness(into.content, d.content)} as memory {into.id}")
 
     async def _current_fact(self, d: MemoryDraft) -> MemoryRecord | None:
         p = Params()
         row = await self.conn.fetchrow(
             f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {same_space(self.caller, d, p)}"
             f" AND m.entity = {p.add(d.entity)} AND m.attribute = {p.add(d.attribute)}"
+            # One user's city is not another's: a value for u2 neither supersedes nor re-observes u1's.
+            f" AND m.user_id IS NOT DISTINCT FROM {p.add(d.user_id)}"
             " AND m.status <> 'needs_confirmation' ORDER BY m.created_at DESC LIMIT 1",
             *p.values,
         )
@@ -227,8 +246,7 @@ class WriteTransaction:
             f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.conflicts_with = $1 AND m.status = 'needs_confirmation'",
             current.id,
         )
-        wanted = normalized(d.value or d.content)
-        return next((r for r in map(record_from_row, rows) if normalized(r.value or r.content) == wanted), None)
+        return next((r for r in map(record_from_row, rows) if self._restates(r, d)), None)
 
     async def _nearest(self, s: StoredDraft) -> list[MemoryRecord]:
         """The closest memories of the draft's kind and space above the near-duplicate threshold, closest first."""
@@ -267,14 +285,14 @@ class WriteTransaction:
                 [(record.tenant_id, record.id, source) for source in dict.fromkeys(sources)],
             )
 
-    async def _insert(self, s: StoredDraft, *, replaces: MemoryRecord | None, action: str,
+    async def _insert(self, s: StoredDraft, *, replaces: MemoryRecord | None,
                       contradicts: tuple[MemoryRecord, str] | None = None) -> MemoryRecord:
         d = s.draft
         assert d.scope is not None and d.layer is not None and d.kind is not None, "set by the write service's prepare"
         valid_from = d.valid_from
         if d.entity and d.attribute and valid_from is None:
             valid_from = s.occurred_at  # a fact holds from when it was observed until replaced
-        sources = (replaces.sources if replaces is not None and action == "merged" else []) + _source(d)
+        sources = _source(d)
         assert self.caller.tenant_id is not None
         key = self.user_keys.get(d.user_id or "", self.sealing.tenant)
         texts = seal(key, self.caller.tenant_id, Texts(d.content, d.context, d.value, d.metadata))
@@ -309,7 +327,7 @@ class WriteTransaction:
                 f" updated_at = clock_timestamp() WHERE m.id = $1 RETURNING {MEMORY_COLUMNS}",
                 replaces.id, valid_from or s.occurred_at,
             )
-            self.history.append((record_from_row(retired), action, f"replaced by {record.id}"))
+            self.history.append((record_from_row(retired), "superseded", f"replaced by {record.id}"))
         return record
 
 
