@@ -16,6 +16,7 @@ from memplane_server.core.model import MemoryFilter
 from memplane_server.services.content.admin import ContentPolicyService
 from memplane_server.services.forget.service import ForgetService
 from memplane_server.services.search.service import SearchQuery, SearchService
+from memplane_server.stores.postgres.content.user_keys import remove_shredded, sealed_under_users
 from memplane_server.stores.postgres.session import caller_session
 from memplane_server.stores.sealing import OPENERS, Shredded, is_user_key_ref
 from tests.support.clear_text import database_text, redis_text
@@ -140,3 +141,18 @@ async def test_a_forget_naming_a_user_removes_the_callers_signals_about_them(dep
 
     assert await signals(deps, world.agent1) == ["nothing found for: about someone else"]
     assert await signals(deps, world.agent2) == ["nothing found for: theirs about the user"]
+
+
+async def test_a_sweep_after_a_restore_removes_the_signals_sealed_under_an_erased_users_key(deps, make_tenant):
+    world = await make_tenant()
+    user = f"user-{uuid.uuid4().hex[:8]}"
+    await search_nothing(deps, world.agent1, "asked before the erasure", user)
+    ref = await deps.memories.pool.fetchval(
+        "SELECT sealed_key FROM reflection_decisions WHERE tenant_id = $1 AND user_id = $2", world.tenant_id, user)
+    # As a backup taken before the erasure restores it: the row is back, the user's key is not.
+    assert deps.keys.users.destroy(world.tenant_id, user)
+
+    async with deps.memories.pool.acquire() as conn:
+        assert ref in await sealed_under_users(conn)
+        await remove_shredded(conn, [ref])
+    assert await signals(deps, world.agent1) == []

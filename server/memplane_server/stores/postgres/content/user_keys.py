@@ -52,8 +52,10 @@ async def clear_sweep_pending(conn: asyncpg.Connection) -> None:
 
 
 async def sealed_under_users(conn: asyncpg.Connection) -> list[bytes]:
-    """Every user key reference a memory is sealed under (one scan: a restore's, an operator's)."""
-    rows = await conn.fetch("SELECT DISTINCT sealed_key FROM memories WHERE get_byte(sealed_key, 0) = 2")
+    """Every user key reference a memory or a search signal is sealed under (one scan: a restore's,
+    an operator's)."""
+    rows = await conn.fetch("SELECT sealed_key FROM memories WHERE get_byte(sealed_key, 0) = 2 UNION"
+                            " SELECT sealed_key FROM reflection_decisions WHERE get_byte(sealed_key, 0) = 2")
     return [r["sealed_key"] for r in rows]
 
 
@@ -68,7 +70,8 @@ class Swept:
 
 async def remove_shredded(conn: asyncpg.Connection, refs: Sequence[bytes]) -> Swept:
     """Removes, as an erasure does, the memories sealed under the given (destroyed) user keys, what
-    was derived from them, the session digests holding their words, and the jobs naming their users."""
+    was derived from them, the session digests holding their words, the jobs naming their users,
+    and the search signals sealed under those keys."""
     out = Swept(users=len(refs))
     if not refs:
         return out
@@ -84,6 +87,7 @@ async def remove_shredded(conn: asyncpg.Connection, refs: Sequence[bytes]) -> Sw
         await conn.execute("DELETE FROM memories WHERE id = ANY ($1::uuid[])", ids)
         await mark_sessions(conn, [(r["tenant_id"], r["session_id"]) for r in rows if r["kind"] in WINDOW_KINDS],
                             clear=True)
+        await conn.execute("DELETE FROM reflection_decisions WHERE sealed_key = ANY ($1::bytea[])", list(refs))
         users = sorted({(r["tenant_id"], r["user_id"]) for r in rows if r["user_id"]})
         out.jobs = await conn.fetchval(
             "WITH gone AS (DELETE FROM jobs j USING unnest($1::text[], $2::text[]) AS u(tenant_id, user_id)"
