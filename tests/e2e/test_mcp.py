@@ -99,6 +99,11 @@ async def remember_and_recall(client, marker: str) -> None:
     )
     assert not stored.is_error, text_of(stored)
     assert stored.structured_content["kind"] == "lesson" and stored.structured_content["scope"] == "global"
+    assert stored.structured_content["outcome"] == "created"
+    again = await client.call_tool(
+        "remember", {"content": f"the {marker} deploy needs the VPN switched on.", "kind": "lesson", "scope": "global"})
+    assert again.structured_content["outcome"] == "merged", text_of(again)
+    assert again.structured_content["related_memory_id"] == again.structured_content["id"] == stored.structured_content["id"]
 
     found = await client.call_tool("recall", {"query": f"what does the {marker} deploy need?", "explain": True})
     assert not found.is_error, text_of(found)

@@ -6,7 +6,7 @@ import time
 import grpc
 import pytest
 
-from memplane import MemoryClient, MemoryInput, MemoryStatus
+from memplane import AsyncMemoryClient, MemoryClient, MemoryInput, MemoryStatus, WriteOutcome
 from memplane.errors import FailedPreconditionError, InvalidArgumentError, NotFoundError, UnauthenticatedError
 from memplane.v1 import memory_pb2, memory_service_pb2, memory_service_pb2_grpc
 
@@ -44,6 +44,25 @@ def test_write_then_search_finds_it(client):
     hits = client.search("how do deploys work", top_k=2, explain=True).hits
     assert hits[0].memory.content == "Deploys need the VPN on"
     assert {c.name for c in hits[0].explanation} >= {"vector", "rrf"}
+
+
+def test_a_write_answer_says_which_item_was_merged_into_which_memory_and_why(client):
+    [first] = client.write([MemoryInput("Turn the alarm on at night", kind="fact", scope="global")]).memories
+    written = client.write([MemoryInput("turn the alarm on at night.", kind="fact", scope="global"),
+                            MemoryInput("Turn the alarm off at night", kind="fact", scope="global")])
+    merged, kept = written.results
+    assert merged.outcome is WriteOutcome.MERGED and merged.related_memory_id == first.id
+    assert written.memories[0].id == first.id and "case" in merged.reason
+    assert kept.outcome is WriteOutcome.CREATED and written.memories[1].content == "Turn the alarm off at night"
+
+
+async def test_the_async_client_reads_the_same_outcomes(server, new_tenant):
+    _, key = new_tenant()
+    async with AsyncMemoryClient(server.target, key, agent_id="a1") as c:
+        await c.write([MemoryInput("Refunds over 100 dollars need approval", kind="lesson")])
+        written = await c.write([MemoryInput("Refunds under 100 dollars need approval", kind="lesson"),
+                                 MemoryInput("Refunds over 100 dollars need approval", kind="lesson")])
+    assert [r.outcome for r in written.results] == [WriteOutcome.CREATED, WriteOutcome.MERGED]
 
 
 @pytest.mark.parametrize("memory, reason", [

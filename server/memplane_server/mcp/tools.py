@@ -105,12 +105,12 @@ class MemoryView(BaseModel):
     expire_time: datetime | None
 
 
-class RememberedView(BaseModel):
-    """The memory as stored and what became of the input: "created"; "merged" when a memory stating
-    the same thing was stored already (that memory is returned, merged_into names it); "superseded"
-    when it replaced an entity's old value; "needs_confirmation" when it contradicts a confident one."""
+class RememberedView(MemoryView):
+    """The memory as stored, and what became of the input: "created"; "merged" when a memory stating
+    the same thing was stored already (that memory is returned, related_memory_id names it);
+    "superseded" when it replaced an entity's old value; "needs_confirmation" when it contradicts a
+    confident one."""
 
-    memory: MemoryView
     outcome: str
     related_memory_id: str
     reason: str
@@ -249,7 +249,7 @@ async def remember(
     async with memplane(ctx) as client:
         written = await client.write([{"content": content, "kind": kind, **fields}])
     [memory], [result] = written.memories, written.results
-    return RememberedView(memory=view(MemoryView, memory), outcome=plain(result.outcome),
+    return RememberedView(**view(MemoryView, memory).model_dump(), outcome=plain(result.outcome),
                           related_memory_id=result.related_memory_id, reason=result.reason)
 
 
