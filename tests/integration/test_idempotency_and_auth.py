@@ -8,6 +8,9 @@ import uuid
 import asyncpg
 import pytest
 
+from memplane import AsyncMemoryClient, MemoryInput
+from memplane.v1 import admin_service_pb2, memory_service_pb2
+from memplane_server.api.interceptors import IDEMPOTENT_METHODS
 from memplane_server.core.access.caller import Caller, Role
 from memplane_server.core.access.requests import RequestKey, request_key
 from memplane_server.core.errors import Code, MemplaneError
@@ -24,6 +27,7 @@ from memplane_server.stores.redis.idempotency import (
     IdempotencyStore,
 )
 from tests.integration.conftest import PLATFORM
+from tests.support.inproc import serving
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -65,6 +69,77 @@ async def test_request_ids_are_per_caller(runtime, other):
     await store.complete(await store.begin(key("t1/k/a", "Write", request_id, b"x")), b"first caller's response")
     assert isinstance(await store.begin(key(other, "Write", request_id, b"x")), Claim)
     assert isinstance(await store.begin(key(other, "Write", f"{request_id}-b", b"y")), Claim)
+
+
+@pytest.mark.parametrize("other", ["t1/k2/a", "t1/k/a2"])
+async def test_another_callers_id_with_another_request_is_neither_refused_nor_answered(runtime, other):
+    store = IdempotencyStore(runtime.redis_client, 60)
+    request_id = f"req-{uuid.uuid4()}"
+    await store.complete(await store.begin(key("t1/k/a", "Forget", request_id, b"mine")), b"my response")
+    theirs = await store.begin(key(other, "Forget", request_id, b"theirs"))
+    assert isinstance(theirs, Claim)
+    await store.complete(theirs, b"their response")
+    assert await store.begin(key("t1/k/a", "Forget", request_id, b"mine")) == b"my response"
+    with pytest.raises(IdempotencyConflict):
+        await store.begin(key("t1/k/a", "Forget", request_id, b"another of mine"))
+
+
+# Each mutation carrying a request_id: (prepare, call). prepare readies what the caller's call changes
+# and returns its name (a memory id, a session, the caller's tag), which the call's answer holds.
+async def _own_memory(client, tag: str):
+    return (await client.write([MemoryInput(f"{tag} keeps a note about invoices", kind="fact")])).memories[0].id
+
+
+async def _own_session(client, tag: str):
+    await client.write([MemoryInput(f"{tag} greeted the customer", kind="turn", session_id=f"s-{tag}"),
+                        MemoryInput(f"{tag} is drafting a reply", kind="turn", layer="working", session_id=f"s-{tag}")])
+    return f"s-{tag}"
+
+
+async def _nothing(client, tag: str):
+    return tag
+
+
+MUTATIONS = {
+    "Write": (_nothing, lambda client, tag, _, rid: client.write(
+        [MemoryInput(f"{tag} wrote this", kind="fact")], request_id=rid)),
+    "Forget": (_own_memory, lambda client, tag, memory_id, rid: client.forget(ids=[memory_id], request_id=rid)),
+    "UpdateMemory": (_own_memory, lambda client, tag, memory_id, rid: client.update_memory(
+        memory_id, content=f"{tag} changed the note", request_id=rid)),
+    "Reflect": (_own_session, lambda client, tag, session, rid: client.reflect(session_id=session, request_id=rid)),
+    "CloseSession": (_own_session, lambda client, tag, session, rid: client.close_session(session, request_id=rid)),
+}
+
+
+async def test_every_rpc_with_a_request_id_is_deduplicated_and_tested_here():
+    with_ids = {f"/memplane.v1.{service.name}/{method.name}"
+                for module in (memory_service_pb2, admin_service_pb2)
+                for service in module.DESCRIPTOR.services_by_name.values()
+                for method in service.methods if "request_id" in method.input_type.fields_by_name}
+    assert with_ids == IDEMPOTENT_METHODS == {f"/memplane.v1.MemoryService/{m}" for m in MUTATIONS}
+
+
+@pytest.mark.parametrize("method", sorted(MUTATIONS))
+@pytest.mark.parametrize("pair", [("a1", "a2"), ("writer", "writer-2")])
+async def test_two_callers_of_a_tenant_reusing_a_request_id_both_have_their_call_applied(deps, runtime, method, pair):
+    """Two agents, or two API keys, of one tenant send one request id with different requests:
+    both are applied and neither learns of the other; the first caller's repeat is answered with
+    its first response, not applied again."""
+    prepare, call = MUTATIONS[method]
+    async with serving(deps, runtime) as served:
+        tenant_id, keys = await served.tenant()
+        _, keys["writer-2"] = await served.services.admin.create_api_key(PLATFORM, tenant_id, None, Role.WRITER, "w2")
+        async with AsyncMemoryClient(served.address, keys[pair[0]]) as first, \
+                AsyncMemoryClient(served.address, keys[pair[1]]) as second:
+            targets = [await prepare(first, "caller-one"), await prepare(second, "caller-two")]
+            request_id = str(uuid.uuid4())
+            mine = await call(first, "caller-one", targets[0], request_id)
+            theirs = await call(second, "caller-two", targets[1], request_id)
+            # Each answer is of its own caller's call: it names that caller's target, never the other's.
+            assert targets[1] in repr(theirs) and targets[0] not in repr(theirs)
+            again = await call(first, "caller-one", targets[0], request_id)
+            # A repeated Write answers its first memories, its results saying they were replayed.
+            assert getattr(again, "memories", again) == getattr(mine, "memories", mine)
 
 
 async def test_abandoned_claim_lets_a_retry_run(runtime):

@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from dataclasses import replace
 
 import pytest
 
 from memplane import AsyncMemoryClient, MemoryInput
+from memplane.errors import FailedPreconditionError
+from memplane_server.core.access.caller import Role
 from memplane_server.core.access.requests import request_key
 from memplane_server.core.errors import Code, MemplaneError
 from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter
 from memplane_server.services.write.service import WriteService
 from memplane_server.stores.redis.idempotency import ref_key
-from tests.support.inproc import serving
+from tests.support.inproc import PLATFORM, serving
+from tests.support.keys import register_keys
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -67,6 +71,33 @@ async def test_another_agents_same_request_is_its_own(deps, make_tenant):
     assert mine[0].id != theirs[0].id and theirs[0].agent_id == "a2"
 
 
+def callers_of_one_tenant(world, pair: str):
+    """Two callers of the tenant that differ only by agent, or only by API key."""
+    if pair == "agents":
+        return world.agent1, world.agent2
+    return world.writer, replace(world.writer, key_id=f"{world.writer.key_id}-2")
+
+
+@pytest.mark.parametrize("pair", ["agents", "api keys"])
+async def test_another_callers_request_id_with_another_request_is_its_own_write(deps, make_tenant, pair):
+    """PostgreSQL records a request per caller: one caller's use of an id neither refuses nor
+    answers another's, and the first caller's repeat is still answered from its record."""
+    world = await make_tenant()
+    first, second = callers_of_one_tenant(world, pair)
+    await register_keys(deps.tenancy.pool, second)
+    request_id = str(uuid.uuid4())
+    first_key = request_key(first, "Write", request_id, b"the flight")
+    mine = await WriteService(deps).write(first, [turn("booked the flight")], first_key)
+    theirs = await WriteService(deps).write(second, [turn("booked the hotel")],
+                                            request_key(second, "Write", request_id, b"the hotel"))
+    assert [m.content for m in theirs] == ["booked the hotel"] and theirs[0].id != mine[0].id
+    again = await WriteService(deps).write(first, [turn("booked the flight")], first_key)
+    assert [m.id for m in again] == [m.id for m in mine]
+    recorded = await deps.tenancy.pool.fetchval(
+        "SELECT count(*) FROM write_requests WHERE tenant_id = $1", world.tenant_id)
+    assert recorded == 2 and await count(deps, first, "booked the flight") == 1
+
+
 async def test_another_tenants_same_request_is_its_own(deps, make_tenant):
     a, b = await make_tenant(), await make_tenant()
     request_id = str(uuid.uuid4())
@@ -110,3 +141,31 @@ async def test_a_repeated_write_with_a_working_item_is_answered_with_its_first_r
             assert await runtime.redis_client.exists(ref_key(first.memories[0].id))
             again = await client.write(memories, request_id=request_id)
             assert [m.id for m in again.memories] == [m.id for m in first.memories]
+
+
+def written(text: str, working: bool) -> list[MemoryInput]:
+    """A Write PostgreSQL records whole, or (working) one with a working item, recorded in Redis."""
+    stored = [MemoryInput(text, kind="fact")]
+    return [*stored, MemoryInput(f"{text}, in progress", kind="turn", layer="working", session_id="s1")] if working \
+        else stored
+
+
+@pytest.mark.parametrize("working", [False, True])
+@pytest.mark.parametrize("pair", [("a1", "a2"), ("writer", "writer-2")])
+async def test_two_callers_of_a_tenant_sending_one_request_id_with_other_writes_both_write(deps, runtime, pair, working):
+    """Through every interceptor: both callers' requests are applied and neither is told of the
+    other; each caller's own repeat is answered with its first write, its own reuse refused."""
+    async with serving(deps, runtime) as served:
+        tenant_id, keys = await served.tenant()
+        _, keys["writer-2"] = await served.services.admin.create_api_key(PLATFORM, tenant_id, None, Role.WRITER, "w2")
+        async with AsyncMemoryClient(served.address, keys[pair[0]]) as first, \
+                AsyncMemoryClient(served.address, keys[pair[1]]) as second:
+            request_id = str(uuid.uuid4())
+            mine = await first.write(written("the invoice is paid", working), request_id=request_id)
+            theirs = await second.write(written("the parcel has shipped", working), request_id=request_id)
+            assert theirs.memories[0].content == "the parcel has shipped"
+            again = await first.write(written("the invoice is paid", working), request_id=request_id)
+            assert [m.id for m in again.memories] == [m.id for m in mine.memories]
+            with pytest.raises(FailedPreconditionError) as reused:
+                await second.write(written("the parcel is lost", working), request_id=request_id)
+            assert reused.value.reason == "REQUEST_ID_REUSED"
