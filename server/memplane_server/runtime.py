@@ -6,6 +6,7 @@ import gc
 import logging
 import signal
 from dataclasses import dataclass
+from typing import cast
 
 import asyncpg
 import redis.asyncio as redis
@@ -28,6 +29,7 @@ from .key_setup import (
 )
 from .llm.chat import ChatModel
 from .llm.embedders import background_threads, create_embedder
+from .llm.structured import OutputForm
 from .services.access.auth import Authenticator
 from .services.access.availability import Availability
 from .services.access.idempotency import Idempotency
@@ -218,7 +220,8 @@ class Runtime:
         if embedder.dim != VECTOR_DIM:
             raise SystemExit(f"embedding model {s.embedding_model} gives {embedder.dim}-d vectors; the schema stores {VECTOR_DIM}")
         model = (
-            ChatModel(s.llm_model, api_base=s.llm_api_base, api_key=s.llm_api_key, timeout=s.llm_timeout_seconds)
+            ChatModel(s.llm_model, api_base=s.llm_api_base, api_key=s.llm_api_key, timeout=s.llm_timeout_seconds,
+                      structured_output=cast(OutputForm, s.llm_structured_output))
             if s.llm_model else None
         )
         keks = key_encryption_keys(s, embedded=not s.database_url)

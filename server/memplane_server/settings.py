@@ -103,6 +103,10 @@ class Settings(BaseSettings):
         None, description="base URL for the LLM/embedding provider (e.g. an OpenAI-compatible server)")
     llm_api_key: str | None = Field(None, description="API key for that provider")
     llm_timeout_seconds: float = Field(60.0, gt=0, description="longest wait for one model call")
+    llm_structured_output: str = Field(
+        "json_schema", pattern="^(json_schema|json_object_schema|json_object|off)$", description="how each LLM call sends the JSON schema of its answer: `json_schema` (OpenAI's"
+        " form; litellm translates it for providers with structured output), `json_object_schema` (llama.cpp's"
+        " server), `json_object` (JSON mode, no schema) or `off` (the prompt alone)")
 
     max_content_bytes: int = Field(32 * 1024, ge=1, description="largest content or context, in UTF-8 bytes")
     max_batch: int = Field(256, ge=1, description="most memories (or ids) per call")

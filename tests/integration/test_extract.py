@@ -53,6 +53,17 @@ async def write_turn(deps, caller, text: str, mode: str = "sync", time_zone: str
     return accepted.records, accepted.extracted, accepted.operation
 
 
+async def test_extraction_sends_its_schema_and_a_bound_on_the_answer(llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    fake_llm.script(answer("ADD", "Beijing Chaoyang"))
+    await write_turn(llm_deps, world.writer, "my address is Beijing Chaoyang")
+    [body] = [r["body"] for r in fake_llm.requests if r["path"].endswith("/chat/completions")][-1:]
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["name"] == "operations"
+    assert body["response_format"]["json_schema"]["schema"]["properties"]["operations"]["maxItems"] == 30
+    assert body["max_tokens"] == 2048
+
+
 async def test_the_address_scenario(llm_deps, fake_llm, make_tenant):
     world = await make_tenant()
     fake_llm.script(answer("ADD", "Beijing Chaoyang"))

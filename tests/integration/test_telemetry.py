@@ -23,6 +23,7 @@ from memplane_server.api.server import build_server
 from memplane_server.core.access.attribution import reset_work_tenant, set_work_tenant
 from memplane_server.core.access.caller import Role
 from memplane_server.llm.chat import ChatModel, json_answer
+from memplane_server.llm.structured import Expected
 from memplane_server.runtime import build_services
 from memplane_server.services.admin import AdminService
 from tests.integration.conftest import PLATFORM
@@ -143,7 +144,8 @@ async def test_an_llm_call_is_a_span_and_counts_its_tokens_for_the_tenant(fake_l
     chat = ChatModel("openai/test-model", api_base=fake_llm.api_base, api_key="k", timeout=5)
     token = set_work_tenant("t-llm")
     try:
-        await chat.ask_json("system", SECRET_TEXT, lambda text: json_answer(text, "items"))
+        await chat.ask_json("system", SECRET_TEXT, lambda text: json_answer(text, "items"),
+                            Expected("items", {"type": "object"}, max_tokens=64))
     finally:
         reset_work_tenant(token)
     assert "llm chat" in {s.name for s in spans.get_finished_spans()}

@@ -53,12 +53,17 @@ def test_fenced_json_block_is_accepted():
     assert r.memories[0].kind is Kind.PROCEDURE
 
 
+def test_an_object_inside_prose_is_the_answer():
+    r = parse_reflection(f"Sure! Here it is: {answer([])} Hope that helps.")
+    assert r.summary == "It went well."
+
+
 def test_plain_fenced_block_is_accepted():
     r = parse_reflection(f"  ```\n{answer([])}\n```  ")
     assert r.summary == "It went well."
 
 
-@pytest.mark.parametrize("text", ["", "not json", '{"memories": [', "Sure! Here it is: {}"])
+@pytest.mark.parametrize("text", ["", "not json", '{"memories": [', "Sure! Here it is: {"])
 def test_malformed_json_is_rejected(text):
     with pytest.raises(MalformedOutput, match="not JSON"):
         parse_reflection(text)

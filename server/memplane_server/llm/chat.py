@@ -14,6 +14,7 @@ from ..core.access.attribution import work_tenant
 from ..core.errors import Code, MemplaneError
 from ..core.model import Kind
 from .litellm_import import load_litellm
+from .structured import Expected, OutputForm, response_format
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -36,11 +37,20 @@ def strip_fences(text: str) -> str:
 
 def json_object(text: str, expected: str = "a JSON object") -> dict:
     """The model's answer as a JSON object; raises MalformedOutput otherwise, saying what was
-    expected (so the caller's parse fails and ChatModel asks once more)."""
+    expected (so the caller's parse fails and ChatModel asks once more). A model without
+    structured output wraps the object in fences or prose ("Here is the JSON: {...}"): the first
+    object in the text is the answer."""
+    cleaned = strip_fences(text)
     try:
-        data = json.loads(strip_fences(text))
+        data = json.loads(cleaned)
     except json.JSONDecodeError as exc:
-        raise MalformedOutput(f"not JSON: {exc}") from None
+        start = cleaned.find("{")
+        try:
+            data, _ = json.JSONDecoder().raw_decode(cleaned[start:]) if start >= 0 else (None, 0)
+        except json.JSONDecodeError:
+            data = None
+        if data is None:
+            raise MalformedOutput(f"not JSON: {exc}") from None
     if not isinstance(data, dict):
         raise MalformedOutput(f"expected {expected}")
     return data
@@ -81,20 +91,24 @@ def answer_confidence(item: dict, default: float) -> float:
 
 
 class ChatModel:
-    def __init__(self, model: str, *, api_base: str | None, api_key: str | None, timeout: float) -> None:
+    def __init__(self, model: str, *, api_base: str | None, api_key: str | None, timeout: float,
+                 structured_output: OutputForm = "json_schema") -> None:
         self._litellm = load_litellm()
         self.model = model
         self._kwargs = {k: v for k, v in {"api_base": api_base, "api_key": api_key}.items() if v}
         self._timeout = timeout
+        self._form: OutputForm = structured_output
 
-    async def ask_json(self, system: str, user: str, parse: Callable[[str], T]) -> T:
-        """The parsed answer. A provider that fails, times out or answers malformed twice is a
-        dependency that is down for this call: UNAVAILABLE with a reason, retried by clients and
-        by the job runner, never an INTERNAL error."""
+    async def ask_json(self, system: str, user: str, parse: Callable[[str], T], expected: Expected) -> T:
+        """The parsed answer. The schema goes with the request (in the provider's form) and the
+        answer is bounded by the stage's max_tokens; the parse is still the judge. A provider that
+        fails, times out or answers malformed twice is a dependency that is down for this call:
+        UNAVAILABLE with a reason, retried by clients and by the job runner, never an INTERNAL error."""
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        extra = {"max_tokens": expected.max_tokens, **response_format(self._form, expected.name, expected.schema)}
         for attempt in range(2):
             try:
-                response = await self._complete(messages)
+                response = await self._complete(messages, extra)
             except Exception as exc:  # litellm raises its own hierarchy and plain network errors
                 raise MemplaneError(Code.UNAVAILABLE, "LLM_UNAVAILABLE",
                                     f"the model {self.model} did not answer ({type(exc).__name__})") from exc
@@ -110,7 +124,7 @@ class ChatModel:
                             {"role": "user", "content": f"That was invalid ({exc}). Answer again with only the JSON object."}]
         raise AssertionError("unreachable")
 
-    async def _complete(self, messages: list[dict]):
+    async def _complete(self, messages: list[dict], extra: dict):
         """One completion, traced and timed; its tokens counted for the tenant whose work it does.
         Prompts and answers are never recorded (they hold memory content)."""
         attributes = {"gen_ai.request.model": self.model}
@@ -119,7 +133,7 @@ class ChatModel:
             try:
                 response = await self._litellm.acompletion(
                     model=self.model, messages=messages, temperature=0, top_p=0.9, timeout=self._timeout,
-                    num_retries=0, **self._kwargs,
+                    num_retries=0, **self._kwargs, **extra,
                 )
             finally:
                 _llm_time.record((time.perf_counter() - start) * 1000, attributes)

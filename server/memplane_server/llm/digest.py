@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..core.write.digests import MAX_DIGEST_CHARS
 from .chat import ChatModel, MalformedOutput, json_object
+from .structured import Expected, obj, string
 
 # The turns shown to the model: a long session is cut to its first turns (and the digest says so).
 MAX_PROMPT_CHARS = 12000
@@ -14,6 +15,9 @@ You get the turns of one session. Return ONLY a JSON object: {{"digest": "..."}}
 - The digest says, in at most {MAX_DIGEST_CHARS // 4} characters, what happened in the session: the
   events, plans, changes and decisions, who took part, and the places, things and dates named.
 - Use the words a later question would use; no opinions, no advice."""
+
+
+EXPECTED = Expected("digest", obj({"digest": string(MAX_DIGEST_CHARS // 4)}), max_tokens=512)
 
 
 def parse_digest(text: str) -> str:
@@ -36,4 +40,4 @@ def turns_prompt(turns: list[str]) -> str:
 
 
 async def write_digest(model: ChatModel, turns: list[str]) -> str:
-    return await model.ask_json(SYSTEM_PROMPT, turns_prompt(turns), parse_digest)
+    return await model.ask_json(SYSTEM_PROMPT, turns_prompt(turns), parse_digest, EXPECTED)

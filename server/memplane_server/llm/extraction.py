@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from ..core.model import Kind
 from .chat import ChatModel, MalformedOutput, answer_confidence, answer_items, answer_kind, json_answer
+from .structured import CONFIDENCE, Expected, array, obj, string
 
 OPERATIONS = ("ADD", "UPDATE", "DELETE", "NOOP")
 MAX_OPERATIONS = 30
@@ -26,6 +27,14 @@ Return ONLY a JSON object: {"operations": [{"op": "ADD|UPDATE|DELETE|NOOP", "kin
 - Do not store small talk, greetings, questions, or opinions about the conversation.
 - confidence between 0 and 1; source_turn is the id of the turn the operation comes from.
 - Times are given in the user's time zone (NOW says which); resolve "today", "tomorrow" against NOW."""
+
+
+EXPECTED = Expected("operations", obj({"operations": array(obj({
+    "op": {"type": "string", "enum": list(OPERATIONS)},
+    "kind": {"type": "string", "enum": sorted(k.value for k in FACT_KINDS)},
+    "entity": string(80), "attribute": string(80), "value": string(300), "old_value": string(300),
+    "content": string(500), "confidence": CONFIDENCE, "source_turn": string(80),
+}), MAX_OPERATIONS)}), max_tokens=2048)
 
 
 @dataclass(frozen=True)
@@ -106,5 +115,5 @@ async def extract(
 ) -> list[Operation]:
     ids = {t.id for t in new}
     return await model.ask_json(
-        SYSTEM_PROMPT, render_input(known, context, new, now), lambda text: parse_operations(text, ids)
+        SYSTEM_PROMPT, render_input(known, context, new, now), lambda text: parse_operations(text, ids), EXPECTED
     )

@@ -6,6 +6,7 @@ import json
 
 from ..core.write.observations import statement_key
 from .chat import ChatModel, MalformedOutput, json_answer
+from .structured import Expected, array, obj, string
 
 MAX_ALTERNATIVES = 3
 MAX_QUERY_CHARS = 500
@@ -16,6 +17,9 @@ Write up to 3 alternative phrasings that would find the same memories: paraphras
 expand abbreviations and keywords. Write them in the same language as the query. Keep names, dates,
 numbers and identifiers exactly as given. Do not answer the query and do not add facts it does not contain.
 Return ONLY a JSON object: {"queries": ["...", "..."]}"""
+
+
+EXPECTED = Expected("queries", obj({"queries": array(string(MAX_QUERY_CHARS), MAX_ALTERNATIVES)}), max_tokens=256)
 
 
 def parse_rewrites(text: str, query: str) -> list[str]:
@@ -48,4 +52,4 @@ class QueryRewriter:
         ChatModel's one retry: the search service catches them and searches the original query alone.
         """
         user = f"QUERY: {json.dumps(query, ensure_ascii=False)}"
-        return await self._chat.ask_json(SYSTEM_PROMPT, user, lambda text: parse_rewrites(text, query))
+        return await self._chat.ask_json(SYSTEM_PROMPT, user, lambda text: parse_rewrites(text, query), EXPECTED)

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from ..core.model import Kind
 from .chat import ChatModel, MalformedOutput, answer_confidence, answer_items, answer_kind, json_answer
+from .structured import CONFIDENCE, Expected, array, obj, string
 
 ALLOWED_KINDS = frozenset({Kind.PREFERENCE, Kind.FACT, Kind.PROCEDURE, Kind.LESSON})
 MAX_ITEMS = 20
@@ -19,6 +20,13 @@ Return ONLY a JSON object: {"memories": [{"kind": "...", "content": "...", "cont
 - Do not store small talk, opinions about the conversation, or anything not supported by the input.
 - summary is two or three sentences about what happened.
 At most 20 memories."""
+
+
+EXPECTED = Expected("reflection", obj({
+    "memories": array(obj({"kind": {"type": "string", "enum": sorted(k.value for k in ALLOWED_KINDS)},
+                           "content": string(600), "context": string(300), "confidence": CONFIDENCE}), MAX_ITEMS),
+    "summary": string(800),
+}), max_tokens=2048)
 
 
 @dataclass(frozen=True)
@@ -53,4 +61,4 @@ def parse_reflection(text: str) -> Reflection:
 
 
 async def reflect(model: ChatModel, transcript: str) -> Reflection:
-    return await model.ask_json(SYSTEM_PROMPT, transcript, parse_reflection)
+    return await model.ask_json(SYSTEM_PROMPT, transcript, parse_reflection, EXPECTED)

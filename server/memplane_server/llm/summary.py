@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..core.reflection.reflection import SUMMARY_MAX_CHARS
 from .chat import ChatModel, MalformedOutput, json_object
+from .structured import Expected, obj, string
 
 SYSTEM_PROMPT = f"""You keep a short summary of a conversation session current.
 You get the current summary, the statements it made that are no longer true, and what is new or
@@ -11,6 +12,9 @@ changed since. Return ONLY a JSON object: {{"summary": "..."}}
 - The summary states the goal, the confirmed key facts and the open questions, in at most
   {SUMMARY_MAX_CHARS} characters.
 - Drop what is no longer true; keep what still holds; add what is new."""
+
+
+EXPECTED = Expected("summary", obj({"summary": string(SUMMARY_MAX_CHARS)}), max_tokens=256)
 
 
 def parse_summary(text: str) -> str:
@@ -30,4 +34,4 @@ def changes_prompt(previous: str, gone: list[str], changed: list[str]) -> str:
 
 
 async def refresh(model: ChatModel, previous: str, gone: list[str], changed: list[str]) -> str:
-    return await model.ask_json(SYSTEM_PROMPT, changes_prompt(previous, gone, changed), parse_summary)
+    return await model.ask_json(SYSTEM_PROMPT, changes_prompt(previous, gone, changed), parse_summary, EXPECTED)
