@@ -18,11 +18,18 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml scripts/install_deploy_to
 serve: $(STAMP)
 	$(BIN)/memplane serve
 
+# The local model runtime (compiled, 4-8 minutes on 2 cores) and the test model (1.1 GB, pinned by
+# sha256) for the real-model tests and benchmarks: `make test` needs them, `make serve` does not.
+LOCAL_MODEL := $(VENV)/.local-model
+$(LOCAL_MODEL): $(STAMP) scripts/install_local_model.py
+	$(BIN)/python scripts/install_local_model.py
+	touch $(LOCAL_MODEL)
+
 # The lint and type gate first (ruff; mypy on core and services, strict on the SDK): it takes
 # seconds and names the line, where a failing test would take minutes to point at it. Then the
 # tests, one worker per core (at most 4), a test file to a worker: the e2e and benchmark tests
 # wait on servers and subprocesses most of the time, so two workers on 2 cores take 0.6x the time.
-test: $(STAMP)
+test: $(STAMP) $(LOCAL_MODEL)
 	$(BIN)/python scripts/lint.py
 	$(BIN)/python -m pytest --numprocesses=auto --maxprocesses=4 --dist=loadfile --ignore=tests/containers
 

@@ -18,6 +18,7 @@ from .api.server import build_server, set_serving, watch_database
 from .embedded import EmbeddedPostgres, EmbeddedRedis
 from .embedded._process import write_private_file
 from .embedded.guardian import Guardian
+from .embedded.model import LITELLM_MODEL, EmbeddedModel
 from .embedded.supervisor import Supervisor
 from .key_setup import (
     check_user_key_store,
@@ -111,7 +112,8 @@ RUNNING_DSN_FILE = "postgres.url"
 
 @dataclass
 class Embedded:
-    """Embedded PostgreSQL and Redis, started only for what is not configured.
+    """Embedded PostgreSQL and Redis, started only for what is not configured, and the local
+    model when MEMPLANE_LOCAL_MODEL names one.
 
     Between start() and stop() a supervisor thread restarts them when they die (same
     URLs), and a guardian process stops them if this process dies without stop().
@@ -120,6 +122,7 @@ class Embedded:
     settings: Settings
     postgres: EmbeddedPostgres | None = None
     redis: EmbeddedRedis | None = None
+    model: EmbeddedModel | None = None
     database_url: str = ""
     redis_url: str = ""
     guardian: Guardian | None = None
@@ -132,7 +135,9 @@ class Embedded:
             self.postgres = EmbeddedPostgres(s.data_dir)
         if not s.redis_url:
             self.redis = EmbeddedRedis(s.data_dir)
-        children = [c for c in (self.postgres, self.redis) if c is not None]
+        if s.local_model:
+            self.model = EmbeddedModel(s.data_dir, s.local_model, s.local_model_threads)
+        children = [c for c in (self.postgres, self.redis, self.model) if c is not None]
         if not children:
             return
         # Guarded before they start: a kill during a slow first start must leave nothing running.
@@ -143,6 +148,8 @@ class Embedded:
             write_private_file(s.data_dir / RUNNING_DSN_FILE, self.database_url + "\n")
         if self.redis is not None:
             self.redis_url = self.redis.start()
+        if self.model is not None:
+            self.model.start()
         self.supervisor = Supervisor(children)
         self.supervisor.start()
 
@@ -151,7 +158,7 @@ class Embedded:
             self.supervisor.stop()
         if self.postgres is not None:
             (self.settings.data_dir / RUNNING_DSN_FILE).unlink(missing_ok=True)
-        for child in (self.redis, self.postgres):
+        for child in (self.model, self.redis, self.postgres):
             if child is not None:
                 try:
                     child.stop()
@@ -160,6 +167,15 @@ class Embedded:
         if self.guardian is not None:
             # Last: it stops whatever the stops above left running.
             self.guardian.stop()
+
+
+    def serving_settings(self) -> Settings:
+        """The settings the server runs with: the LLM stages pointed at the local model it started."""
+        if self.model is None or self.model.api_base is None:
+            return self.settings
+        return self.settings.model_copy(update={
+            "llm_model": LITELLM_MODEL, "llm_api_base": self.model.api_base, "llm_api_key": self.model.api_key,
+            "llm_structured_output": "json_object_schema"})
 
 
 async def prepare_schema(settings: Settings, database_url: str) -> None:

@@ -107,6 +107,12 @@ class Settings(BaseSettings):
         "json_schema", pattern="^(json_schema|json_object_schema|json_object|off)$", description="how each LLM call sends the JSON schema of its answer: `json_schema` (OpenAI's"
         " form; litellm translates it for providers with structured output), `json_object_schema` (llama.cpp's"
         " server), `json_object` (JSON mode, no schema) or `off` (the prompt alone)")
+    local_model: Path | None = Field(
+        None, description="a GGUF chat model file that `memplane serve` runs with llama.cpp's OpenAI-compatible server"
+        " on loopback for reflection, extraction and the LLM search stages (needs `llama-cpp-python[server]`;"
+        " about 2 GB of memory for a 1.5B model); unset: no local model. Not with `MEMPLANE_LLM_MODEL`")
+    local_model_threads: int = Field(
+        1, ge=1, description="CPU threads of the local model; it runs at the lowest CPU priority, so requests go first")
 
     max_content_bytes: int = Field(32 * 1024, ge=1, description="largest content or context, in UTF-8 bytes")
     max_batch: int = Field(256, ge=1, description="most memories (or ids) per call")
@@ -376,7 +382,10 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _llm_stages_need_a_model(self) -> "Settings":
-        if (self.search_rewrite or self.search_rerank or self.session_digest_llm) and not self.llm_model:
+        if self.local_model and self.llm_model:
+            raise ValueError("MEMPLANE_LOCAL_MODEL and MEMPLANE_LLM_MODEL name two models: set one")
+        if (self.search_rewrite or self.search_rerank or self.session_digest_llm) and not (
+                self.llm_model or self.local_model):
             raise ValueError("MEMPLANE_SEARCH_REWRITE, MEMPLANE_SEARCH_RERANK and MEMPLANE_SESSION_DIGEST_LLM"
-                             " need MEMPLANE_LLM_MODEL")
+                             " need MEMPLANE_LLM_MODEL or MEMPLANE_LOCAL_MODEL")
         return self

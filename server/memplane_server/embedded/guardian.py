@@ -20,12 +20,13 @@ import sys
 from pathlib import Path
 
 from ._process import EmbeddedError
+from .model import EmbeddedModel
 from .postgres import EmbeddedPostgres
 from .redis import EmbeddedRedis
 
 logger = logging.getLogger(__name__)
 
-_SERVICES = {kind.name: kind for kind in (EmbeddedPostgres, EmbeddedRedis)}
+_SERVICES = {kind.name: kind for kind in (EmbeddedPostgres, EmbeddedRedis, EmbeddedModel)}
 # Covers stop_abandoned's escalation for every service, with room to spare.
 _EXIT_TIMEOUT = 30.0
 
@@ -33,7 +34,7 @@ _EXIT_TIMEOUT = 30.0
 class Guardian:
     """Starts the guardian of `services`, all of `data_dir`; stop() once they were stopped."""
 
-    def __init__(self, data_dir: Path, services: list[EmbeddedPostgres | EmbeddedRedis]) -> None:
+    def __init__(self, data_dir: Path, services: list[EmbeddedPostgres | EmbeddedRedis | EmbeddedModel]) -> None:
         self._data_dir = Path(data_dir).absolute()
         self._services = [service.name for service in services]
         self._process: subprocess.Popen[bytes] | None = None

@@ -1,0 +1,57 @@
+"""The real-model tier: the packaged local model (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, installed by
+scripts/install_local_model.py) served by llama.cpp's server as the embedded default runs it, and
+called through the production path (litellm, the stage's schema, the structured-fact store).
+The fake server of tests/support/fake_llm.py keeps covering errors and timeouts."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter, Status
+from memplane_server.embedded.model import LITELLM_MODEL, EmbeddedModel
+from memplane_server.llm.chat import ChatModel
+from memplane_server.services.memories import MemoriesService
+from memplane_server.services.write.service import WriteService
+from tests.conftest import make_shared_tmpdir
+from tests.support.local_model import installed_model
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+@pytest.fixture(scope="module")
+def local_model():
+    model = EmbeddedModel(make_shared_tmpdir("memplane-model-"), installed_model(), threads=2)
+    with model:
+        yield model
+
+
+@pytest.fixture
+def model_deps(deps, local_model):
+    chat = ChatModel(LITELLM_MODEL, api_base=local_model.api_base, api_key=local_model.api_key, timeout=120,
+                     structured_output="json_object_schema")
+    return replace(deps, llm=chat)
+
+
+def turn(text: str) -> MemoryDraft:
+    return MemoryDraft(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.TURN, content=text,
+                       session_id="chat", user_id="u1")
+
+
+async def facts(deps, caller, **filters) -> list:
+    records, _ = await MemoriesService(deps).list(caller, MemoryFilter(kinds=(Kind.FACT, Kind.PREFERENCE), **filters),
+                                                  100, "")
+    return records
+
+
+async def test_a_moved_users_city_is_superseded_by_the_new_one(model_deps, make_tenant):
+    world = await make_tenant()
+    write = WriteService(model_deps)
+    await write.accept(world.writer, [turn("I live in Berlin.")], "sync")
+    [berlin] = [f for f in await facts(model_deps, world.writer) if "berlin" in (f.value or "").lower()]
+    accepted = await write.accept(world.writer, [turn("I just moved to Paris, so I live in Paris now.")], "sync")
+    assert accepted.operation is None, "the model answered in the schema"
+    current = [f for f in await facts(model_deps, world.writer, entity=berlin.entity, attribute=berlin.attribute)]
+    assert [f.value.lower() for f in current] == ["paris"]
+    old = await MemoriesService(model_deps).get(world.writer, str(berlin.id))
+    assert old.status is Status.SUPERSEDED
