@@ -39,11 +39,17 @@ def new_turn_id(body: dict) -> str:
     return re.findall(r"\[([0-9a-f-]{36})\]", prompt.split("NEW TURNS:")[1])[0]
 
 
+def new_turn_text(body: dict) -> str:
+    prompt = body["messages"][1]["content"]
+    return re.findall(r"\[[0-9a-f-]{36}\] (.*)", prompt.split("NEW TURNS:")[1])[0]
+
+
 def answer(op: str, value: str, old: str = "") -> Reply:
     def build(body: dict) -> str:
         return json.dumps({"operations": [{
             "op": op, "kind": "fact", "entity": "user", "attribute": "address", "value": value, "old_value": old,
-            "content": f"The user's address is {value}", "confidence": 0.95, "source_turn": new_turn_id(body)}]})
+            "content": f"The user's address is {value}", "confidence": 0.95, "source_turn": new_turn_id(body),
+            "evidence": new_turn_text(body)}]})
     return Reply(build)
 
 
@@ -147,6 +153,40 @@ async def test_async_infer_returns_at_once_with_an_operation(llm_deps, fake_llm,
     assert fake_llm.requests == []
 
 
+@pytest.mark.parametrize("turn_text, value, evidence", [
+    ("hi, how are you today?", "Shenzhen", "hi, how are you today?"),
+    ("I live in Berlin", "Berlin", "I live in Paris"),
+    ("I live in Berlin", "Berlin", ""),
+])
+async def test_a_claim_not_grounded_in_its_turn_is_dropped(llm_deps, fake_llm, make_tenant, turn_text, value, evidence):
+    world = await make_tenant()
+    fake_llm.script(Reply(lambda body: json.dumps({"operations": [{
+        "op": "ADD", "kind": "fact", "entity": "user", "attribute": "city", "value": value,
+        "content": f"The user lives in {value}", "confidence": 0.95, "source_turn": new_turn_id(body),
+        "evidence": evidence}]})))
+    records, extracted, operation = await write_turn(llm_deps, world.writer, turn_text)
+    assert extracted == [] and operation is None and len(records) == 1
+
+
+async def test_a_claim_citing_no_new_turn_is_dropped(llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    fake_llm.script(Reply(json.dumps({"operations": [{
+        "op": "ADD", "kind": "fact", "entity": "user", "attribute": "city", "value": "Berlin",
+        "content": "The user lives in Berlin", "confidence": 0.95, "source_turn": "", "evidence": "I live in Berlin"}]})))
+    _, extracted, _ = await write_turn(llm_deps, world.writer, "I live in Berlin")
+    assert extracted == []
+
+
+async def test_a_date_resolved_from_relative_words_is_kept(llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    fake_llm.script(Reply(lambda body: json.dumps({"operations": [{
+        "op": "ADD", "kind": "fact", "entity": "user", "attribute": "flight_date", "value": "2026-12-08",
+        "content": "The user flies on 2026-12-08", "confidence": 0.9, "source_turn": new_turn_id(body),
+        "evidence": "I fly tomorrow"}]})))
+    _, [fact], _ = await write_turn(llm_deps, world.writer, "I fly tomorrow")
+    assert fact.value == "2026-12-08"
+
+
 async def test_the_prompt_renders_times_in_the_callers_zone(llm_deps, fake_llm, make_tenant):
     world = await make_tenant()
     fake_llm.script(answer("ADD", "Hangzhou"))
@@ -164,10 +204,12 @@ async def test_what_the_model_extracts_passes_the_content_policy_and_a_refusal_b
     await ContentPolicyService(llm_deps).set(
         Caller(key_id="admin", role=Role.TENANT_ADMIN, tenant_id=world.tenant_id, agent_id=None), "", "",
         {"email": "refuse"})
+    # The turn spells the address out, which the detector does not read as one; the model writes it as one.
     fake_llm.script(Reply(lambda body: json.dumps({"operations": [{
         "op": "ADD", "kind": "fact", "entity": "user", "attribute": "email", "value": "li.wei@example.cn",
-        "content": "The user's e-mail is li.wei@example.cn", "confidence": 0.95, "source_turn": new_turn_id(body)}]})))
+        "content": "The user's e-mail is li.wei@example.cn", "confidence": 0.95, "source_turn": new_turn_id(body),
+        "evidence": "li.wei at example dot cn"}]})))
 
-    _, [fact], _ = await write_turn(llm_deps, world.writer, "you can write to me at my usual address")
+    _, [fact], _ = await write_turn(llm_deps, world.writer, "you can write to me at li.wei at example dot cn")
 
     assert (fact.content, fact.value) == ("The user's e-mail is [REDACTED:email]", "[REDACTED:email]")

@@ -95,7 +95,8 @@ def address_reply(place: str) -> Reply:
         turn_id = re.findall(r"\[([0-9a-f-]{36})\]", prompt.split("NEW TURNS:")[1])[0]
         return json.dumps({"operations": [{
             "op": "ADD", "kind": "fact", "entity": "user", "attribute": "address", "value": place, "old_value": "",
-            "content": f"The user's address is {place}", "confidence": 0.95, "source_turn": turn_id}]})
+            "content": f"The user's address is {place}", "confidence": 0.95, "source_turn": turn_id,
+            "evidence": re.findall(rf"\[{turn_id}\] (.*)", prompt)[0]}]})
     return Reply(build)
 
 

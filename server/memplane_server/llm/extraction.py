@@ -17,15 +17,18 @@ You get KNOWN FACTS (grouped by entity, with the current value and when it was l
 NEW TURNS of a conversation, each with an id. Decide what the new turns change.
 Return ONLY a JSON object: {"operations": [{"op": "ADD|UPDATE|DELETE|NOOP", "kind": "fact|preference",
 "entity": "...", "attribute": "...", "value": "...", "old_value": "...", "content": "...",
-"confidence": 0.0, "source_turn": "..."}]}
+"confidence": 0.0, "source_turn": "...", "evidence": "..."}]}
 - ADD a fact or preference that is not known yet; UPDATE when a turn gives a new value for a known
   entity/attribute (old_value is the known value); DELETE when a turn says a known fact no longer holds;
   NOOP when a turn repeats what is known.
-- Resolve references ("change it to Shenzhen", "no, back to the old one") against the known facts and
+- Resolve references ("change it to the new one", "no, back to the old one") against the known facts and
   earlier turns. Use short lowercase entity and attribute names, e.g. entity "user", attribute "address".
+- value is copied from the turns or the known facts in their own words and language (a city written
+  深圳 stays 深圳); content may rephrase it.
 - content is one self-contained sentence stating the fact with its value.
 - Do not store small talk, greetings, questions, or opinions about the conversation.
-- confidence between 0 and 1; source_turn is the id of the turn the operation comes from.
+- confidence between 0 and 1; source_turn is the id of the new turn the operation comes from, and
+  evidence the exact words of that turn that state it, copied. An operation without them is ignored.
 - Times are given in the user's time zone (NOW says which); resolve "today", "tomorrow" against NOW."""
 
 
@@ -33,7 +36,7 @@ EXPECTED = Expected("operations", obj({"operations": array(obj({
     "op": {"type": "string", "enum": list(OPERATIONS)},
     "kind": {"type": "string", "enum": sorted(k.value for k in FACT_KINDS)},
     "entity": string(80), "attribute": string(80), "value": string(300), "old_value": string(300),
-    "content": string(500), "confidence": CONFIDENCE, "source_turn": string(80),
+    "content": string(500), "confidence": CONFIDENCE, "source_turn": string(80), "evidence": string(300),
 }), MAX_OPERATIONS)}), max_tokens=2048)
 
 
@@ -62,6 +65,7 @@ class Operation:
     content: str
     confidence: float
     source_turn: str
+    evidence: str
 
 
 def render_input(known: list[KnownFact], context: list[Turn], new: list[Turn], now: str) -> str:
@@ -91,9 +95,10 @@ def parse_operations(text: str, turn_ids: set[str]) -> list[Operation]:
             raise MalformedOutput(f"unknown op {item.get('op')!r}")
         if op == "NOOP":
             continue
-        fields = {k: item.get(k) for k in ("entity", "attribute", "value", "old_value", "content", "source_turn")}
+        fields = {k: item.get(k)
+                  for k in ("entity", "attribute", "value", "old_value", "content", "source_turn", "evidence")}
         if any(v is not None and not isinstance(v, str) for v in fields.values()):
-            raise MalformedOutput("entity, attribute, value, old_value, content and source_turn are strings")
+            raise MalformedOutput("entity, attribute, value, old_value, content, source_turn and evidence are strings")
         entity, attribute = (fields["entity"] or "").strip(), (fields["attribute"] or "").strip()
         if not entity or not attribute:
             raise MalformedOutput(f"{op} needs an entity and an attribute")
@@ -106,7 +111,7 @@ def parse_operations(text: str, turn_ids: set[str]) -> list[Operation]:
         if source and source not in turn_ids:
             raise MalformedOutput(f"source_turn {source!r} is not one of the new turns")
         out.append(Operation(op, kind, entity.lower(), attribute.lower(), value, (fields["old_value"] or "").strip(),
-                             content, confidence, source))
+                             content, confidence, source, (fields["evidence"] or "").strip()))
     return out
 
 

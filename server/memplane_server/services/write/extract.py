@@ -8,16 +8,22 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Protocol
 
+from opentelemetry import metrics
+
 from ...core.access.caller import Caller, caller_to_json
 from ...core.access.requests import RequestKey
 from ...core.errors import Code, MemplaneError, invalid
 from ...core.model import Kind, Layer, MemoryDraft, MemoryFilter, MemoryRecord
 from ...core.operations import Operation
 from ...core.timezones import parse_time_zone, render
+from ...core.write.claims import ungrounded
 from ...llm.extraction import KnownFact, Turn, extract
+from ...llm.extraction import Operation as Claim
 from ..deps import Deps
 
 log = logging.getLogger(__name__)
+_dropped = metrics.get_meter("memplane.server").create_counter(
+    "memplane.extraction.claims_dropped", unit="{claim}", description="extracted claims not grounded in their input")
 
 CONTEXT_TURNS = 20
 KNOWN_FACTS = 30
@@ -27,6 +33,7 @@ KNOWN_FACTS = 30
 class ExtractOutcome:
     memories: list[MemoryRecord] = field(default_factory=list)
     deleted: list[uuid.UUID] = field(default_factory=list)
+    dropped: int = 0  # claims not grounded in what the model read (core/write/claims.py)
 
 
 class FactWriter(Protocol):
@@ -93,14 +100,26 @@ class ExtractService:
                       render(c.record.changed_at, zone))
             for c in candidates if c.record.entity and c.record.attribute
         ]
-        operations = await extract(
+        proposed = await extract(
             self.deps.llm, known, [Turn(str(t.id), t.content) for t in context],
             [Turn(str(t.id), t.content) for t in turns], render(datetime.now(timezone.utc), zone),
         )
-        return await self._apply(caller, first, operations, request, [*context, *turns], turns)
+        shown = "\n".join([*(t.content for t in [*context, *turns]), *(f"{k.entity} {k.attribute} {k.value}" for k in known)])
+        operations = [op for op in proposed if self._grounded(op, {str(t.id): t.content for t in turns}, shown)]
+        outcome = await self._apply(caller, first, operations, request, [*context, *turns], turns)
+        outcome.dropped = len(proposed) - len(operations)
+        return outcome
+
+    @staticmethod
+    def _grounded(op: Claim, new_turns: dict[str, str], shown: str) -> bool:
+        why = ungrounded(op.evidence, new_turns.get(op.source_turn, ""), op.value, shown)
+        if why is not None:
+            _dropped.add(1, {"memplane.reason": why})
+            log.info("extraction: a %s of %s.%s dropped: %s", op.op, op.entity, op.attribute, why)
+        return why is None
 
     async def _apply(
-        self, caller: Caller, first: MemoryRecord, operations, request: RequestKey | None,
+        self, caller: Caller, first: MemoryRecord, operations: list[Claim], request: RequestKey | None,
         read: list[MemoryRecord], new: list[MemoryRecord],
     ) -> ExtractOutcome:
         outcome = ExtractOutcome()

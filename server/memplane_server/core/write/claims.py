@@ -1,0 +1,49 @@
+"""Whether a model's claim is grounded in what it was shown. The model proposes, Memplane decides:
+the words a claim quotes as evidence must be in the turn it cites (a small model drops words when it
+copies, "我刚搬到了深圳" from "我刚从上海搬到了深圳": every word it keeps must be the turn's), and its value must be in what the
+model read (the turns, earlier turns, the known facts) or be a date or time (resolved from "tomorrow").
+A claim that fails is dropped: a weak model can leave memory less complete, never wrong. Measured with
+the packaged 1.5B model: asked about "hi, how are you today?" it claimed the user's address was
+"Shenzhen", the example city of its own prompt."""
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from ..retrieval.tokens import keyword_tokens
+
+_SPACE = re.compile(r"\s+")
+_EDGES = " \t\"'“”‘’「」『』.,;:!?。，；：！？"
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_DATE_OR_TIME = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?|\d{1,2}:\d{2}")
+
+
+def _plain(text: str) -> str:
+    return _SPACE.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip(_EDGES)
+
+
+def _words(text: str) -> set[str]:
+    """Keyword tokens, but Chinese as single characters: segmentation splits a copied phrase apart
+    from its sentence otherwise (搬 + 深圳 in the copy, 搬到 + 深圳 in the turn)."""
+    return ({t for t in keyword_tokens(text) if not _CJK.search(t)}
+            | {c for c in unicodedata.normalize("NFKC", text) if _CJK.match(c)})
+
+
+def _shown(value: str, shown: str) -> bool:
+    if _plain(value) in _plain(shown):
+        return True
+    words = _words(value)
+    return bool(words) and words <= _words(shown)
+
+
+def ungrounded(evidence: str, turn: str, value: str, shown: str) -> str | None:
+    """Why the claim is not grounded, or None when it is. turn: the text of the turn it cites;
+    shown: everything the model read."""
+    quoted = _plain(evidence)
+    if not quoted:
+        return "no evidence quoted"
+    if not _shown(quoted, turn):
+        return "its evidence is not in the turn it cites"
+    if value and not _DATE_OR_TIME.fullmatch(value.strip()) and not _shown(value, shown):
+        return "its value is in nothing the model read"
+    return None

@@ -1,0 +1,28 @@
+"""ungrounded: an extracted claim stands only on words its input holds (core/write/claims.py)."""
+from __future__ import annotations
+
+import pytest
+
+from memplane_server.core.write.claims import ungrounded
+
+
+@pytest.mark.parametrize("evidence, turn, value, shown", [
+    ("I live in Berlin", "Well, I live in Berlin now.", "Berlin", "Well, I live in Berlin now."),
+    ("“I LIVE IN BERLIN.”", "i live in berlin", "berlin", "i live in berlin"),
+    ("我刚搬到了深圳", "我刚从上海搬到了深圳。", "深圳", "我刚从上海搬到了深圳。"),
+    ("moving back", "I'm moving back", "Hangzhou", "user address Hangzhou\nI'm moving back"),
+    ("I fly tomorrow", "I fly tomorrow", "2026-12-08", "I fly tomorrow"),
+    ("no longer own a dog", "I no longer own a dog", "", "I no longer own a dog"),
+])
+def test_a_claim_quoting_its_turn_with_a_value_it_read_stands(evidence, turn, value, shown):
+    assert ungrounded(evidence, turn, value, shown) is None
+
+
+@pytest.mark.parametrize("evidence, turn, value, shown, why", [
+    ("", "I live in Berlin", "Berlin", "I live in Berlin", "no evidence"),
+    ("I live in Paris", "I live in Berlin", "Paris", "I live in Berlin", "not in the turn"),
+    ("hi, how are you today?", "hi, how are you today?", "Shenzhen", "hi, how are you today?", "in nothing"),
+    ("my number is new", "my number is new", "555-0199", "my number is new", "in nothing"),
+])
+def test_a_claim_the_input_does_not_hold_is_dropped(evidence, turn, value, shown, why):
+    assert why in (ungrounded(evidence, turn, value, shown) or "")
