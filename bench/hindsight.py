@@ -1,0 +1,148 @@
+"""Hindsight benchmark, part (a): extraction over sessions with gold answers.
+
+    .venv/bin/python bench/hindsight.py [--sessions N] [--threads 2] [--json out.json]
+    .venv/bin/python bench/hindsight.py --server-env MEMPLANE_LLM_MODEL=openai/... --server-env MEMPLANE_LLM_API_BASE=...
+
+One run starts embedded PostgreSQL and Redis and a real `memplane serve` (foundation.py's
+`running_server`) with the packaged local model (MEMPLANE_LOCAL_MODEL, scripts/install_local_model.py)
+or, with --server-env, any litellm model. Each session of bench/hindsight/extraction.json (written
+for this benchmark, English and Chinese: moves, new numbers, job and diet changes, corrections,
+retractions, negations, other people's facts, small talk) is written turn by turn through the SDK
+with INFER_MODE_SYNC, as a user's agent would, each session under its own user id. Then the user's
+active facts and preferences are read back and scored against the gold answers:
+
+- a gold current fact (subject, value) is found when an active fact of that subject (its entity,
+  "user" for the user) holds the value (case-insensitive, one contained in the other);
+- precision: active facts that match a gold current fact, of all active facts;
+- stale: gold superseded values still active for their subject (a move whose old city stayed);
+- ungrounded: active facts whose value is in none of the session's turns (an invented fact).
+
+Without a model extraction stores nothing (Write refuses `infer` without one): the LLM-free line
+is printed beside the model's for that reason, not measured.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import unicodedata
+from pathlib import Path
+
+from foundation import environment, running_server  # also sets the OMP environment
+
+from memplane import MemoryClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from install_local_model import model_path  # noqa: E402  (a script beside bench/, not a package)
+
+DATA = Path(__file__).resolve().parent / "hindsight" / "extraction.json"
+MODEL = model_path()
+
+
+def plain(text: str) -> str:
+    return unicodedata.normalize("NFKC", text or "").casefold().strip(" .。")
+
+
+def holds(stored: str, gold: str) -> bool:
+    s, g = plain(stored), plain(gold)
+    return bool(s) and (g in s or s in g)
+
+
+def subject_of(entity: str) -> str:
+    return plain(entity).removeprefix("the ")
+
+
+def score(session: dict, facts: list) -> dict:
+    active = [(subject_of(f.entity or "user"), f.value or f.content) for f in facts]
+    found = [g for g in session["current"] if any(s == plain(g[0]) and holds(v, g[1]) for s, v in active)]
+    right = [a for a in active if any(a[0] == plain(g[0]) and holds(a[1], g[1]) for g in session["current"])]
+    stale = [g for g in session["stale"] if any(s == plain(g[0]) and holds(v, g[1]) for s, v in active)]
+    said = plain(" ".join(session["turns"]))
+    ungrounded = [a for a in active if plain(a[1]) not in said]
+    return {"gold": len(session["current"]), "found": len(found), "active": len(active), "right": len(right),
+            "stale": len(stale), "stale_gold": len(session["stale"]), "ungrounded": len(ungrounded),
+            "facts": active}
+
+
+def run(address: str, key: str, sessions: list[dict]) -> tuple[list[dict], list[float]]:
+    results, seconds = [], []
+    with MemoryClient(address, key) as client:
+        for session in sessions:
+            user = f"u-{session['id']}"
+            for n, text in enumerate(session["turns"]):
+                start = time.perf_counter()
+                written = client.write([{"content": text, "kind": "turn", "session_id": session["id"], "user_id": user}],
+                                       infer="sync", timeout=600)
+                seconds.append(time.perf_counter() - start)
+                if written.operation is not None:
+                    print(f"  {session['id']} turn {n}: extraction failed, left to a job", flush=True)
+            facts = client.list_memories(user_id=user, kinds=["fact", "preference"], page_size=100).items
+            result = {"id": session["id"], "lang": session["lang"], **score(session, list(facts))}
+            results.append(result)
+            print(f"  {session['id']:16} found {result['found']}/{result['gold']}  active {result['active']}"
+                  f"  stale {result['stale']}/{result['stale_gold']}  ungrounded {result['ungrounded']}"
+                  f"  {result['facts']}", flush=True)
+    return results, seconds
+
+
+def totals(results: list[dict]) -> dict:
+    gold, found = sum(r["gold"] for r in results), sum(r["found"] for r in results)
+    active, right = sum(r["active"] for r in results), sum(r["right"] for r in results)
+    recall = found / gold if gold else 0.0
+    precision = right / active if active else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"sessions": len(results), "gold_current": gold, "found": found, "recall": round(recall, 3),
+            "active": active, "precision": round(precision, 3), "f1": round(f1, 3),
+            "stale": sum(r["stale"] for r in results), "stale_gold": sum(r["stale_gold"] for r in results),
+            "ungrounded": sum(r["ungrounded"] for r in results)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sessions", type=int, default=0, help="only the first N sessions (0: all)")
+    ap.add_argument("--threads", type=int, default=2, help="MEMPLANE_LOCAL_MODEL_THREADS for the packaged model")
+    ap.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE",
+                    help="an environment variable for the server, e.g. MEMPLANE_LLM_MODEL=... (repeatable)")
+    ap.add_argument("--json", type=Path, help="also write the figures here")
+    args = ap.parse_args()
+    for pair in args.server_env:
+        name, _, value = pair.partition("=")
+        os.environ[name] = value
+    if "MEMPLANE_LLM_MODEL" not in os.environ:
+        if not MODEL.is_file():
+            sys.exit(f"{MODEL} is missing: run scripts/install_local_model.py, or name a model with --server-env")
+        os.environ.setdefault("MEMPLANE_LOCAL_MODEL", str(MODEL))
+        os.environ.setdefault("MEMPLANE_LOCAL_MODEL_THREADS", str(args.threads))
+    sessions = json.loads(DATA.read_text())["sessions"]
+    sessions = sessions[:args.sessions] if args.sessions else sessions
+    model = os.environ.get("MEMPLANE_LLM_MODEL") or Path(os.environ["MEMPLANE_LOCAL_MODEL"]).name
+    print(f"hindsight (a) extraction: {len(sessions)} sessions, {sum(len(s['turns']) for s in sessions)} turns,"
+          f" model {model}; {environment()}", flush=True)
+    started = time.perf_counter()
+    with running_server("memplane-hindsight-") as server:
+        results, seconds = run(server.address, server.key, sessions)
+    figures = totals(results)
+    by_lang = {lang: totals([r for r in results if r["lang"] == lang]) for lang in ("en", "zh")}
+    seconds.sort()
+    timing = {"turn_p50_s": round(seconds[len(seconds) // 2], 1), "turn_max_s": round(seconds[-1], 1),
+              "total_s": round(time.perf_counter() - started)}
+    print(f"model:     F1 {figures['f1']}  precision {figures['precision']}  recall {figures['recall']}"
+          f" ({figures['found']}/{figures['gold_current']})  stale {figures['stale']}/{figures['stale_gold']}"
+          f"  ungrounded {figures['ungrounded']} of {figures['active']} active")
+    for lang, f in by_lang.items():
+        print(f"  {lang}:      F1 {f['f1']}  precision {f['precision']}  recall {f['recall']}  stale {f['stale']}"
+              f"/{f['stale_gold']}  ungrounded {f['ungrounded']}")
+    print(f"LLM-free:  F1 0.0  recall 0.0 (0/{figures['gold_current']}): without a model nothing is extracted")
+    print(f"time: a turn with extraction p50 {timing['turn_p50_s']} s, max {timing['turn_max_s']} s;"
+          f" run {timing['total_s']} s")
+    if args.json:
+        args.json.write_text(json.dumps({"model": model, "totals": figures, "by_lang": by_lang, "timing": timing,
+                                         "sessions": results, "environment": environment()}, ensure_ascii=False,
+                                        indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
