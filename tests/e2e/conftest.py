@@ -106,21 +106,27 @@ async def fresh_database(dsn: str, name: str) -> str:
     return dsn.rsplit("/", 1)[0] + "/" + name
 
 
-@pytest.fixture(scope="session")
-def server(services_urls, database_settings, redis_url_for):
-    database_url, redis_url = services_urls
-    e2e_url = asyncio.run(fresh_database(database_url, "memplane_e2e"))
-    data = make_shared_tmpdir("memplane-e2e-")
-    proc = ServerProcess({
+def server_env(database_settings: dict, redis_url: str, data: Path) -> dict[str, str]:
+    """A test server's environment: its own database and Redis database, data dir and keys."""
+    return {
         **{f"MEMPLANE_{name.upper()}": str(value).lower() if isinstance(value, bool) else value
-           for name, value in database_settings(e2e_url).items()},
-        "MEMPLANE_REDIS_URL": redis_url_for(redis_url.rsplit("/", 1)[0] + "/1"),
+           for name, value in database_settings.items()},
+        "MEMPLANE_REDIS_URL": redis_url,
         "MEMPLANE_DATA_DIR": str(data),
         "MEMPLANE_BOOTSTRAP_TENANT": "acme",
         "MEMPLANE_SHUTDOWN_GRACE_SECONDS": "2",
         "MEMPLANE_ENCRYPTION_KEYS": ENCRYPTION_KEYS,
         "MEMPLANE_USER_KEYS_DIR": str(data / "keys" / "users"),
-    }).start()
+    }
+
+
+@pytest.fixture(scope="session")
+def server(services_urls, database_settings, redis_url_for):
+    database_url, redis_url = services_urls
+    e2e_url = asyncio.run(fresh_database(database_url, "memplane_e2e"))
+    data = make_shared_tmpdir("memplane-e2e-")
+    proc = ServerProcess(server_env(database_settings(e2e_url), redis_url_for(redis_url.rsplit("/", 1)[0] + "/1"),
+                                    data)).start()
     yield proc
     proc.stop()
 

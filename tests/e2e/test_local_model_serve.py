@@ -7,8 +7,7 @@ import asyncio
 from memplane import MemoryClient
 from memplane_server.embedded._process import processes_in
 from tests.conftest import make_shared_tmpdir
-from tests.e2e.conftest import ServerProcess, fresh_database
-from tests.support.keys import ENCRYPTION_KEYS
+from tests.e2e.conftest import ServerProcess, fresh_database, server_env
 from tests.support.local_model import installed_model
 
 
@@ -17,11 +16,7 @@ def test_serve_runs_extraction_on_the_local_model_and_stops_it(services_urls, da
     url = asyncio.run(fresh_database(database_url, "memplane_local_model"))
     data = make_shared_tmpdir("memplane-local-model-")
     server = ServerProcess({
-        **{f"MEMPLANE_{name.upper()}": str(value).lower() if isinstance(value, bool) else value
-           for name, value in database_settings(url).items()},
-        "MEMPLANE_REDIS_URL": redis_url_for(redis_url.rsplit("/", 1)[0] + "/4"),
-        "MEMPLANE_DATA_DIR": str(data), "MEMPLANE_BOOTSTRAP_TENANT": "acme", "MEMPLANE_SHUTDOWN_GRACE_SECONDS": "2",
-        "MEMPLANE_ENCRYPTION_KEYS": ENCRYPTION_KEYS, "MEMPLANE_USER_KEYS_DIR": str(data / "keys" / "users"),
+        **server_env(database_settings(url), redis_url_for(redis_url.rsplit("/", 1)[0] + "/9"), data),
         "MEMPLANE_LOCAL_MODEL": str(installed_model()), "MEMPLANE_LOCAL_MODEL_THREADS": "2",
     }).start(timeout=300)
     try:
