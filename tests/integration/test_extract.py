@@ -187,6 +187,17 @@ async def test_a_date_resolved_from_relative_words_is_kept(llm_deps, fake_llm, m
     assert fact.value == "2026-12-08"
 
 
+async def test_the_model_is_shown_only_the_known_facts_of_the_turns_user(llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    fake_llm.script(answer("ADD", "Hangzhou"))
+    await write_turn(llm_deps, world.writer, "I live in Hangzhou")
+    fake_llm.script(Reply(json.dumps({"operations": []})))
+    other = replace(turn("I like tea", session="other"), user_id="u2")
+    await WriteService(llm_deps).accept(world.writer, [other], "sync")
+    prompt = fake_llm.requests[-1]["body"]["messages"][1]["content"]
+    assert "Hangzhou" not in prompt.split("NEW TURNS:")[0]
+
+
 async def test_the_prompt_renders_times_in_the_callers_zone(llm_deps, fake_llm, make_tenant):
     world = await make_tenant()
     fake_llm.script(answer("ADD", "Hangzhou"))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import signal
 import subprocess
 import sys
@@ -94,10 +93,12 @@ class EmbeddedModel(EmbeddedService):
         }))
         with self._log.open("ab") as log:
             try:
+                # nice(1) rather than a preexec_fn, which is unsafe in a process with threads (the
+                # supervisor restarts it from one); the model's threads inherit the priority.
                 self._process = subprocess.Popen(
-                    [sys.executable, "-m", "llama_cpp.server", "--config_file", str(config)],
+                    ["nice", "-n", "19", sys.executable, "-m", "llama_cpp.server", "--config_file", str(config)],
                     cwd=self._dir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                    start_new_session=True, preexec_fn=lambda: os.nice(19),
+                    start_new_session=True,
                 )
             except OSError as error:
                 raise EmbeddedError(f"cannot run llama_cpp.server: {error}") from error

@@ -91,8 +91,11 @@ class ExtractService:
             new_ids = {t.id for t in turns}
             context = [m for m in reversed(earlier) if m.id not in new_ids][-CONTEXT_TURNS:]
         query = await self.deps.embedder.embed_query(" ".join(t.content for t in turns))
+        # The known facts are the turns' user's: another user's "user.diet = vegetarian" is no fact
+        # about this one, and a model shown it restated it as this user's (bench/hindsight.py).
         candidates = await self.deps.memories.vector_search(
-            caller, MemoryFilter(kinds=(Kind.FACT, Kind.PREFERENCE)), query, limit=KNOWN_FACTS, as_of=None
+            caller, MemoryFilter(kinds=(Kind.FACT, Kind.PREFERENCE), user_id=first.user_id), query,
+            limit=KNOWN_FACTS, as_of=None,
         )
         zone = parse_time_zone(time_zone)
         known = [
