@@ -149,9 +149,9 @@ async def test_an_llm_call_is_a_span_and_counts_its_tokens_for_the_tenant(fake_l
     finally:
         reset_work_tenant(token)
     assert "llm chat" in {s.name for s in spans.get_finished_spans()}
-    tokens = {a["gen_ai.token.type"]: p.value for a, p in points(reader, "memplane.llm.tokens")
+    tokens = {(a["gen_ai.token.type"], a["memplane.llm.stage"]): p.value for a, p in points(reader, "memplane.llm.tokens")
               if a["memplane.tenant"] == "t-llm"}
-    assert tokens == {"input": 1, "output": 1}
+    assert tokens == {("input", "items"): 1, ("output", "items"): 1}
     assert points(reader, "memplane.llm.duration")
 
 

@@ -21,7 +21,7 @@ T = TypeVar("T")
 _tracer = trace.get_tracer("memplane.llm")
 _meter = metrics.get_meter("memplane.server")
 _llm_time = _meter.create_histogram("memplane.llm.duration", unit="ms", description="time of one LLM completion")
-_llm_tokens = _meter.create_counter("memplane.llm.tokens", unit="{token}", description="LLM tokens by tenant")
+_llm_tokens = _meter.create_counter("memplane.llm.tokens", unit="{token}", description="LLM tokens by tenant and stage")
 
 
 class MalformedOutput(ValueError):
@@ -108,7 +108,7 @@ class ChatModel:
         extra = {"max_tokens": expected.max_tokens, **response_format(self._form, expected.name, expected.schema)}
         for attempt in range(2):
             try:
-                response = await self._complete(messages, extra)
+                response = await self._complete(messages, extra, expected.name)
             except Exception as exc:  # litellm raises its own hierarchy and plain network errors
                 raise MemplaneError(Code.UNAVAILABLE, "LLM_UNAVAILABLE",
                                     f"the model {self.model} did not answer ({type(exc).__name__})") from exc
@@ -124,10 +124,10 @@ class ChatModel:
                             {"role": "user", "content": f"That was invalid ({exc}). Answer again with only the JSON object."}]
         raise AssertionError("unreachable")
 
-    async def _complete(self, messages: list[dict], extra: dict):
+    async def _complete(self, messages: list[dict], extra: dict, stage: str):
         """One completion, traced and timed; its tokens counted for the tenant whose work it does.
         Prompts and answers are never recorded (they hold memory content)."""
-        attributes = {"gen_ai.request.model": self.model}
+        attributes = {"gen_ai.request.model": self.model, "memplane.llm.stage": stage}
         start = time.perf_counter()
         with _tracer.start_as_current_span("llm chat", kind=trace.SpanKind.CLIENT, attributes=attributes):
             try:
