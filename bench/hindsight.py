@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/hindsight.py [--sessions N] [--threads 2] [--json out.json]
     .venv/bin/python bench/hindsight.py --server-env MEMPLANE_LLM_MODEL=openai/... --server-env MEMPLANE_LLM_API_BASE=...
+    .venv/bin/python bench/hindsight.py --rescore out.json   # an earlier run's stored facts, scored again
 
 One run starts embedded PostgreSQL and Redis and a real `memplane serve` (foundation.py's
 `running_server`) with the packaged local model (MEMPLANE_LOCAL_MODEL, scripts/install_local_model.py)
@@ -11,8 +12,10 @@ retractions, negations, other people's facts, small talk) is written turn by tur
 with INFER_MODE_SYNC, as a user's agent would, each session under its own user id. Then the user's
 active facts and preferences are read back and scored against the gold answers:
 
-- a gold current fact (subject, value) is found when an active fact of that subject (its entity,
-  "user" for the user) holds the value (case-insensitive, one contained in the other);
+- a gold current fact (subject, value) is found when an active fact holds the value (case-insensitive,
+  one contained in the other) about that subject: for another person of the session (a daughter,
+  a brother) its entity must be that person; for the user any entity but another person's (the
+  model names the user's facts "user", "phone_number", "flight");
 - precision: active facts that match a gold current fact, of all active facts;
 - stale: gold superseded values still active for their subject (a move whose old city stayed);
 - ungrounded: active facts whose value is in none of the session's turns (an invented fact).
@@ -54,11 +57,20 @@ def subject_of(entity: str) -> str:
     return plain(entity).removeprefix("the ")
 
 
-def score(session: dict, facts: list) -> dict:
-    active = [(subject_of(f.entity or "user"), f.value or f.content) for f in facts]
-    found = [g for g in session["current"] if any(s == plain(g[0]) and holds(v, g[1]) for s, v in active)]
-    right = [a for a in active if any(a[0] == plain(g[0]) and holds(a[1], g[1]) for g in session["current"])]
-    stale = [g for g in session["stale"] if any(s == plain(g[0]) and holds(v, g[1]) for s, v in active)]
+def matches(active: tuple[str, str], gold: list[str], people: set[str]) -> bool:
+    """A fact of the user may have any entity the model chose ("user", "phone_number", "flight")
+    but another person's of the session; another person's must have that person as its entity."""
+    subject, value = active
+    wanted = plain(gold[0])
+    same = subject not in people if wanted == "user" else subject == wanted
+    return same and holds(value, gold[1])
+
+
+def score(session: dict, active: list[tuple[str, str]]) -> dict:
+    people = {plain(g[0]) for g in session["current"] + session["stale"]} - {"user"}
+    found = [g for g in session["current"] if any(matches(a, g, people) for a in active)]
+    right = [a for a in active if any(matches(a, g, people) for g in session["current"])]
+    stale = [g for g in session["stale"] if any(matches(a, g, people) for a in active)]
     said = plain(" ".join(session["turns"]))
     ungrounded = [a for a in active if plain(a[1]) not in said]
     return {"gold": len(session["current"]), "found": len(found), "active": len(active), "right": len(right),
@@ -79,12 +91,36 @@ def run(address: str, key: str, sessions: list[dict]) -> tuple[list[dict], list[
                 if written.operation is not None:
                     print(f"  {session['id']} turn {n}: extraction failed, left to a job", flush=True)
             facts = client.list_memories(user_id=user, kinds=["fact", "preference"], page_size=100).items
-            result = {"id": session["id"], "lang": session["lang"], **score(session, list(facts))}
+            active = [(subject_of(f.entity or "user"), f.value or f.content) for f in facts]
+            result = {"id": session["id"], "lang": session["lang"], **score(session, active)}
             results.append(result)
             print(f"  {session['id']:16} found {result['found']}/{result['gold']}  active {result['active']}"
                   f"  stale {result['stale']}/{result['stale_gold']}  ungrounded {result['ungrounded']}"
                   f"  {result['facts']}", flush=True)
     return results, seconds
+
+
+def rescore(path: Path) -> int:
+    """The facts of an earlier run scored by this version of the rules (the gold file as it is now)."""
+    gold = {s["id"]: s for s in json.loads(DATA.read_text())["sessions"]}
+    earlier = json.loads(path.read_text())
+    results = [{"id": r["id"], "lang": r["lang"], **score(gold[r["id"]], [tuple(f) for f in r["facts"]])}
+               for r in earlier["sessions"]]
+    report(results, earlier["model"])
+    return 0
+
+
+def report(results: list[dict], model: str) -> dict:
+    figures = totals(results)
+    print(f"{model}: F1 {figures['f1']}  precision {figures['precision']}  recall {figures['recall']}"
+          f" ({figures['found']}/{figures['gold_current']})  stale {figures['stale']}/{figures['stale_gold']}"
+          f"  ungrounded {figures['ungrounded']} of {figures['active']} active")
+    for lang in ("en", "zh"):
+        f = totals([r for r in results if r["lang"] == lang])
+        print(f"  {lang}: F1 {f['f1']}  precision {f['precision']}  recall {f['recall']} ({f['found']}/{f['gold_current']})"
+              f"  stale {f['stale']}/{f['stale_gold']}  ungrounded {f['ungrounded']} of {f['active']}")
+    print(f"LLM-free: F1 0.0  recall 0.0 (0/{figures['gold_current']}): without a model nothing is extracted")
+    return figures
 
 
 def totals(results: list[dict]) -> dict:
@@ -106,7 +142,10 @@ def main() -> int:
     ap.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE",
                     help="an environment variable for the server, e.g. MEMPLANE_LLM_MODEL=... (repeatable)")
     ap.add_argument("--json", type=Path, help="also write the figures here")
+    ap.add_argument("--rescore", type=Path, help="score the facts a --json run stored again, without a model")
     args = ap.parse_args()
+    if args.rescore:
+        return rescore(args.rescore)
     for pair in args.server_env:
         name, _, value = pair.partition("=")
         os.environ[name] = value
@@ -123,18 +162,11 @@ def main() -> int:
     started = time.perf_counter()
     with running_server("memplane-hindsight-") as server:
         results, seconds = run(server.address, server.key, sessions)
-    figures = totals(results)
+    figures = report(results, model)
     by_lang = {lang: totals([r for r in results if r["lang"] == lang]) for lang in ("en", "zh")}
     seconds.sort()
     timing = {"turn_p50_s": round(seconds[len(seconds) // 2], 1), "turn_max_s": round(seconds[-1], 1),
               "total_s": round(time.perf_counter() - started)}
-    print(f"model:     F1 {figures['f1']}  precision {figures['precision']}  recall {figures['recall']}"
-          f" ({figures['found']}/{figures['gold_current']})  stale {figures['stale']}/{figures['stale_gold']}"
-          f"  ungrounded {figures['ungrounded']} of {figures['active']} active")
-    for lang, f in by_lang.items():
-        print(f"  {lang}:      F1 {f['f1']}  precision {f['precision']}  recall {f['recall']}  stale {f['stale']}"
-              f"/{f['stale_gold']}  ungrounded {f['ungrounded']}")
-    print(f"LLM-free:  F1 0.0  recall 0.0 (0/{figures['gold_current']}): without a model nothing is extracted")
     print(f"time: a turn with extraction p50 {timing['turn_p50_s']} s, max {timing['turn_max_s']} s;"
           f" run {timing['total_s']} s")
     if args.json:
