@@ -14,8 +14,8 @@ active facts and preferences are read back and scored against the gold answers:
 
 - a gold current fact (subject, value) is found when an active fact holds the value (case-insensitive,
   one contained in the other) about that subject: for another person of the session (a daughter,
-  a brother) its entity must be that person; for the user any entity but another person's (the
-  model names the user's facts "user", "phone_number", "flight");
+  a brother) its entity must be one of that person's names ("anna|wife"); for the user any entity
+  but another person's (the model names the user's facts "user", "phone_number", "flight");
 - precision: active facts that match a gold current fact, of all active facts;
 - stale: gold superseded values still active for their subject (a move whose old city stayed);
 - ungrounded: active facts whose value is in none of the session's turns (an invented fact).
@@ -61,13 +61,13 @@ def matches(active: tuple[str, str], gold: list[str], people: set[str]) -> bool:
     """A fact of the user may have any entity the model chose ("user", "phone_number", "flight")
     but another person's of the session; another person's must have that person as its entity."""
     subject, value = active
-    wanted = plain(gold[0])
-    same = subject not in people if wanted == "user" else subject == wanted
+    names = set(plain(gold[0]).split("|"))
+    same = subject not in people if names == {"user"} else subject in names
     return same and holds(value, gold[1])
 
 
 def score(session: dict, active: list[tuple[str, str]]) -> dict:
-    people = {plain(g[0]) for g in session["current"] + session["stale"]} - {"user"}
+    people = {name for g in session["current"] + session["stale"] for name in plain(g[0]).split("|")} - {"user"}
     found = [g for g in session["current"] if any(matches(a, g, people) for a in active)]
     right = [a for a in active if any(matches(a, g, people) for g in session["current"])]
     stale = [g for g in session["stale"] if any(matches(a, g, people) for a in active)]
