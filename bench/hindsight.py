@@ -13,7 +13,7 @@ with INFER_MODE_SYNC, as a user's agent would, each session under its own user i
 active facts and preferences are read back and scored against the gold answers:
 
 - a gold current fact (subject, value) is found when an active fact holds the value (case-insensitive,
-  one contained in the other) about that subject: for another person of the session (a daughter,
+  one contained in the other; a date is given in its forms, "March 5|03-05") about that subject: for another person of the session (a daughter,
   a brother) its entity must be one of that person's names ("anna|wife"); for the user any entity
   but another person's (the model names the user's facts "user", "phone_number", "flight");
 - precision: active facts that match a gold current fact, of all active facts;
@@ -63,7 +63,7 @@ def matches(active: tuple[str, str], gold: list[str], people: set[str]) -> bool:
     subject, value = active
     names = set(plain(gold[0]).split("|"))
     same = subject not in people if names == {"user"} else subject in names
-    return same and holds(value, gold[1])
+    return same and any(holds(value, form) for form in gold[1].split("|"))
 
 
 def score(session: dict, active: list[tuple[str, str]]) -> dict:
