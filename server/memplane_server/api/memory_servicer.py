@@ -118,7 +118,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
             response.result.summary = result.summary
             response.result.merged_count = result.merged_count
             response.result.used_llm = result.used_llm
-            response.result.reason = result.reason
+            response.result.reason = "; ".join(part for part in (result.reason, result.degraded) if part)
             response.result.skipped = result.skipped
         return response
 

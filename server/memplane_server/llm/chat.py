@@ -22,6 +22,9 @@ _tracer = trace.get_tracer("memplane.llm")
 _meter = metrics.get_meter("memplane.server")
 _llm_time = _meter.create_histogram("memplane.llm.duration", unit="ms", description="time of one LLM completion")
 _llm_tokens = _meter.create_counter("memplane.llm.tokens", unit="{token}", description="LLM tokens by tenant and stage")
+# A stage that went on without the model's part after it answered malformed twice (by stage).
+LLM_DEGRADED = _meter.create_counter("memplane.llm.degraded", unit="{call}",
+                                     description="LLM stages done without the model after malformed answers")
 
 
 class MalformedOutput(ValueError):

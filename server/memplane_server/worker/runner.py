@@ -158,7 +158,8 @@ class JobRunner:
         if job.type == "reflect":
             task = input_from_json(opened_task(job.payload, caller.require_tenant()))
             outcome = await self.reflect.run(caller, task, request=request)
-            return JobDone(outcome.memories, outcome.summary)
+            return JobDone(outcome.memories, f"{outcome.summary} ({outcome.degraded})" if outcome.degraded
+                           else outcome.summary)
         if job.type == "refresh_summary":
             # A summary erased by a hard forget (migration 0010) is named by its session in the payload.
             outcome = await self.reflect.refresh_summary(

@@ -49,6 +49,7 @@ class ReflectOutcome:
     used_llm: bool = False
     reason: str = ""  # why it ran, or why it was skipped (then nothing was stored)
     skipped: bool = False
+    degraded: str = ""  # why it ran without the model's part (then only what needs no model was stored)
 
 
 def input_to_json(r: ReflectInput) -> dict:

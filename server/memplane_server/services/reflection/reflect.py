@@ -19,7 +19,7 @@ import numpy as np
 
 from ...core.access.caller import Caller, Role, caller_to_json
 from ...core.access.requests import RequestKey, request_key
-from ...core.errors import invalid
+from ...core.errors import MemplaneError, invalid
 from ...core.model import Kind, MemoryDraft, MemoryFilter, MemoryRecord, Scope, Status
 from ...core.operations import Operation
 from ...core.paging import decode_position, encode_token
@@ -47,6 +47,8 @@ from ...core.validation import (
     clamp_page_size,
 )
 from ...core.write.observations import statement_key
+from ...llm.chat import LLM_DEGRADED
+from ...llm.reflection import Reflection
 from ...llm.reflection import reflect as reflect_with_model
 from ...llm.summary import refresh as refresh_with_model
 from ...stores.sealing import OPENERS, key_from_json
@@ -195,8 +197,8 @@ class ReflectService:
             summary = task_summary(r.task)
             source = ("task", r.task.task_id)
         drafts: list[MemoryDraft] = []
-        if self.deps.llm is not None and transcript.strip():
-            reflection = await reflect_with_model(self.deps.llm, transcript)
+        reflection = await self._model_reflection(transcript, outcome) if transcript.strip() else None
+        if reflection is not None:
             outcome.used_llm = True
             if reflection.summary and r.session_id:
                 sources = tuple(m.stored_id for m in records)  # the model read all of them
@@ -214,6 +216,22 @@ class ReflectService:
         if r.session_id and r.user_id:
             await self._user_summary(caller, r, request)
         return outcome
+
+    async def _model_reflection(self, transcript: str, outcome: ReflectOutcome) -> Reflection | None:
+        """The model's reflection; None without a model, or when it answered twice without the
+        expected JSON: asked again at temperature 0 it gives the same answer, so a retried job would
+        fail the same way and store nothing at all. The reflection then stores what needs no model and
+        says so. A provider that fails or times out is down for now: that still fails, and is retried."""
+        if self.deps.llm is None:
+            return None
+        try:
+            return await reflect_with_model(self.deps.llm, transcript)
+        except MemplaneError as exc:
+            if exc.reason != "LLM_MALFORMED_OUTPUT":
+                raise
+        LLM_DEGRADED.add(1, {"memplane.llm.stage": "reflection"})
+        outcome.degraded = "the model answered twice without the expected JSON; reflected without it"
+        return None
 
     async def _user_summary(
         self, caller: Caller, r: ReflectInput, request: RequestKey | None, *, unless_empty: bool = False,
