@@ -18,7 +18,7 @@ from ...core.access.caller import Caller
 from ...core.access.requests import RequestKey
 from ...core.model import UPDATABLE_FIELDS, MemoryDraft, MemoryRecord, Scope, Status
 from ...core.write.conflicts import ConflictRule, conflict_reason
-from ...core.write.observations import DEDUP_KINDS, reobserved_confidence, same_statement, sameness, write_lock
+from ...core.write.observations import DEDUP_KINDS, reobserved_confidence, sameness, statement_key, write_lock
 from ...core.write.outcomes import CREATED, REPLAYED, ItemOutcome, Outcome
 from ..sealing import Texts, open_texts, seal
 from ..user_keys import Sealing
@@ -103,6 +103,12 @@ async def append_history(
 ) -> None:
     if records:
         await conn.execute(HISTORY_ROWS, *history_args([(r, action, reason) for r in records], actor))
+
+
+def statement(user_id: str | None, content: str, value: str | None) -> tuple[str | None, str, str]:
+    """What a memory states and about whom: two memories merge only when these are equal ("likes
+    tea" of one user is not another's)."""
+    return user_id, statement_key(content), statement_key(value)
 
 
 class WriteTransaction:
@@ -196,13 +202,14 @@ class WriteTransaction:
 
     async def _one(self, s: StoredDraft) -> tuple[MemoryRecord, ItemOutcome]:
         d = s.draft
+        says = statement(d.user_id, d.content, d.value)
         if d.entity and d.attribute:
             current = await self._current_fact(d)
-            if current is not None and self._restates(current, d):
+            if current is not None and says == statement(current.user_id, current.content, current.value):
                 return await self._reobserve(current, s), self._merged(current, d)
             if current is not None and self.conflicts and (
                     why := conflict_reason(current, d, datetime.now(timezone.utc), self.conflicts)):
-                if (same := await self._open_challenger(current, d)) is not None:
+                if (same := await self._open_challenger(current, says)) is not None:
                     return await self._reobserve(same, s), self._merged(same, d)
                 record = await self._insert(s, replaces=None, contradicts=(current, why))
                 return record, ItemOutcome(Outcome.NEEDS_CONFIRMATION, str(current.id), why)
@@ -214,15 +221,9 @@ class WriteTransaction:
             # The nearest by embedding are only candidates: texts that differ in one small word
             # ("on"/"off", "to"/"from") embed above the threshold, so a merge needs the same statement.
             for twin in await self._nearest(s):
-                if self._restates(twin, d):
+                if says == statement(twin.user_id, twin.content, twin.value):
                     return await self._reobserve(twin, s), self._merged(twin, d)
         return await self._insert(s, replaces=None), CREATED
-
-    @staticmethod
-    def _restates(existing: MemoryRecord, d: MemoryDraft) -> bool:
-        """The same statement about the same user: "likes tea" of one user is not another's."""
-        return (existing.user_id == d.user_id and same_statement(existing.content, d.content)
-                and same_statement(existing.value, d.value))
 
     @staticmethod
     def _merged(into: MemoryRecord, d: MemoryDraft) -> ItemOutcome:
@@ -240,13 +241,13 @@ class WriteTransaction:
         )
         return record_from_row(row) if row else None
 
-    async def _open_challenger(self, current: MemoryRecord, d: MemoryDraft) -> MemoryRecord | None:
-        """A value already waiting for confirmation against current that says the same as d."""
+    async def _open_challenger(self, current: MemoryRecord, says: tuple[str | None, str, str]) -> MemoryRecord | None:
+        """A value already waiting for confirmation against current that states what `says` does."""
         rows = await self.conn.fetch(
             f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.conflicts_with = $1 AND m.status = 'needs_confirmation'",
             current.id,
         )
-        return next((r for r in map(record_from_row, rows) if self._restates(r, d)), None)
+        return next((r for r in map(record_from_row, rows) if statement(r.user_id, r.content, r.value) == says), None)
 
     async def _nearest(self, s: StoredDraft) -> list[MemoryRecord]:
         """The closest memories of the draft's kind and space above the near-duplicate threshold, closest first."""
