@@ -106,6 +106,11 @@ async def fresh_database(dsn: str, name: str) -> str:
     return dsn.rsplit("/", 1)[0] + "/" + name
 
 
+def embedded_env(data: Path, redis_url: str) -> dict[str, str]:
+    """A server on its own embedded PostgreSQL in `data`, beside the session's Redis (a database of its own)."""
+    return {"MEMPLANE_DATA_DIR": str(data), "MEMPLANE_REDIS_URL": redis_url, "MEMPLANE_SHUTDOWN_GRACE_SECONDS": "2"}
+
+
 def server_env(database_settings: dict, redis_url: str, data: Path) -> dict[str, str]:
     """A test server's environment: its own database and Redis database, data dir and keys."""
     return {

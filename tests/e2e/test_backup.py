@@ -17,7 +17,7 @@ import pytest
 
 from memplane import AdminClient, MemoryClient
 from tests.conftest import make_shared_tmpdir
-from tests.e2e.conftest import ServerProcess, fresh_database
+from tests.e2e.conftest import ServerProcess, embedded_env, fresh_database
 
 CORPUS = [
     "The payments service deploys every Thursday after the freeze lifts",
@@ -101,8 +101,7 @@ def test_backup_under_write_load_restores_into_a_fresh_data_dir(services_urls, t
     monkeypatch.delenv("MEMPLANE_DATABASE_URL", raising=False)
     redis = services_urls[1].rsplit("/", 1)[0] + "/3"
     first_dir, second_dir = tmp_dirs("memplane-backup-a-"), tmp_dirs("memplane-backup-b-")
-    first = ServerProcess({"MEMPLANE_DATA_DIR": str(first_dir), "MEMPLANE_REDIS_URL": redis,
-                           "MEMPLANE_SHUTDOWN_GRACE_SECONDS": "2"}).start()
+    first = ServerProcess(embedded_env(first_dir, redis)).start()
     try:
         tenant_key = first.key("tenant admin")
         with AdminClient(first.target, first.key("platform admin")) as admin:
@@ -128,8 +127,7 @@ def test_backup_under_write_load_restores_into_a_fresh_data_dir(services_urls, t
     shutil.copytree(first_dir / "keys", second_dir / "keys")
     restored = memplane({"MEMPLANE_DATA_DIR": str(second_dir)}, "restore", str(archive))
     assert restored.returncode == 0, restored.stderr
-    second = ServerProcess({"MEMPLANE_DATA_DIR": str(second_dir), "MEMPLANE_REDIS_URL": redis,
-                            "MEMPLANE_SHUTDOWN_GRACE_SECONDS": "2"}).start()
+    second = ServerProcess(embedded_env(second_dir, redis)).start()
     try:
         with MemoryClient(second.target, load_key) as client:
             present = {m.id for m in client.iter_memories(page_size=500)}

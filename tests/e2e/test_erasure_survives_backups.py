@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from memplane import MemoryClient
-from tests.e2e.conftest import ServerProcess, free_port
+from tests.e2e.conftest import ServerProcess, embedded_env, free_port
 from tests.e2e.test_backup import memplane, tmp_dirs  # noqa: F401 (a fixture)
 
 ANN = ["Ann prefers aisle seats on long flights", "Ann's badge number is 40417"]
@@ -28,8 +28,7 @@ def test_a_user_erased_after_a_backup_and_an_export_does_not_come_back_from_eith
     redis = services_urls[1].rsplit("/", 1)[0] + "/4"
     first_dir, second_dir = tmp_dirs("memplane-shred-a-"), tmp_dirs("memplane-shred-b-")
     export_file = first_dir / "default.jsonl"
-    first = ServerProcess({"MEMPLANE_DATA_DIR": str(first_dir), "MEMPLANE_REDIS_URL": redis,
-                           "MEMPLANE_SHUTDOWN_GRACE_SECONDS": "2"}).start()
+    first = ServerProcess(embedded_env(first_dir, redis)).start()
     try:
         tenant_key = first.key("tenant admin")
         with MemoryClient(first.target, tenant_key) as client:
@@ -58,8 +57,7 @@ def test_a_user_erased_after_a_backup_and_an_export_does_not_come_back_from_eith
     assert f"{len(ANN) + len(NOBODY)} memories" in imported.stdout
     assert f"left out as erased: {len(BOB)} memories" in imported.stderr
 
-    second = ServerProcess({"MEMPLANE_DATA_DIR": str(second_dir), "MEMPLANE_REDIS_URL": redis,
-                            "MEMPLANE_SHUTDOWN_GRACE_SECONDS": "2"}).start()
+    second = ServerProcess(embedded_env(second_dir, redis)).start()
     try:
         with MemoryClient(second.target, tenant_key) as client:
             back = {m.content: m.user_id for m in client.iter_memories(page_size=100)}
@@ -76,8 +74,7 @@ def test_a_restore_without_the_keys_folder_serves_nothing_until_its_sweep_is_don
     monkeypatch.delenv("MEMPLANE_DATABASE_URL", raising=False)
     redis = services_urls[1].rsplit("/", 1)[0] + "/8"
     first_dir, second_dir = tmp_dirs("memplane-unswept-a-"), tmp_dirs("memplane-unswept-b-")
-    first = ServerProcess({"MEMPLANE_DATA_DIR": str(first_dir), "MEMPLANE_REDIS_URL": redis,
-                           "MEMPLANE_SHUTDOWN_GRACE_SECONDS": "2"}).start()
+    first = ServerProcess(embedded_env(first_dir, redis)).start()
     try:
         tenant_key = first.key("tenant admin")
         with MemoryClient(first.target, tenant_key) as client:
@@ -93,8 +90,7 @@ def test_a_restore_without_the_keys_folder_serves_nothing_until_its_sweep_is_don
     restored = memplane({"MEMPLANE_DATA_DIR": str(second_dir)}, "restore", made.stdout.strip())
     assert restored.returncode == 1 and "then run `memplane keys sweep`" in restored.stderr, restored.stderr
     shutil.copytree(first_dir / "keys", second_dir / "keys", dirs_exist_ok=True)
-    server_env = {"MEMPLANE_DATA_DIR": str(second_dir), "MEMPLANE_REDIS_URL": redis,
-                  "MEMPLANE_SHUTDOWN_GRACE_SECONDS": "2"}
+    server_env = embedded_env(second_dir, redis)
 
     refused = memplane({**server_env, "MEMPLANE_LISTEN": f"127.0.0.1:{free_port()}"}, "serve", timeout=180)
 
