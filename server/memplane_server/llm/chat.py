@@ -22,9 +22,15 @@ _tracer = trace.get_tracer("memplane.llm")
 _meter = metrics.get_meter("memplane.server")
 _llm_time = _meter.create_histogram("memplane.llm.duration", unit="ms", description="time of one LLM completion")
 _llm_tokens = _meter.create_counter("memplane.llm.tokens", unit="{token}", description="LLM tokens by tenant and stage")
-# A stage that went on without the model's part after it answered malformed twice (by stage).
+# A stage that went on without the model's part (by stage and DEGRADED_REASON).
 LLM_DEGRADED = _meter.create_counter("memplane.llm.degraded", unit="{call}",
-                                     description="LLM stages done without the model after malformed answers")
+                                     description="LLM stages done without the model (malformed answers, budget spent)")
+# Reasons of a MemplaneError from ask_json after which a stage goes on with its LLM-free result
+# rather than failing or being retried: asking again would not change the answer (a model that
+# answered malformed twice at temperature 0, a tenant whose token budget is spent).
+DEGRADING_REASONS = frozenset({"LLM_MALFORMED_OUTPUT", "LLM_BUDGET_EXHAUSTED"})
+# The LLM_DEGRADED attribute naming which of DEGRADING_REASONS it was.
+DEGRADED_REASON = "memplane.llm.reason"
 
 
 class MalformedOutput(ValueError):
