@@ -1,7 +1,10 @@
-"""Hindsight benchmark, part (a): extraction over sessions with gold answers.
+"""Hindsight benchmark: (a) extraction over sessions with gold answers, (b) lessons before a similar task.
 
-    .venv/bin/python bench/hindsight.py [--sessions N] [--threads 2] [--json out.json]
+Part (b) is bench/hindsight_lessons.py (`--part b`, or `--part all` for both); this page is part (a).
+
+    .venv/bin/python bench/hindsight.py [--part a|b|all] [--sessions N] [--tasks N] [--threads 2] [--json out.json]
     .venv/bin/python bench/hindsight.py --server-env MEMPLANE_LLM_MODEL=openai/... --server-env MEMPLANE_LLM_API_BASE=...
+    .venv/bin/python bench/hindsight.py --part b --llm-free   # part (b) against a server without a model
     .venv/bin/python bench/hindsight.py --rescore out.json   # an earlier run's stored facts, scored again
 
 One run starts embedded PostgreSQL and Redis and a real `memplane serve` (foundation.py's
@@ -33,6 +36,7 @@ import time
 import unicodedata
 from pathlib import Path
 
+import hindsight_lessons as lessons
 from foundation import environment, running_server  # also sets the OMP environment
 
 from memplane import MemoryClient
@@ -101,13 +105,26 @@ def run(address: str, key: str, sessions: list[dict]) -> tuple[list[dict], list[
 
 
 def rescore(path: Path) -> int:
-    """The facts of an earlier run scored by this version of the rules (the gold file as it is now)."""
-    gold = {s["id"]: s for s in json.loads(DATA.read_text())["sessions"]}
+    """The facts (or, for part b, the answers) of an earlier run scored by this version of the rules
+    (the gold files as they are now); a `--part all` file holds both."""
     earlier = json.loads(path.read_text())
+    for part in ("a", "b"):
+        if part in earlier:
+            print(f"part ({part}):")
+            rescore_run(earlier[part])
+    if "a" not in earlier and "b" not in earlier:
+        rescore_run(earlier)
+    return 0
+
+
+def rescore_run(earlier: dict) -> None:
+    if "items" in earlier:
+        lessons.rescore(earlier)
+        return
+    gold = {s["id"]: s for s in json.loads(DATA.read_text())["sessions"]}
     results = [{"id": r["id"], "lang": r["lang"], **score(gold[r["id"]], [tuple(f) for f in r["facts"]])}
                for r in earlier["sessions"]]
     report(results, earlier["model"])
-    return 0
 
 
 def report(results: list[dict], model: str) -> dict:
@@ -135,28 +152,9 @@ def totals(results: list[dict]) -> dict:
             "ungrounded": sum(r["ungrounded"] for r in results)}
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sessions", type=int, default=0, help="only the first N sessions (0: all)")
-    ap.add_argument("--threads", type=int, default=2, help="MEMPLANE_LOCAL_MODEL_THREADS for the packaged model")
-    ap.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE",
-                    help="an environment variable for the server, e.g. MEMPLANE_LLM_MODEL=... (repeatable)")
-    ap.add_argument("--json", type=Path, help="also write the figures here")
-    ap.add_argument("--rescore", type=Path, help="score the facts a --json run stored again, without a model")
-    args = ap.parse_args()
-    if args.rescore:
-        return rescore(args.rescore)
-    for pair in args.server_env:
-        name, _, value = pair.partition("=")
-        os.environ[name] = value
-    if "MEMPLANE_LLM_MODEL" not in os.environ:
-        if not MODEL.is_file():
-            sys.exit(f"{MODEL} is missing: run scripts/install_local_model.py, or name a model with --server-env")
-        os.environ.setdefault("MEMPLANE_LOCAL_MODEL", str(MODEL))
-        os.environ.setdefault("MEMPLANE_LOCAL_MODEL_THREADS", str(args.threads))
+def part_a(args: argparse.Namespace, model: str) -> dict:
     sessions = json.loads(DATA.read_text())["sessions"]
     sessions = sessions[:args.sessions] if args.sessions else sessions
-    model = os.environ.get("MEMPLANE_LLM_MODEL") or Path(os.environ["MEMPLANE_LOCAL_MODEL"]).name
     print(f"hindsight (a) extraction: {len(sessions)} sessions, {sum(len(s['turns']) for s in sessions)} turns,"
           f" model {model}; {environment()}", flush=True)
     started = time.perf_counter()
@@ -169,10 +167,65 @@ def main() -> int:
               "total_s": round(time.perf_counter() - started)}
     print(f"time: a turn with extraction p50 {timing['turn_p50_s']} s, max {timing['turn_max_s']} s;"
           f" run {timing['total_s']} s")
+    return {"model": model, "totals": figures, "by_lang": by_lang, "timing": timing, "sessions": results,
+            "environment": environment()}
+
+
+def part_b(args: argparse.Namespace, model: str) -> dict:
+    items = lessons.load(args.tasks)
+    print(f"hindsight (b) lessons: {len(items)} tasks ({sum(i['lang'] == 'zh' for i in items)} Chinese),"
+          f" {sum(bool(i['gold']) for i in items)} with a lesson, model {model}; {environment()}", flush=True)
+    started = time.perf_counter()
+    with running_server("memplane-hindsight-b-") as server:
+        results, seconds, without_model = lessons.run(server.address, server.key, items)
+    figures = lessons.report(results, model)
+    by_lang = {lang: lessons.totals([r for r in results if r["lang"] == lang]) for lang in ("en", "zh")}
+    timing = lessons.timing(seconds, started)
+    print(f"time: a reflection p50 {timing['reflect_p50_s']} s, max {timing['reflect_max_s']} s;"
+          f" {without_model} of {len(items)} reflections without the model's part; run {timing['total_s']} s")
+    return {"part": "b", "model": model, "totals": figures, "by_lang": by_lang, "timing": timing,
+            "without_model": without_model, "items": results, "environment": environment()}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--part", choices=("a", "b", "all"), default="a",
+                    help="a: extraction; b: lessons before a similar task (hindsight_lessons.py); all: both")
+    ap.add_argument("--sessions", type=int, default=0, help="part a: only the first N sessions (0: all)")
+    ap.add_argument("--tasks", type=int, default=0,
+                    help="part b: only the first N tasks, English and Chinese in turn (0: all)")
+    ap.add_argument("--llm-free", action="store_true", help="part b: a server without a model")
+    ap.add_argument("--threads", type=int, default=2, help="MEMPLANE_LOCAL_MODEL_THREADS for the packaged model")
+    ap.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE",
+                    help="an environment variable for the server, e.g. MEMPLANE_LLM_MODEL=... (repeatable)")
+    ap.add_argument("--json", type=Path, help="also write the figures here")
+    ap.add_argument("--rescore", type=Path, help="score what a --json run stored again, without a model")
+    args = ap.parse_args()
+    if args.rescore:
+        return rescore(args.rescore)
+    for pair in args.server_env:
+        name, _, value = pair.partition("=")
+        os.environ[name] = value
+    if args.llm_free:
+        if args.part != "b":
+            sys.exit("--llm-free is for part b: without a model, part a's extraction stores nothing")
+        for name in ("MEMPLANE_LLM_MODEL", "MEMPLANE_LOCAL_MODEL"):
+            os.environ.pop(name, None)
+        model = "LLM-free"
+    elif "MEMPLANE_LLM_MODEL" not in os.environ:
+        if not MODEL.is_file():
+            sys.exit(f"{MODEL} is missing: run scripts/install_local_model.py, or name a model with --server-env")
+        os.environ.setdefault("MEMPLANE_LOCAL_MODEL", str(MODEL))
+        os.environ.setdefault("MEMPLANE_LOCAL_MODEL_THREADS", str(args.threads))
+    if not args.llm_free:
+        model = os.environ.get("MEMPLANE_LLM_MODEL") or Path(os.environ["MEMPLANE_LOCAL_MODEL"]).name
+    out = {}
+    if args.part in ("a", "all"):
+        out["a"] = part_a(args, model)
+    if args.part in ("b", "all"):
+        out["b"] = part_b(args, model)
     if args.json:
-        args.json.write_text(json.dumps({"model": model, "totals": figures, "by_lang": by_lang, "timing": timing,
-                                         "sessions": results, "environment": environment()}, ensure_ascii=False,
-                                        indent=1))
+        args.json.write_text(json.dumps(out if args.part == "all" else out[args.part], ensure_ascii=False, indent=1))
     return 0
 
 
