@@ -35,13 +35,14 @@ def turn(text: str, session: str = "chat") -> MemoryDraft:
 
 
 def new_turn_id(body: dict) -> str:
+    """The label the prompt gives the first new turn."""
     prompt = body["messages"][1]["content"]
-    return re.findall(r"\[([0-9a-f-]{36})\]", prompt.split("NEW TURNS:")[1])[0]
+    return re.findall(r"\[(n\d+)\]", prompt.split("NEW TURNS:")[1])[0]
 
 
 def new_turn_text(body: dict) -> str:
     prompt = body["messages"][1]["content"]
-    return re.findall(r"\[[0-9a-f-]{36}\] (.*)", prompt.split("NEW TURNS:")[1])[0]
+    return re.findall(r"\[n\d+\] (.*)", prompt.split("NEW TURNS:")[1])[0]
 
 
 def answer(op: str, value: str, old: str = "") -> Reply:
@@ -168,13 +169,24 @@ async def test_a_claim_not_grounded_in_its_turn_is_dropped(llm_deps, fake_llm, m
     assert extracted == [] and operation is None and len(records) == 1
 
 
-async def test_a_claim_citing_no_new_turn_is_dropped(llm_deps, fake_llm, make_tenant):
+async def test_a_claim_quoting_an_earlier_turn_is_dropped(llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    fake_llm.script(Reply(json.dumps({"operations": []})))
+    await write_turn(llm_deps, world.writer, "I live in Berlin")
+    fake_llm.script(Reply(json.dumps({"operations": [{
+        "op": "ADD", "kind": "fact", "entity": "user", "attribute": "city", "value": "Berlin",
+        "content": "The user lives in Berlin", "confidence": 0.95, "source_turn": "e1", "evidence": "I live in Berlin"}]})))
+    _, extracted, _ = await write_turn(llm_deps, world.writer, "Thanks!")
+    assert extracted == []
+
+
+async def test_a_claim_naming_no_turn_stands_on_the_new_turn_its_evidence_quotes(llm_deps, fake_llm, make_tenant):
     world = await make_tenant()
     fake_llm.script(Reply(json.dumps({"operations": [{
         "op": "ADD", "kind": "fact", "entity": "user", "attribute": "city", "value": "Berlin",
-        "content": "The user lives in Berlin", "confidence": 0.95, "source_turn": "", "evidence": "I live in Berlin"}]})))
-    _, extracted, _ = await write_turn(llm_deps, world.writer, "I live in Berlin")
-    assert extracted == []
+        "content": "The user lives in Berlin", "confidence": 0.95, "source_turn": "3f2a-garbled", "evidence": "I live in Berlin"}]})))
+    [stored], [fact], _ = await write_turn(llm_deps, world.writer, "I live in Berlin")
+    assert fact.source_id == str(stored.id)
 
 
 async def test_a_date_resolved_from_relative_words_is_kept(llm_deps, fake_llm, make_tenant):
@@ -206,7 +218,7 @@ async def test_the_prompt_renders_times_in_the_callers_zone(llm_deps, fake_llm, 
     await write_turn(llm_deps, world.writer, "still in Hangzhou", time_zone="Asia/Shanghai")
     prompt = fake_llm.requests[-1]["body"]["messages"][1]["content"]
     assert prompt.startswith("NOW: ") and " CST" in prompt.splitlines()[0]
-    assert re.search(r"address = Hangzhou \(updated \d{4}-\d\d-\d\d \d\d:\d\d CST\)", prompt)
+    assert re.search(r"\[updated \d{4}-\d\d-\d\d \d\d:\d\d CST\] user\.address = Hangzhou", prompt)
 
 
 async def test_what_the_model_extracts_passes_the_content_policy_and_a_refusal_becomes_a_redaction(
@@ -224,3 +236,57 @@ async def test_what_the_model_extracts_passes_the_content_policy_and_a_refusal_b
     _, [fact], _ = await write_turn(llm_deps, world.writer, "you can write to me at li.wei at example dot cn")
 
     assert (fact.content, fact.value) == ("The user's e-mail is [REDACTED:email]", "[REDACTED:email]")
+
+
+def claim(op: str, attribute: str, value: str, old: str = "") -> Reply:
+    def build(body: dict) -> str:
+        return json.dumps({"operations": [{
+            "op": op, "kind": "fact", "entity": "user", "attribute": attribute, "value": value, "old_value": old,
+            "content": f"The user's {attribute} is {value}", "confidence": 0.95, "source_turn": new_turn_id(body),
+            "evidence": new_turn_text(body)}]})
+    return Reply(build)
+
+
+async def test_a_delete_retires_the_turns_users_fact_and_not_another_users(llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    fake_llm.script(answer("ADD", "Berlin"))
+    await write_turn(llm_deps, world.writer, "I live in Berlin")
+    fake_llm.script(answer("ADD", "Berlin"))
+    await WriteService(llm_deps).accept(world.writer, [replace(turn("I live in Berlin too"), user_id="u2")], "sync")
+    fake_llm.script(answer("DELETE", "", "Berlin"))
+    await write_turn(llm_deps, world.writer, "forget where I live, I moved out")
+    left, _ = await MemoriesService(llm_deps).list(world.writer, MemoryFilter(entity="user", kinds=(Kind.FACT,)), 10, "")
+    assert [(m.user_id, m.value) for m in left] == [("u2", "Berlin")]
+
+
+async def test_a_delete_of_a_fact_nobody_knows_is_dropped(llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    fake_llm.script(answer("ADD", "Berlin"))
+    await write_turn(llm_deps, world.writer, "I live in Berlin")
+    fake_llm.script(claim("DELETE", "pet", ""))
+    await write_turn(llm_deps, world.writer, "no more pets for me")
+    left, _ = await MemoriesService(llm_deps).list(world.writer, MemoryFilter(entity="user"), 10, "")
+    assert [m.value for m in left] == ["Berlin"]
+
+
+async def test_an_update_under_new_names_whose_old_value_is_one_known_fact_supersedes_it(llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    fake_llm.script(claim("ADD", "job", "nurse"))
+    await write_turn(llm_deps, world.writer, "I am a nurse")
+    fake_llm.script(claim("UPDATE", "occupation", "teacher", old="Nurse"))
+    _, [teacher], _ = await write_turn(llm_deps, world.writer, "I quit and now I am a teacher")
+    assert (teacher.attribute, teacher.value) == ("job", "teacher")
+    current, _ = await MemoriesService(llm_deps).list(world.writer, MemoryFilter(entity="user", kinds=(Kind.FACT,)), 10, "")
+    assert [m.value for m in current] == ["teacher"]
+
+
+async def test_a_turn_that_says_nothing_of_a_known_fact_does_not_observe_it_again(llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    fake_llm.script(answer("ADD", "Berlin"))
+    await write_turn(llm_deps, world.writer, "I live in Berlin")
+    fake_llm.script(Reply(lambda body: json.dumps({"operations": [{
+        "op": "UPDATE", "kind": "fact", "entity": "user", "attribute": "address", "value": "Berlin", "old_value": "Berlin",
+        "content": "The user's address is Berlin", "confidence": 1.0, "source_turn": new_turn_id(body),
+        "evidence": "Thanks."}]})))
+    _, extracted, _ = await write_turn(llm_deps, world.writer, "Thanks.")
+    assert extracted == []

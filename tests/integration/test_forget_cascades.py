@@ -92,7 +92,7 @@ async def test_hard_forgetting_a_summarised_fact_rebuilds_the_summary_and_leaves
 def address_reply(place: str) -> Reply:
     def build(body: dict) -> str:
         prompt = body["messages"][1]["content"]
-        turn_id = re.findall(r"\[([0-9a-f-]{36})\]", prompt.split("NEW TURNS:")[1])[0]
+        turn_id = re.findall(r"\[(n\d+)\]", prompt.split("NEW TURNS:")[1])[0]
         return json.dumps({"operations": [{
             "op": "ADD", "kind": "fact", "entity": "user", "attribute": "address", "value": place, "old_value": "",
             "content": f"The user's address is {place}", "confidence": 0.95, "source_turn": turn_id,

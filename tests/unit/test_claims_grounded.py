@@ -23,6 +23,25 @@ def test_a_claim_quoting_its_turn_with_a_value_it_read_stands(evidence, turn, va
     ("I live in Paris", "I live in Berlin", "Paris", "I live in Berlin", "not in the turn"),
     ("hi, how are you today?", "hi, how are you today?", "Shenzhen", "hi, how are you today?", "in nothing"),
     ("my number is new", "my number is new", "555-0199", "my number is new", "in nothing"),
+    ("今晚做什么菜好？", "今晚做什么菜好？", "今晚做什么菜好？", "今晚做什么菜好？", "a question"),
+    ("Where can I wash it?", "Where can I wash it?", "wash it?", "Where can I wash it?", "a question"),
+    ("Okay, bye for now.", "Okay, bye for now.", "Okay, bye for now.", "Okay, bye for now.", "the whole turn"),
+    ("哈哈哈，好的，再见。", "哈哈哈，好的，再见。", "哈哈哈，好的，再见", "哈哈哈，好的，再见。", "the whole turn"),
 ])
 def test_a_claim_the_input_does_not_hold_is_dropped(evidence, turn, value, shown, why):
     assert why in (ungrounded(evidence, turn, value, shown) or "")
+
+
+@pytest.mark.parametrize("turn", ["Berlin.", "Vegetarian", "深圳。"])
+def test_a_short_answer_is_a_value_though_it_is_the_whole_turn(turn):
+    assert ungrounded(turn, turn, turn.strip("."), turn) is None
+
+
+def test_a_turn_that_does_not_state_the_known_value_does_not_observe_it_again():
+    shown = "user allergy penicillin\nThanks."
+    assert "restates a known value" in ungrounded("Thanks.", "Thanks.", "penicillin", shown, current="penicillin")
+
+
+def test_a_value_from_an_earlier_turn_that_is_not_the_current_one_stands():
+    shown = "I lived in Hangzhou before\nuser city Shanghai\nI'm moving back"
+    assert ungrounded("moving back", "I'm moving back", "Hangzhou", shown, current="Shanghai") is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.model import Kind
+from ..core.write.claims import quotes
 from .chat import ChatModel, MalformedOutput, answer_confidence, answer_items, answer_kind, json_answer
 from .structured import CONFIDENCE, Expected, array, obj, string
 
@@ -12,24 +13,33 @@ OPERATIONS = ("ADD", "UPDATE", "DELETE", "NOOP")
 MAX_OPERATIONS = 30
 FACT_KINDS = frozenset({Kind.FACT, Kind.PREFERENCE})
 
-SYSTEM_PROMPT = """You maintain an AI agent's memory of facts and preferences about users and the world.
-You get KNOWN FACTS (grouped by entity, with the current value and when it was last updated) and
-NEW TURNS of a conversation, each with an id. Decide what the new turns change.
-Return ONLY a JSON object: {"operations": [{"op": "ADD|UPDATE|DELETE|NOOP", "kind": "fact|preference",
-"entity": "...", "attribute": "...", "value": "...", "old_value": "...", "content": "...",
-"confidence": 0.0, "source_turn": "...", "evidence": "..."}]}
-- ADD a fact or preference that is not known yet; UPDATE when a turn gives a new value for a known
-  entity/attribute (old_value is the known value); DELETE when a turn says a known fact no longer holds;
-  NOOP when a turn repeats what is known.
-- Resolve references ("change it to the new one", "no, back to the old one") against the known facts and
-  earlier turns. Use short lowercase entity and attribute names, e.g. entity "user", attribute "address".
-- value is copied from the turns or the known facts in their own words and language (a city written
-  深圳 stays 深圳); content may rephrase it.
-- content is one self-contained sentence stating the fact with its value.
-- Do not store small talk, greetings, questions, or opinions about the conversation.
-- confidence between 0 and 1; source_turn is the id of the new turn the operation comes from, and
-  evidence the exact words of that turn that state it, copied. An operation without them is ignored.
-- Times are given in the user's time zone (NOW says which); resolve "today", "tomorrow" against NOW."""
+SYSTEM_PROMPT = """You maintain an AI agent's memory of facts and preferences about users and the people they mention.
+You get KNOWN FACTS (entity.attribute = current value) and NEW TURNS of a conversation, each with an id.
+Return ONLY a JSON object {"operations": [...]}: one operation for each fact a new turn states, none for the rest.
+- ADD: a fact not known yet. UPDATE: a new value for a known entity.attribute (keep its entity and attribute
+  names; old_value is the known value). DELETE: a turn says a known fact no longer holds or was wrong.
+- Facts about another person (a daughter, a colleague, a brother) take that person as entity, by name or
+  relation ("mia", "sister"), never "user".
+- value: a few words copied from the turn, in its language (a city written 深圳 stays 深圳), never the whole sentence.
+- evidence: the words of the turn that state the fact, copied exactly; source_turn: that turn's id.
+- Greetings, thanks, questions, requests and small talk state no fact: answer {"operations": []}.
+- Times are in the user's time zone (NOW says which); resolve "today", "tomorrow" against NOW.
+
+Examples (their ids, names and places are made up):
+KNOWN FACTS: user.city = Berlin
+NEW TURNS: [a1] We moved to Munich last month and my son Leo plays the violin now.
+{"operations": [{"op": "UPDATE", "kind": "fact", "entity": "user", "attribute": "city", "value": "Munich", "old_value": "Berlin", "content": "The user lives in Munich.", "confidence": 0.9, "source_turn": "a1", "evidence": "We moved to Munich last month"},
+ {"op": "ADD", "kind": "fact", "entity": "leo", "attribute": "instrument", "value": "violin", "old_value": "", "content": "The user's son Leo plays the violin.", "confidence": 0.9, "source_turn": "a1", "evidence": "my son Leo plays the violin"}]}
+KNOWN FACTS: user.car = Ford
+NEW TURNS: [b7] Actually I don't have the Ford any more.
+{"operations": [{"op": "DELETE", "kind": "fact", "entity": "user", "attribute": "car", "value": "", "old_value": "Ford", "content": "The user no longer has the Ford.", "confidence": 0.9, "source_turn": "b7", "evidence": "I don't have the Ford any more"}]}
+KNOWN FACTS: user.employer = 华为
+NEW TURNS: [c2] 我上周换工作了，现在在腾讯做产品经理。
+{"operations": [{"op": "UPDATE", "kind": "fact", "entity": "user", "attribute": "employer", "value": "腾讯", "old_value": "华为", "content": "用户在腾讯工作。", "confidence": 0.9, "source_turn": "c2", "evidence": "现在在腾讯"},
+ {"op": "ADD", "kind": "fact", "entity": "user", "attribute": "job", "value": "产品经理", "old_value": "", "content": "用户是产品经理。", "confidence": 0.9, "source_turn": "c2", "evidence": "做产品经理"}]}
+KNOWN FACTS: user.city = Munich
+NEW TURNS: [d4] Thanks, that helps! Can you find me a cafe?
+{"operations": []}"""
 
 
 EXPECTED = Expected("operations", obj({"operations": array(obj({
@@ -69,25 +79,25 @@ class Operation:
 
 
 def render_input(known: list[KnownFact], context: list[Turn], new: list[Turn], now: str) -> str:
-    grouped: dict[str, list[KnownFact]] = {}
-    for fact in known:
-        grouped.setdefault(fact.entity, []).append(fact)
+    # The time goes before the fact: after the value, a small model copied it into the value.
     lines = [f"NOW: {now}", "KNOWN FACTS:"]
-    for entity, facts in sorted(grouped.items()):
-        lines.append(f"- {entity}:")
-        lines.extend(f"    {f.attribute} = {f.value} (updated {f.updated})" for f in facts)
+    lines.extend(f"[updated {f.updated}] {f.entity}.{f.attribute} = {f.value}"
+                 for f in sorted(known, key=lambda f: (f.entity, f.attribute)))
     if not known:
         lines.append("(none)")
     if context:
         lines.append("EARLIER TURNS:")
-        lines.extend(f"[{t.id}] {t.text}" for t in context)
+        lines.extend(f"[e{i}] {t.text}" for i, t in enumerate(context, 1))
     lines.append("NEW TURNS:")
-    lines.extend(f"[{t.id}] {t.text}" for t in new)
+    lines.extend(f"[n{i}] {t.text}" for i, t in enumerate(new, 1))
     return "\n".join(lines)
 
 
-def parse_operations(text: str, turn_ids: set[str]) -> list[Operation]:
-    """Validates the model's answer against the schema; raises MalformedOutput."""
+def parse_operations(text: str, new: list[Turn]) -> list[Operation]:
+    """Validates the model's answer against the schema; raises MalformedOutput. source_turn becomes
+    the id of the new turn that holds the evidence: the one the model names when it does, else the
+    only new turn that does; "" when none does (the claim is then dropped as ungrounded)."""
+    ids = {f"n{i}": t for i, t in enumerate(new, 1)}
     out = []
     for item in answer_items(json_answer(text, "operations"), "operations", MAX_OPERATIONS):
         op = str(item.get("op", "")).upper()
@@ -107,18 +117,23 @@ def parse_operations(text: str, turn_ids: set[str]) -> list[Operation]:
             raise MalformedOutput(f"{op} needs a value and content")
         kind = answer_kind(item, FACT_KINDS, default="fact")
         confidence = answer_confidence(item, 0.9)
-        source = (fields["source_turn"] or "").strip()
-        if source and source not in turn_ids:
-            raise MalformedOutput(f"source_turn {source!r} is not one of the new turns")
+        evidence = (fields["evidence"] or "").strip()
         out.append(Operation(op, kind, entity.lower(), attribute.lower(), value, (fields["old_value"] or "").strip(),
-                             content, confidence, source, (fields["evidence"] or "").strip()))
+                             content, confidence, _source(ids, (fields["source_turn"] or "").strip(), evidence),
+                             evidence))
     return out
+
+
+def _source(ids: dict[str, Turn], named: str, evidence: str) -> str:
+    if named in ids and quotes(evidence, ids[named].text):
+        return ids[named].id
+    holding = [t.id for t in ids.values() if quotes(evidence, t.text)]
+    return holding[0] if len(holding) == 1 else (ids[named].id if named in ids else "")
 
 
 async def extract(
     model: ChatModel, known: list[KnownFact], context: list[Turn], new: list[Turn], now: str
 ) -> list[Operation]:
-    ids = {t.id for t in new}
     return await model.ask_json(
-        SYSTEM_PROMPT, render_input(known, context, new, now), lambda text: parse_operations(text, ids), EXPECTED
+        SYSTEM_PROMPT, render_input(known, context, new, now), lambda text: parse_operations(text, new), EXPECTED
     )

@@ -15,6 +15,7 @@ from ..retrieval.tokens import keyword_tokens
 _SPACE = re.compile(r"\s+")
 _EDGES = " \t\"'“”‘’「」『』.,;:!?。，；：！？"
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_QUESTION = re.compile(r"[?？]\s*$")
 _DATE_OR_TIME = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?|\d{1,2}:\d{2}")
 
 
@@ -36,14 +37,39 @@ def _shown(value: str, shown: str) -> bool:
     return bool(words) and words <= _words(shown)
 
 
-def ungrounded(evidence: str, turn: str, value: str, shown: str) -> str | None:
-    """Why the claim is not grounded, or None when it is. turn: the text of the turn it cites;
-    shown: everything the model read."""
+def quotes(evidence: str, turn: str) -> bool:
+    """Whether every word the evidence quotes is the turn's."""
     quoted = _plain(evidence)
-    if not quoted:
+    return bool(quoted) and _shown(quoted, turn)
+
+
+def _whole_sentence(value: str, turn: str) -> bool:
+    """A value that is the turn itself, of a sentence's length: a small model stored "Okay, bye for
+    now." as the user's greeting. A one-word answer ("Berlin.") still is a value."""
+    plain = _plain(value)
+    return plain == _plain(turn) and (len(plain.split()) >= 4 or len(_CJK.findall(plain)) >= 6)
+
+
+def ungrounded(evidence: str, turn: str, value: str, shown: str, current: str | None = None) -> str | None:
+    """Why the claim is not grounded, or None when it is. turn: the text of the turn it cites;
+    shown: everything the model read; current: the known value of the claim's entity and attribute.
+    A value the turn does not hold may come from what the model read ("back to the old address"),
+    but not be the current value itself: a small model restated it from turns that say nothing
+    ("Thanks." re-observed the user's allergy)."""
+    if not _plain(evidence):
         return "no evidence quoted"
-    if not _shown(quoted, turn):
+    if not quotes(evidence, turn):
         return "its evidence is not in the turn it cites"
-    if value and not _DATE_OR_TIME.fullmatch(value.strip()) and not _shown(value, shown):
+    if not value:
+        return None
+    if _QUESTION.search(value):
+        return "its value is a question"
+    if _whole_sentence(value, turn):
+        return "its value is the whole turn"
+    if _DATE_OR_TIME.fullmatch(value.strip()) or _shown(value, turn):
+        return None
+    if not _shown(value, shown):
         return "its value is in nothing the model read"
+    if current is not None and _plain(value) == _plain(current):
+        return "it restates a known value its turn does not state"
     return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Protocol
 
@@ -34,6 +34,20 @@ class ExtractOutcome:
     memories: list[MemoryRecord] = field(default_factory=list)
     deleted: list[uuid.UUID] = field(default_factory=list)
     dropped: int = 0  # claims not grounded in what the model read (core/write/claims.py)
+
+
+def as_known(claim: Claim, current: dict[tuple[str, str], str]) -> Claim:
+    """An UPDATE or DELETE under names no known fact has, whose old value is the value of exactly one
+    known fact, is about that fact: a small model renamed "job" "occupation" when the job changed,
+    and the old value stayed current beside the new one. The names are the store's; the model's
+    old value only points at one."""
+    if claim.op not in ("UPDATE", "DELETE") or (claim.entity, claim.attribute) in current or not claim.old_value:
+        return claim
+    named = [key for key, value in current.items() if value.casefold() == claim.old_value.casefold()]
+    if len(named) != 1:
+        return claim
+    [(entity, attribute)] = named
+    return replace(claim, entity=entity, attribute=attribute)
 
 
 class FactWriter(Protocol):
@@ -108,14 +122,20 @@ class ExtractService:
             [Turn(str(t.id), t.content) for t in turns], render(datetime.now(timezone.utc), zone),
         )
         shown = "\n".join([*(t.content for t in [*context, *turns]), *(f"{k.entity} {k.attribute} {k.value}" for k in known)])
-        operations = [op for op in proposed if self._grounded(op, {str(t.id): t.content for t in turns}, shown)]
+        current = {(k.entity, k.attribute): k.value for k in known}
+        claims = [as_known(op, current) for op in proposed]
+        operations = [op for op in claims
+                      if self._grounded(op, {str(t.id): t.content for t in turns}, shown, current)]
         outcome = await self._apply(caller, first, operations, request, [*context, *turns], turns)
         outcome.dropped = len(proposed) - len(operations)
         return outcome
 
     @staticmethod
-    def _grounded(op: Claim, new_turns: dict[str, str], shown: str) -> bool:
-        why = ungrounded(op.evidence, new_turns.get(op.source_turn, ""), op.value, shown)
+    def _grounded(op: Claim, new_turns: dict[str, str], shown: str, current: dict[tuple[str, str], str]) -> bool:
+        why = ungrounded(op.evidence, new_turns.get(op.source_turn, ""), op.value, shown,
+                         current.get((op.entity, op.attribute)))
+        if why is None and op.op == "DELETE" and (op.entity, op.attribute) not in current:
+            why = "it deletes no known fact of the turns' user"
         if why is not None:
             _dropped.add(1, {"memplane.reason": why})
             log.info("extraction: a %s of %s.%s dropped: %s", op.op, op.entity, op.attribute, why)
@@ -147,12 +167,14 @@ class ExtractService:
             outcome.memories = await self.writes.write(caller, drafts, request, derived=True)
         for op in operations:
             if op.op == "DELETE":
-                current = await self.deps.memories.list(
-                    caller, MemoryFilter(entity=op.entity, attribute=op.attribute), limit=10, after=None
+                # The turns' user's fact only: another user's of the same entity and attribute stays.
+                holding = await self.deps.memories.list(
+                    caller, MemoryFilter(entity=op.entity, attribute=op.attribute, user_id=first.user_id,
+                                         kinds=(Kind.FACT, Kind.PREFERENCE)), limit=10, after=None,
                 )
-                if current:
+                if holding:
                     _, ids = await self.deps.memories.forget(
-                        caller, ids=[m.stored_id for m in current], f=None, hard=False, dry_run=False, actor=caller.key_id,
+                        caller, ids=[m.stored_id for m in holding], f=None, hard=False, dry_run=False, actor=caller.key_id,
                         reason=f"extraction: turn {op.source_turn} says it no longer holds",
                     )
                     outcome.deleted.extend(ids)
