@@ -39,7 +39,8 @@ def llm_server(services_urls):
     """A server whose Reflect distils with a model: the fake LLM, answering the one reflection asked of it."""
     fake = FakeLLM().start()
     fake.script(Reply(json.dumps({
-        "memories": [{"kind": "preference", "content": LEARNED, "context": "booking flights", "confidence": 0.9}],
+        "memories": [{"kind": "preference", "content": LEARNED, "context": "booking flights", "confidence": 0.9,
+                      "steps": [1, 2, 3]}],
         "summary": "The user planned a trip to Kyoto and asked for window seats.",
     })))
     database_url, redis_url = services_urls

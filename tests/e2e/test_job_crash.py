@@ -23,8 +23,9 @@ LEASE = 2.0
 GOOD = json.dumps({
     "memories": [
         {"kind": "lesson", "content": "Drain the queue before rotating keys", "context": "key rotation",
-         "confidence": 0.9},
-        {"kind": "procedure", "content": "Rotate keys: drain, rotate, verify", "context": "", "confidence": 0.8},
+         "confidence": 0.9, "steps": [0]},
+        {"kind": "procedure", "content": "Rotate keys: drain, rotate, verify", "context": "", "confidence": 0.8,
+         "steps": [0]},
     ],
     "summary": "Key rotation failed because the queue was full.",
 })

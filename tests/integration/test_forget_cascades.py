@@ -221,7 +221,8 @@ async def test_what_a_session_reflection_distilled_goes_with_a_hard_forgotten_tu
         scope=None, domain=None, agent_id=None, layer=None, kind=Kind.TURN, content=text, session_id="s-r")
         for text in (f"the vault code is {secret}", "ok, deploying now")])
     fake_llm.script(Reply(json.dumps({
-        "memories": [{"kind": "lesson", "content": f"Keep {secret} out of logs", "context": "", "confidence": 0.9}],
+        "memories": [{"kind": "lesson", "content": f"Keep {secret} out of logs", "context": "", "confidence": 0.9,
+                      "steps": [1, 2]}],
         "summary": f"Deployed; the code {secret} was shared."})))
     outcome = await ReflectService(llm_deps, writes).run(world.writer, ReflectInput(session_id="s-r"))
     lesson, summary = outcome.memories

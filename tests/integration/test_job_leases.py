@@ -20,7 +20,8 @@ from tests.support.services import job_runner, reflect_service
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 GOOD = json.dumps({
-    "memories": [{"kind": "lesson", "content": "Drain the queue before rotating keys", "context": "", "confidence": 0.9}],
+    "memories": [{"kind": "lesson", "content": "Drain the queue before rotating keys", "context": "", "confidence": 0.9,
+                  "steps": [0]}],
     "summary": "Key rotation failed because the queue was full.",
 })
 

@@ -23,8 +23,10 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 GOOD = json.dumps({
     "memories": [
-        {"kind": "lesson", "content": "Run migrations before deploying the API", "context": "deploys", "confidence": 0.9},
-        {"kind": "preference", "content": "The user wants short answers", "context": "", "confidence": 0.5},
+        {"kind": "lesson", "content": "Run migrations before deploying", "context": "deploys", "confidence": 0.9,
+         "steps": [0]},
+        {"kind": "preference", "content": "The user wants short answers", "context": "", "confidence": 0.5,
+         "steps": [0]},
     ],
     "summary": "The deploy failed because migrations had not run.",
 })

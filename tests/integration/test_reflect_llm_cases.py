@@ -29,9 +29,9 @@ def llm_deps(deps, fake_llm):
     return replace(deps, llm=model, settings=deps.settings.model_copy(update={"job_max_attempts": 2}))
 
 
-def answer(kind: str, content: str, context: str, confidence: float) -> str:
-    return json.dumps({"memories": [{"kind": kind, "content": content, "context": context, "confidence": confidence}],
-                       "summary": "What happened."})
+def answer(kind: str, content: str, context: str, confidence: float, steps: list[int]) -> str:
+    return json.dumps({"memories": [{"kind": kind, "content": content, "context": context, "confidence": confidence,
+                                     "steps": steps}], "summary": "What happened."})
 
 
 def prompt_of(fake_llm) -> str:
@@ -39,18 +39,18 @@ def prompt_of(fake_llm) -> str:
     return chats[-1]["body"]["messages"][1]["content"]
 
 
-@pytest.mark.parametrize("task, focus, kind, content", [
+@pytest.mark.parametrize("task, focus, kind, content, steps", [
     (Task("deploy-1", "Deploy the API", (TaskStep("run deploy", "error: schema missing"),), "failure"),
-     "The task failed: store at least one lesson", "lesson", "Run migrations before deploying the API"),
+     "The task failed: store at least one lesson", "lesson", "Run migrations before deploying the API", [1]),
     (Task("deploy-2", "Deploy the API", (TaskStep("run deploy", "timeout"), TaskStep("run deploy", "ok")), "success"),
-     "The task succeeded after 1 retry: store the procedure", "procedure", "Deploy: run migrations, then deploy"),
+     "The task succeeded after 1 retry: store the procedure", "procedure", "Deploy: run migrations, then deploy", [1, 2]),
     (Task("deploy-3", "Deploy the API", (), "success", feedback="I prefer deploys after 6pm"),
-     "The user gave feedback: store any preference", "preference", "The user prefers deploys after 6pm"),
+     "The user gave feedback: store any preference", "preference", "The user prefers deploys after 6pm", [1]),
 ])
 async def test_what_made_the_task_worth_it_steers_the_model_and_its_memory_is_stored(
-        llm_deps, fake_llm, make_tenant, task, focus, kind, content):
+        llm_deps, fake_llm, make_tenant, task, focus, kind, content, steps):
     world = await make_tenant()
-    fake_llm.script(Reply(answer(kind, content, "deploying the API", 0.85)))
+    fake_llm.script(Reply(answer(kind, content, "deploying the API", 0.85, steps)))
     outcome = await reflect_service(llm_deps).run(world.writer, ReflectInput(task=task))
     assert focus in prompt_of(fake_llm)
     [learned] = [m for m in outcome.memories if m.kind.value == kind]
@@ -107,3 +107,62 @@ async def test_a_model_that_fails_a_synchronous_reflection_is_unavailable_not_an
     with pytest.raises(MemplaneError) as down:
         await reflect_service(llm_deps).run(world.writer, ReflectInput(task=Task("t-down", "Deploy", outcome="failure")))
     assert (down.value.code, down.value.reason) == (Code.UNAVAILABLE, "LLM_UNAVAILABLE")
+
+
+TRIP = Task("trip-1", "Book me a flight to Paris on Friday. I never travel before 8am.",
+            (TaskStep("search_flights Paris Friday", "3 flights: 06:45, 09:10, 11:30"),
+             TaskStep("book 06:45", "error: the user refused the 06:45 flight"),
+             TaskStep("book 09:10", "booked")), "success", feedback="Never offer me flights before 8am")
+
+
+def memories(*items: tuple[str, str, list[int]]) -> str:
+    return json.dumps({"memories": [{"kind": k, "content": c, "context": "", "confidence": 0.9, "steps": s}
+                                    for k, c, s in items], "summary": "Booked the 09:10 flight to Paris."})
+
+
+async def test_the_transcript_numbers_the_entries_a_memory_cites(llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    fake_llm.script(Reply(memories()))
+    await reflect_service(llm_deps).run(world.writer, ReflectInput(task=TRIP))
+    prompt = prompt_of(fake_llm)
+    assert "[0] Request: Book me a flight" in prompt and "[3] Step: book 09:10" in prompt
+    assert "[4] Feedback: Never offer me flights before 8am" in prompt
+
+
+async def test_a_contradicting_or_uncited_memory_is_not_stored_and_the_rest_are(llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    fake_llm.script(Reply(memories(
+        ("preference", "The user always travels before 8am.", [0]),  # the opposite of [0]
+        ("preference", "The user never travels before 8am.", [0, 4]),
+        ("lesson", "Next time, offer only flights after 8am.", []),  # cites nothing
+        ("lesson", "Next time, offer only flights after 8am.", [2, 4]),
+        ("fact", "The user flies to Paris on Fridays.", [9]),  # no entry 9
+    )))
+    outcome = await reflect_service(llm_deps).run(world.writer, ReflectInput(task=TRIP))
+    stored = [(m.kind, m.content) for m in outcome.memories if m.kind is not Kind.SUMMARY]
+    assert stored == [(Kind.PREFERENCE, "The user never travels before 8am."),
+                      (Kind.LESSON, "Next time, offer only flights after 8am.")]
+    assert outcome.dropped == {"contradicts_entries": 1, "no_citation": 1, "unknown_entry": 1}
+
+
+async def test_a_stored_memory_keeps_the_entries_it_cites(llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    fake_llm.script(Reply(memories(("lesson", "Next time, offer only flights after 8am.", [4, 2, 4]))))
+    outcome = await reflect_service(llm_deps).run(world.writer, ReflectInput(task=TRIP))
+    assert outcome.memories[0].metadata == {"cited_steps": ["feedback", "step 2"]}
+
+
+async def test_a_session_memory_keeps_the_ids_of_the_memories_it_cites(llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    plain = replace(llm_deps, llm=None)
+    turns = await WriteService(plain).write(world.writer, [
+        MemoryDraft(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.TURN, content=text,
+                    session_id="chat-2") for text in ("hello there", "Please never call me before 9am")])
+    fake_llm.script(Reply(json.dumps({"memories": [
+        {"kind": "preference", "content": "The user never wants calls before 9am.", "context": "", "confidence": 0.9,
+         "steps": [n]} for n in (1, 2)], "summary": "The user set a calling rule."})))
+    outcome = await reflect_service(llm_deps).run(world.writer, ReflectInput(session_id="chat-2"))
+    [learned] = [m for m in outcome.memories if m.kind is Kind.PREFERENCE]
+    cited = learned.metadata["cited_memories"]
+    assert [t.content for t in turns if str(t.id) in cited] == ["Please never call me before 9am"]
+    assert outcome.dropped == {"ungrounded": 1}  # the one citing "hello there": its 9 is not there

@@ -14,7 +14,6 @@ from memplane_server.core.reflection.reflection import (
     input_from_json,
     input_to_json,
     session_summary,
-    task_transcript,
 )
 
 
@@ -80,20 +79,6 @@ def test_session_summary_stays_within_200_characters_and_counts_what_it_left_out
 def test_session_summary_shortens_one_long_fact_rather_than_leave_it_out():
     summary = session_summary("s1", [record(Kind.PREFERENCE, "likes " + "very " * 80 + "long walks")])
     assert len(summary.text) <= 200 and summary.text.endswith("…") and len(summary.sources) == 1
-
-
-def test_task_transcript_lists_request_steps_outcome_and_feedback():
-    task = Task("t1", "book a flight", (TaskStep("search flights", "3 results"), TaskStep("pay")), "success", "fast")
-    assert task_transcript(task) == (
-        "Task t1\nRequest: book a flight\n"
-        "Step 1: search flights\n  Observation: 3 results\n"
-        "Step 2: pay\n"
-        "Outcome: success\nFeedback: fast"
-    )
-
-
-def test_task_transcript_without_steps_or_feedback_is_short():
-    assert task_transcript(Task("t1", "do it")) == "Task t1\nRequest: do it\nOutcome: unspecified"
 
 
 def _via_json(data: dict) -> dict:

@@ -50,6 +50,8 @@ class ReflectOutcome:
     reason: str = ""  # why it ran, or why it was skipped (then nothing was stored)
     skipped: bool = False
     degraded: str = ""  # why it ran without the model's part (then only what needs no model was stored)
+    # The model's memories not stored, by why (core/reflection/faithfulness.py): uncited, unfaithful.
+    dropped: dict[str, int] = field(default_factory=dict)
 
 
 def input_to_json(r: ReflectInput) -> dict:
@@ -130,16 +132,6 @@ def facts_summary(title: str, records: list[MemoryRecord]) -> SessionSummary:
         else:
             return SessionSummary(f"{text}\n- (+{len(lines) - n} more)"[:SUMMARY_MAX_CHARS], tuple(stated))
     return SessionSummary(text[:SUMMARY_MAX_CHARS], tuple(stated))
-
-
-def task_transcript(task: Task) -> str:
-    parts = [f"Task {task.task_id}", f"Request: {task.request}"]
-    for n, step in enumerate(task.steps, start=1):
-        parts.append(f"Step {n}: {step.action}" + (f"\n  Observation: {step.observation}" if step.observation else ""))
-    parts.append(f"Outcome: {task.outcome}")
-    if task.feedback:
-        parts.append(f"Feedback: {task.feedback}")
-    return "\n".join(parts)
 
 
 def task_summary(task: Task) -> str:

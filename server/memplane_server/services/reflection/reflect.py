@@ -2,7 +2,9 @@
 
 Without an LLM it does the deterministic part: near-duplicates of the session that state the
 same thing merge (newest wins) and the session's current facts are summarised. With MEMPLANE_LLM_MODEL set, the model
-is asked for typed memories, which are validated and stored like any other write.
+is asked for typed memories, each citing the numbered entries it comes from; those that cite none or
+are not faithful to them (core/reflection/faithfulness.py) are dropped, the rest stored like any
+other write, with the entries they cite in their metadata.
 
 A session summary records the memories it was built from and replaces the session's earlier
 summaries. When one of its sources changes, the database marks it stale in that same
@@ -16,6 +18,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 
 import numpy as np
+from opentelemetry import metrics
 
 from ...core.access.caller import Caller, Role, caller_to_json
 from ...core.access.requests import RequestKey, request_key
@@ -24,6 +27,7 @@ from ...core.model import Kind, MemoryDraft, MemoryFilter, MemoryRecord, Scope, 
 from ...core.operations import Operation
 from ...core.paging import decode_position, encode_token
 from ...core.reflection.decisions import DecisionRecord
+from ...core.reflection.faithfulness import why_dropped
 from ...core.reflection.reflection import (
     ReflectInput,
     ReflectOutcome,
@@ -33,9 +37,9 @@ from ...core.reflection.reflection import (
     session_summary,
     statement,
     task_summary,
-    task_transcript,
     user_summary,
 )
+from ...core.reflection.transcript import Entry, session_entries, session_transcript, task_entries, task_transcript
 from ...core.reflection.triggers import SIMILAR_TASK, Decision, task_decision, task_focus
 from ...core.validation import (
     MAX_TASK_STEPS,
@@ -48,7 +52,7 @@ from ...core.validation import (
 )
 from ...core.write.observations import statement_key
 from ...llm.chat import LLM_DEGRADED
-from ...llm.reflection import Reflection
+from ...llm.reflection import SYSTEM_PROMPT, ReflectedMemory, Reflection
 from ...llm.reflection import reflect as reflect_with_model
 from ...llm.summary import refresh as refresh_with_model
 from ...stores.sealing import OPENERS, key_from_json
@@ -58,6 +62,9 @@ from ..write.service import WriteService
 from .outcomes import apply_outcome
 
 MAX_ATTEMPTS = 10_000
+_dropped = metrics.get_meter("memplane.server").create_counter(
+    "memplane.reflection.memories_dropped", unit="{memory}",
+    description="memories a model reflected that cite no entry or are not faithful to the ones they cite")
 
 
 class ReflectService:
@@ -182,7 +189,8 @@ class ReflectService:
         if r.session_id:
             outcome.merged_count = await self._merge_session(caller, r)
             records = await self._session_records(caller, r)
-            transcript = "\n".join(f"[{m.kind.value}] {m.content}" for m in records)
+            entries = session_entries(records)
+            transcript, instructions = session_transcript(entries), SYSTEM_PROMPT
             made = session_summary(r.session_id, records)
             summary, sources = made.text, made.sources
             source = ("session", r.session_id)
@@ -192,8 +200,10 @@ class ReflectService:
                 # First: an id the caller may not change refuses the reflection before it stores anything.
                 await apply_outcome(self.deps, caller, list(r.task.used_memory_ids), task_id=r.task.task_id,
                                     outcome=r.task.outcome, comment="")
-            focus = task_focus(r.task)
-            transcript = task_transcript(r.task) + ("\nFocus:\n- " + "\n- ".join(focus) if focus else "")
+            asked = task_focus(r.task)
+            focus = "\nFocus:\n- " + "\n- ".join(asked) if asked else ""
+            entries = task_entries(r.task)
+            transcript, instructions = task_transcript(r.task) + focus, SYSTEM_PROMPT + focus
             summary = task_summary(r.task)
             source = ("task", r.task.task_id)
         drafts: list[MemoryDraft] = []
@@ -206,8 +216,9 @@ class ReflectService:
             # What the model distilled from a session is derived from all it read (a task's trajectory
             # comes in the request, not from stored memories).
             read = tuple(m.stored_id for m in records) if r.session_id else ()
-            drafts = [self._draft(r, m.kind, m.content, m.context, m.confidence, source, derived_from=read)
-                      for m in reflection.memories]
+            drafts = [self._draft(r, m.kind, m.content, m.context, m.confidence, source, derived_from=read,
+                                  metadata={"cited_memories" if r.session_id else "cited_steps": cited})
+                      for m, cited in self._faithful(reflection, entries, instructions, outcome)]
         drafts.append(self._draft(r, Kind.SUMMARY, summary, "", 1.0, source, derived_from=sources))
         outcome.summary = summary
         outcome.memories = await self.writer.write(caller, drafts, request, derived=True)
@@ -216,6 +227,22 @@ class ReflectService:
         if r.session_id and r.user_id:
             await self._user_summary(caller, r, request)
         return outcome
+
+    @staticmethod
+    def _faithful(reflection: Reflection, entries: list[Entry], instructions: str,
+                  outcome: ReflectOutcome) -> list[tuple[ReflectedMemory, list[str]]]:
+        """The memories that cite the entries they come from and are faithful to them
+        (core/reflection/faithfulness.py), each with the labels of those entries; the others are
+        counted by reason."""
+        labels = {e.number: e.label for e in entries}
+        kept = []
+        for m in reflection.memories:
+            if why := why_dropped(m.kind, m.content, m.context, m.steps, entries, instructions):
+                _dropped.add(1, {"memplane.reason": why})
+                outcome.dropped[why] = outcome.dropped.get(why, 0) + 1
+            else:
+                kept.append((m, [labels[n] for n in dict.fromkeys(m.steps)]))
+        return kept
 
     async def _model_reflection(self, transcript: str, outcome: ReflectOutcome) -> Reflection | None:
         """The model's reflection; None without a model, or when it answered twice without the
@@ -297,8 +324,7 @@ class ReflectService:
             made = session_summary(erased["session_id"], records)
             summary, sources = made.text, made.sources
             if self.deps.llm is not None:
-                reflection = await reflect_with_model(
-                    self.deps.llm, "\n".join(f"[{m.kind.value}] {m.content}" for m in records))
+                reflection = await reflect_with_model(self.deps.llm, session_transcript(session_entries(records)))
                 if reflection.summary:
                     summary, sources = reflection.summary, tuple(m.stored_id for m in records)
         else:
@@ -348,14 +374,14 @@ class ReflectService:
                 caller, older, action="superseded", actor="reflect", reason=f"replaced by summary {current.id}")
 
     def _draft(self, r: ReflectInput, kind: Kind, content: str, context: str, confidence: float, source: tuple,
-               derived_from: tuple[uuid.UUID, ...] = ()) -> MemoryDraft:
+               derived_from: tuple[uuid.UUID, ...] = (), metadata: dict | None = None) -> MemoryDraft:
         limit = self.deps.settings.max_content_bytes
         return MemoryDraft(
             scope=r.scope, domain=r.domain, agent_id=None, layer=None, kind=kind,
             content=content.encode()[:limit].decode(errors="ignore"), context=context, confidence=confidence,
             user_id=r.user_id, session_id=r.session_id or (r.task.task_id if r.task else None),
             source_type=source[0], source_id=source[1], occurred_at=datetime.now(timezone.utc),
-            derived_from=derived_from,
+            derived_from=derived_from, metadata=metadata or {},
         )
 
     async def _merge_session(self, caller: Caller, r: ReflectInput) -> int:

@@ -1,0 +1,141 @@
+"""Whether a memory a model distilled from a task or a session may be stored: it must cite the
+entries it comes from (core/reflection/transcript.py) and be faithful to them. The model proposes,
+Memplane decides: a memory that fails is dropped, so a weak model leaves memory less complete, never
+wrong. Seen from the packaged 1.5B model: "never travels before 8am" stored as "always travels
+before 8am", narrations of the steps and raw tool calls stored as lessons, and a line of its own
+prompt ("store the procedure that finally worked, as concrete steps") stored as a memory.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from ..model import Kind
+from ..retrieval.tokens import keyword_tokens
+from .polarity import Clause, clauses, opposite, overlap
+from .transcript import Entry
+
+# Why a memory was dropped (the reason attribute of memplane.reflection.memories_dropped).
+NO_CITATION = "no_citation"  # it cites no entry
+UNKNOWN_ENTRY = "unknown_entry"  # it cites an entry that does not exist
+TOOL_CALL = "tool_call"  # it is a raw tool call or JSON
+NARRATION = "narration"  # a lesson or procedure that tells the steps instead of advising
+PROMPT_ECHO = "prompt_echo"  # it repeats the prompt's own words
+UNGROUNDED = "ungrounded"  # it holds a number or name its entries do not
+CONTRADICTS = "contradicts_entries"  # it says the opposite of what its entries say
+
+_JSON = re.compile(r"""\{\s*["'][^"'\n]{1,60}["']\s*:""")
+_CALL = re.compile(r"""\b[A-Za-z_][\w.]*\(\s*(?:[A-Za-z_]\w*\s*=|["'{\[\d])""")
+_STEP_REFERENCE = re.compile(r"\bsteps?\s*#?\d+|\[\d+\]|第\s*\d+\s*步", re.IGNORECASE)
+_PAST = (r"(?!need\b|feed\b|proceed\b|succeed\b|exceed\b|speed\b)(?:[a-z]+ed|ran|got|went|tried|made|saw|sent|"
+         r"found|took|did|wrote|began|paid|bought|built|chose|gave|kept|left|put|read|set|told|said|came)\b")
+_AGENT_DID = re.compile(r"\b(?:i|we|the agent|the assistant)\s+(?:(?:first|then|also|next|finally|again)\s+)?" + _PAST)
+_DID_AT_START = re.compile(r"(?:^|[.;,]|\bthen\b|\band\b)\s*(?:(?:first|then|next|finally|afterwards|after that),?\s+)?"
+                           + _PAST)
+_AGENT_DID_ZH = re.compile(r"(?:我们|我|助手|智能体|代理)[^，。；,.;]{0,12}了|然后[^，。；,.;]{0,12}了")
+# A clause that states a rule or a wish: what a lesson or a procedure can contradict. A lesson turns
+# what went wrong into advice ("migrations not applied" becomes "apply migrations first"), so the
+# polarity of a mere observation says nothing about it.
+_RULE = re.compile(r"\b(?:never|always|dont|do not|should|shouldnt|must|please|prefers?|wants?|likes?|needs?|"
+                   r"avoid|make sure|ensure|remember|only)\b|不要|别|从不|总是|必须|应该|请|喜欢|想要|需要|务必|记得|只")
+_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+_NAME = re.compile(r"`[^`\n]+`|--?[A-Za-z][\w.-]*|[A-Za-z_][\w./@-]*[\w]|[A-Za-z]")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;\"'(\n]\s*)$")
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+_TOKEN = re.compile(r"[a-z0-9]+|[\u3400-\u4dbf\u4e00-\u9fff]")
+ECHO_WORDS = 5
+
+
+def why_dropped(kind: Kind, content: str, context: str, cites: tuple[int, ...], entries: list[Entry],
+                instructions: str) -> str | None:
+    """Why the memory is not stored (one of the reasons above), or None when it may be.
+    entries: all the model read; instructions: the prompt it was given."""
+    if not cites:
+        return NO_CITATION
+    numbered = {e.number: e for e in entries}
+    if any(n not in numbered for n in cites):
+        return UNKNOWN_ENTRY
+    cited = [numbered[n] for n in dict.fromkeys(cites)]
+    if _JSON.search(content) or _CALL.search(content):
+        return TOOL_CALL
+    if kind in (Kind.LESSON, Kind.PROCEDURE) and narrates(content):
+        return NARRATION
+    if echoes(content, instructions, " ".join(e.text for e in entries)):
+        return PROMPT_ECHO
+    # The request says what the task is about: any memory of it may name what it names.
+    if ungrounded(f"{content}\n{context}", "\n".join(e.text for e in entries if e in cited or e.label == "request")):
+        return UNGROUNDED
+    # The user's own words are the authority on what they want: checked against, cited or not.
+    if contradicts(kind, content, cited + [e for e in entries if e.users_words and e not in cited]):
+        return CONTRADICTS
+    return None
+
+
+def _plain(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold().replace("’", "'").replace("n't", "nt")
+
+
+def narrates(content: str) -> bool:
+    """Tells what was done ("First I called X, then Y"; "In step 2 ...") instead of what to do."""
+    plain = _plain(content)
+    return bool(_STEP_REFERENCE.search(plain) or _AGENT_DID.search(plain) or _AGENT_DID_ZH.search(plain)
+                or len(_DID_AT_START.findall(plain)) >= 2)
+
+
+def echoes(content: str, instructions: str, shown: str) -> bool:
+    """Repeats ECHO_WORDS words in a row of the prompt (all of a shorter memory's, three at least),
+    most of whose words the model read nowhere else: it took them from its instructions, not from
+    the experience. (A lesson in the prompt's form, "next time, ...", about what it read is kept.)"""
+    mine = _TOKEN.findall(_plain(content))
+    theirs = _TOKEN.findall(_plain(instructions))
+    read = set(keyword_tokens(shown)) | set(_CJK.findall(shown))
+    n = min(ECHO_WORDS, len(mine))
+    if n < 3:
+        return False
+    prompt = {tuple(theirs[i:i + n]) for i in range(len(theirs) - n + 1)}
+
+    def unread(gram: tuple[str, ...]) -> bool:
+        words = [t for w in gram for t in (keyword_tokens(w) or ())]
+        return 2 * sum(w not in read for w in words) > len(words)
+
+    return any(gram in prompt and unread(gram) for gram in (tuple(mine[i:i + n]) for i in range(len(mine) - n + 1)))
+
+
+def _numbers(text: str) -> set[str]:
+    # "8:00" is the 8 of "8am"; "1,000" is 1000; "08" is 8.
+    return {re.sub(r"(?::00)+$", "", n.replace(",", "")).lstrip("0") or "0" for n in _NUMBER.findall(text)}
+
+
+def _names(text: str) -> list[str]:
+    """Identifiers (`quoted`, --flags, snake_case, dotted.names, paths, ABC, CamelCase, v2) and
+    capitalised words inside a sentence (Paris, Stripe)."""
+    out = []
+    for m in _NAME.finditer(text):
+        word = m.group(0).strip("`").rstrip(".-")
+        if m.group(0).startswith("`") or re.search(r"[_./@\d]|^-|[a-z][A-Z]|^[A-Z]{2,}s?$", word):
+            out.append(word.removesuffix("s") if re.fullmatch(r"[A-Z]{2,}s", word) else word)
+        elif len(word) > 1 and word[0].isupper() and not _SENTENCE_START.search(text[:m.start()]):
+            out.append(word)
+    return out
+
+
+def ungrounded(memory: str, source: str) -> bool:
+    """Holds a number or a name that is not in the source."""
+    plain = _plain(source)
+    if not _numbers(memory) <= _numbers(source):
+        return True
+    return any(not re.search(rf"(?<![\w-]){re.escape(_plain(name))}(?![\w-])", plain) for name in _names(memory))
+
+
+def contradicts(kind: Kind, content: str, sources: list[Entry]) -> bool:
+    """Whether a clause of the memory says the opposite of the source clause about the same thing
+    that speaks with most authority (the user's words first), then shares most words with it.
+    Facts are checked against every clause; other kinds against rules and wishes only."""
+    theirs: list[tuple[bool, Clause]] = [
+        (e.users_words, c) for e in sources for c in clauses(e.text)
+        if kind is Kind.FACT or _RULE.search(_plain(c.text))]
+    for mine in clauses(content):
+        about = [(users, shared, c) for users, c in theirs if (shared := overlap(mine, c))]
+        if about and opposite(mine, max(about, key=lambda a: a[:2])[2]):
+            return True
+    return False
