@@ -30,6 +30,8 @@ from .key_setup import (
 )
 from .llm.chat import ChatModel
 from .llm.embedders import background_threads, create_embedder
+from .llm.ledger import TokenLedger
+from .llm.routing import Endpoint
 from .llm.structured import OutputForm
 from .services.access.auth import Authenticator
 from .services.access.availability import Availability
@@ -52,6 +54,7 @@ from .services.reflection.foresight import ForesightService
 from .services.reflection.reflect import ReflectService
 from .services.registry import Services
 from .services.search.service import SearchService
+from .services.usage import TokenUsage
 from .services.watch.service import WatchService
 from .services.working import WorkingService
 from .services.write.context import ContextService
@@ -78,6 +81,7 @@ from .stores.postgres.search.feedback import FeedbackStore
 from .stores.postgres.search.keyword_stats import KeywordStatsStore
 from .stores.postgres.search.planner_stats import PlannerStatsStore
 from .stores.postgres.tenancy import TenancyStore
+from .stores.postgres.usage import TokenUsageStore
 from .stores.redis.client import connect as connect_redis
 from .stores.redis.idempotency import IdempotencyStore
 from .stores.redis.rate_limit import RateLimiter
@@ -169,13 +173,27 @@ class Embedded:
             self.guardian.stop()
 
 
-    def serving_settings(self) -> Settings:
-        """The settings the server runs with: the LLM stages pointed at the local model it started."""
+    def local_endpoint(self) -> Endpoint | None:
+        """The local model it started, the default model of the LLM stages then (those of
+        MEMPLANE_LLM_STAGE_MODELS and the fallbacks stay at MEMPLANE_LLM_API_BASE)."""
         if self.model is None or self.model.api_base is None:
-            return self.settings
-        return self.settings.model_copy(update={
-            "llm_model": LITELLM_MODEL, "llm_api_base": self.model.api_base, "llm_api_key": self.model.api_key,
-            "llm_structured_output": "json_object_schema"})
+            return None
+        return Endpoint(LITELLM_MODEL, self.model.api_base, self.model.api_key, "json_object_schema")
+
+
+def chat_model(s: Settings, local: Endpoint | None, ledger: TokenLedger | None) -> ChatModel | None:
+    """The stages' models: the default (the local one, else MEMPLANE_LLM_MODEL) or the stage's own,
+    then the fallbacks; None when no model is set."""
+    def provider(model: str) -> Endpoint:
+        return Endpoint(model, s.llm_api_base, s.llm_api_key, cast(OutputForm, s.llm_structured_output))
+
+    default = local or (provider(s.llm_model) if s.llm_model else None)
+    if default is None:
+        return None
+    return ChatModel(default.model, api_base=default.api_base, api_key=default.api_key, timeout=s.llm_timeout_seconds,
+                     structured_output=default.form,
+                     stages={stage: provider(model) for stage, model in s.stage_models.items()},
+                     fallbacks=tuple(provider(model) for model in s.fallback_models), ledger=ledger)
 
 
 async def prepare_schema(settings: Settings, database_url: str) -> None:
@@ -210,6 +228,7 @@ class Runtime:
     standby_pool: asyncpg.Pool | None = None
     redis_client: redis.Redis | None = None
     deps: Deps | None = None
+    local_model: Endpoint | None = None
 
     async def open(self) -> Deps:
         s = self.settings
@@ -235,11 +254,8 @@ class Runtime:
         )
         if embedder.dim != VECTOR_DIM:
             raise SystemExit(f"embedding model {s.embedding_model} gives {embedder.dim}-d vectors; the schema stores {VECTOR_DIM}")
-        model = (
-            ChatModel(s.llm_model, api_base=s.llm_api_base, api_key=s.llm_api_key, timeout=s.llm_timeout_seconds,
-                      structured_output=cast(OutputForm, s.llm_structured_output))
-            if s.llm_model else None
-        )
+        usage = TokenUsage(TokenUsageStore(self.pool), TenancyStore(self.pool), s.llm_daily_token_budget)
+        model = chat_model(s, self.local_model, usage)
         keks = key_encryption_keys(s, embedded=not s.database_url)
         OPENERS.add(keks)
         await refuse_missing_keks(TenantKeyStore(self.pool), {k.id for k in keks})
@@ -304,6 +320,7 @@ def build_services(deps: Deps, pool: asyncpg.Pool, redis_client: redis.Redis) ->
         admin=AdminService(deps.tenancy),
         lifecycle=LifecycleService(deps, LifecycleStore(pool), forgets),
         content_policies=ContentPolicyService(deps),
+        token_usage=TokenUsage(TokenUsageStore(pool), deps.tenancy, s.llm_daily_token_budget),
         auth=Authenticator(deps.tenancy),
         idempotency=Idempotency(deps.idempotency or IdempotencyStore(redis_client, s.idempotency_ttl_seconds),
                                 deps.keys),
@@ -393,13 +410,14 @@ async def work(settings: Settings) -> None:
     await runtime.close()
 
 
-async def serve(settings: Settings, database_url: str, redis_url: str, *, ready: asyncio.Event | None = None) -> None:
+async def serve(settings: Settings, database_url: str, redis_url: str, *, ready: asyncio.Event | None = None,
+                local_model: Endpoint | None = None) -> None:
     """Serves until SIGTERM/SIGINT, then drains within the grace time: NOT_SERVING at once, new
     calls UNAVAILABLE, in-flight calls finish (or are cancelled at the deadline), background loops
     stop at a safe point, pools close."""
     setup_telemetry(settings.telemetry_exporter, otlp_endpoint=settings.otlp_endpoint,
                     metrics_listen=settings.metrics_listen)
-    runtime = Runtime(settings, database_url, redis_url)
+    runtime = Runtime(settings, database_url, redis_url, local_model=local_model)
     deps = await runtime.open()
     services = build_services(deps, runtime.pool, runtime.redis_client)
     bootstrap = await services.admin.bootstrap(settings.bootstrap_tenant) if settings.bootstrap_tenant else None

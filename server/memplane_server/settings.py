@@ -8,6 +8,8 @@ from pathlib import Path
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from .llm.structured import STAGES
+
 
 def _default_data_dir() -> Path:
     # As root the embedded PostgreSQL runs as an unprivileged user, which must be able to
@@ -98,7 +100,8 @@ class Settings(BaseSettings):
     )
 
     llm_model: str | None = Field(
-        None, description="litellm model for reflection, extraction (`infer`) and the LLM search stages; unset = no LLM")
+        None, description="litellm model for reflection, extraction (`infer`) and the LLM search stages: each stage's"
+        " unless `MEMPLANE_LLM_STAGE_MODELS` names another; unset = no LLM")
     llm_api_base: str | None = Field(
         None, description="base URL for the LLM/embedding provider (e.g. an OpenAI-compatible server)")
     llm_api_key: str | None = Field(None, description="API key for that provider")
@@ -107,6 +110,18 @@ class Settings(BaseSettings):
         "json_schema", pattern="^(json_schema|json_object_schema|json_object|off)$", description="how each LLM call sends the JSON schema of its answer: `json_schema` (OpenAI's"
         " form; litellm translates it for providers with structured output), `json_object_schema` (llama.cpp's"
         " server), `json_object` (JSON mode, no schema) or `off` (the prompt alone)")
+    llm_stage_models: str = Field(
+        "", description="a model for some stages, each with the shared `MEMPLANE_LLM_API_BASE` and key:"
+        " `stage=model,...` (e.g. `extraction=openai/gpt-4o-mini,reflection=openai/gpt-4o`); the stages are"
+        " extraction, reflection, summary, consolidation, digest, query_rewrite and rerank; a stage not named uses"
+        " `MEMPLANE_LLM_MODEL` (or the local model); an unknown stage is refused at start (docs/models.md)")
+    llm_fallback_models: str = Field(
+        "", description="models tried in this order, comma-separated, when a stage's own model fails (a provider"
+        " error or timeout, not a malformed answer); same API base and key as the stage models (docs/models.md)")
+    llm_daily_token_budget: int = Field(
+        0, ge=0, description="LLM tokens (input and output) a tenant may spend per UTC day, unless a platform admin"
+        " set the tenant's own (`SetTokenBudget`); then the LLM stages go on without the model"
+        " (`LLM_BUDGET_EXHAUSTED`); 0: unlimited")
     local_model: Path | None = Field(
         None, description="a GGUF chat model file that `memplane serve` runs with llama.cpp's OpenAI-compatible server"
         " on loopback for reflection, extraction and the LLM search stages (needs `llama-cpp-python[server]`;"
@@ -368,6 +383,27 @@ class Settings(BaseSettings):
         " it calls `MEMPLANE_ADDRESS`"
     )
 
+    @property
+    def stage_models(self) -> dict[str, str]:
+        """MEMPLANE_LLM_STAGE_MODELS by stage."""
+        routes: dict[str, str] = {}
+        for entry in filter(None, (e.strip() for e in self.llm_stage_models.split(","))):
+            stage, sep, model = (part.strip() for part in entry.partition("="))
+            if not sep or not stage or not model:
+                raise ValueError(f"MEMPLANE_LLM_STAGE_MODELS: {entry!r} is not stage=model")
+            if stage not in STAGES:
+                raise ValueError(f"MEMPLANE_LLM_STAGE_MODELS: unknown stage {stage!r}; the stages are "
+                                 + ", ".join(sorted(STAGES)))
+            if stage in routes:
+                raise ValueError(f"MEMPLANE_LLM_STAGE_MODELS names the stage {stage!r} twice")
+            routes[stage] = model
+        return routes
+
+    @property
+    def fallback_models(self) -> tuple[str, ...]:
+        """MEMPLANE_LLM_FALLBACK_MODELS in order."""
+        return tuple(filter(None, (m.strip() for m in self.llm_fallback_models.split(","))))
+
     @model_validator(mode="after")
     def _migration_url_needs_a_database_url(self) -> "Settings":
         # Without database_url the embedded database is used, which no other URL can reach.
@@ -384,6 +420,10 @@ class Settings(BaseSettings):
     def _llm_stages_need_a_model(self) -> "Settings":
         if self.local_model and self.llm_model:
             raise ValueError("MEMPLANE_LOCAL_MODEL and MEMPLANE_LLM_MODEL name two models: set one")
+        if (self.llm_stage_models or self.llm_fallback_models) and not (self.llm_model or self.local_model):
+            raise ValueError("MEMPLANE_LLM_STAGE_MODELS and MEMPLANE_LLM_FALLBACK_MODELS need MEMPLANE_LLM_MODEL or"
+                             " MEMPLANE_LOCAL_MODEL: the model of the stages they do not name")
+        _ = self.stage_models  # refuses an unknown stage or a malformed entry at start, not at the first call
         if (self.search_rewrite or self.search_rerank or self.session_digest_llm) and not (
                 self.llm_model or self.local_model):
             raise ValueError("MEMPLANE_SEARCH_REWRITE, MEMPLANE_SEARCH_RERANK and MEMPLANE_SESSION_DIGEST_LLM"

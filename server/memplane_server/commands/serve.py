@@ -17,7 +17,7 @@ def run(settings: Settings) -> NoReturn:
     embedded = Embedded(settings)
     try:
         embedded.start()
-        asyncio.run(serve(embedded.serving_settings(), embedded.database_url, embedded.redis_url))
+        asyncio.run(serve(settings, embedded.database_url, embedded.redis_url, local_model=embedded.local_endpoint()))
     except KeyboardInterrupt:
         pass
     finally:

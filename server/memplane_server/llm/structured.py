@@ -18,6 +18,21 @@ class Expected:
     max_tokens: int  # an answer cut there is malformed: item caps in the schema keep it short of that
 
 
+# Each LLM stage by the name of the schema it asks for (Expected.name): the stage names settings
+# route by (MEMPLANE_LLM_STAGE_MODELS) and that usage and metrics are counted under. The schema
+# names stay what the model is told ("operations" reads better to it than "extraction").
+STAGE_OF_SCHEMA = {
+    "operations": "extraction", "reflection": "reflection", "summary": "summary", "consolidation": "consolidation",
+    "digest": "digest", "queries": "query_rewrite", "ranking": "rerank",
+}
+STAGES = frozenset(STAGE_OF_SCHEMA.values())
+
+
+def stage_of(expected: Expected) -> str:
+    """The stage asking; a schema of no known stage (a test's) counts under its own name."""
+    return STAGE_OF_SCHEMA.get(expected.name, expected.name)
+
+
 def response_format(form: OutputForm, name: str, schema: dict[str, Any]) -> dict[str, Any]:
     """The completion's arguments that ask for the schema, in the provider's form."""
     if form == "json_schema":

@@ -21,6 +21,7 @@ from .reflection.consolidate import ConsolidateService
 from .reflection.foresight import ForesightService
 from .reflection.reflect import ReflectService
 from .search.service import SearchService
+from .usage import TokenUsage
 from .watch.service import WatchService
 from .working import WorkingService
 from .write.context import ContextService
@@ -47,6 +48,7 @@ class Services:
     admin: AdminService
     lifecycle: LifecycleService
     content_policies: ContentPolicyService
+    token_usage: TokenUsage
     auth: Authenticator
     idempotency: Idempotency
     rate_limits: RateLimits

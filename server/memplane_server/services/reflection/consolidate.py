@@ -16,6 +16,7 @@ from ...core.model import Kind, MemoryDraft, MemoryFilter, MemoryRecord, Scope
 from ...core.reflection.consolidation import clusters
 from ...core.retrieval.tokens import keyword_tokens
 from ...core.validation import check_filter
+from ...llm.chat import went_without
 from ...llm.consolidation import consolidate as consolidate_with_model
 from ..deps import Deps
 from ..write.service import WriteService
@@ -36,6 +37,9 @@ class Consolidation:
     clusters: list[Cluster]
     considered: int  # lessons and procedures compared: the newest MEMPLANE_GROUPING_MAX_ROWS
     left_out: int  # older candidates beyond that, left for a later or narrower call
+    # Why clusters were left without their consolidated memory: the model answered malformed or
+    # the tenant's token budget is spent (llm/chat.py DEGRADING_REASONS); "" when none was.
+    degraded: str = ""
 
 
 def _clusters(rows: list[tuple[MemoryRecord, np.ndarray]]) -> list[list[int]]:
@@ -72,7 +76,17 @@ class ConsolidateService:
                            for g in await self.deps.cpu.run(lambda: _clusters(rows))]
         if not dry_run:
             for cluster in result.clusters:
-                await self._abstract(caller, cluster)
+                try:
+                    await self._abstract(caller, cluster)
+                except MemplaneError as exc:
+                    if not (reason := went_without("consolidation", exc)):
+                        raise
+                    # A malformed answer leaves that cluster as it is; a spent budget every one left.
+                    result.degraded = reason
+                    log.warning("consolidation of tenant %s left a cluster unconsolidated: %s", caller.tenant_id,
+                                exc.message)
+                    if reason == "LLM_BUDGET_EXHAUSTED":
+                        break
         return result
 
     async def _abstract(self, caller: Caller, cluster: Cluster) -> None:

@@ -36,6 +36,7 @@ from ...core.retrieval.transcript import read_transcript
 from ...core.timezones import parse_time_zone
 from ...core.validation import MAX_FILTER_VALUES
 from ...core.working import SessionContents, item_to_record
+from ...llm.chat import went_without
 from ...llm.query_rewrite import QueryRewriter
 from ...llm.rerank import MAX_CANDIDATES, Reranker
 from ...logs import OncePerCause, cause_of
@@ -367,7 +368,10 @@ class SearchService:
                 QueryRewriter(self.deps.llm).rewrite(q.text), self.deps.settings.search_llm_timeout_seconds)
             vectors = [await self.deps.embedder.embed_query(text) for text in rewrites]
         except Exception as exc:  # an optional stage: the search goes on without it
-            log.warning("query rewrite failed, searching without it: %s", exc)
+            if reason := went_without("query_rewrite", exc):
+                log.debug("query rewrite skipped (%s), searching without it", reason)
+            else:
+                log.warning("query rewrite failed, searching without it: %s", exc)
             return {}
         found = await asyncio.gather(*(
             self.deps.memories.vector_search(caller, q.filter, v, limit=limit, as_of=q.as_of) for v in vectors))
@@ -383,7 +387,10 @@ class SearchService:
                 Reranker(self.deps.llm).rerank(text, [(str(h.memory.id), h.memory.content) for h in pool], len(pool)),
                 self.deps.settings.search_llm_timeout_seconds)
         except Exception as exc:  # an optional stage: the fused order is a fine answer
-            log.warning("rerank failed, keeping the fused order: %s", exc)
+            if reason := went_without("rerank", exc):
+                log.debug("rerank skipped (%s), keeping the fused order", reason)
+            else:
+                log.warning("rerank failed, keeping the fused order: %s", exc)
             return hits
         by_id = {str(h.memory.id): h for h in pool}
         reranked = []

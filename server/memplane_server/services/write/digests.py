@@ -14,7 +14,7 @@ from datetime import datetime
 from ...core.access.attribution import reset_work_tenant, set_work_tenant
 from ...core.write.digests import Digest, build_digests, digest_text
 from ...core.write.windows import SessionTurn
-from ...llm.chat import ChatModel
+from ...llm.chat import ChatModel, answered_by, went_without
 from ...llm.digest import write_digest
 from ...logs import OncePerCause, cause_of
 from ..deps import Deps
@@ -56,8 +56,9 @@ class DigestService:
             text = await write_digest(writer, turns)
             vector = (await self.deps.embedder.embed_passages([text], background=True))[0]
         except Exception as exc:  # the model or the embedder failed: the digest built without them serves
+            went_without("digest", exc)
             self._failures.log(cause_of(exc), "writing a session digest failed, keeping the keyphrases: %s",
                                type(exc).__name__, level=logging.WARNING, exc_info=False)
             return digest
         combined = f"{text}\n{digest_text(list(digest.entities), list(digest.keyphrases))}"
-        return replace(digest, text=combined, vector=vector, written_by=writer.model)
+        return replace(digest, text=combined, vector=vector, written_by=answered_by())
