@@ -8,6 +8,8 @@ from pathlib import Path
 
 from .commands.admin import ADMIN_COMMANDS
 from .commands.lifecycle import add_arguments as add_lifecycle_arguments
+from .commands.token_usage import COMMANDS as TOKEN_COMMANDS
+from .commands.token_usage import add_arguments as add_token_arguments
 from .settings import Settings
 
 
@@ -36,9 +38,11 @@ def main(argv: list[str] | None = None) -> int:
     import_cmd.add_argument("--keep-quota", action="store_true",
                             help="give a new tenant the file's memory quota (default: this deployment's)")
     admin = sub.add_parser("admin", help="manage tenants, agents, keys, domains and grants")
-    admin.add_argument("command", choices=sorted([*ADMIN_COMMANDS, "erase-user", "lifecycle", "content-policy"]))
+    admin.add_argument("command", choices=sorted([*ADMIN_COMMANDS, "erase-user", "lifecycle", "content-policy",
+                                                  *TOKEN_COMMANDS]))
     admin.add_argument("action", nargs="?", choices=["get", "set", "run", "reset", "scan"],
-                       help="lifecycle: get, set or run; content-policy: get, set, reset or scan")
+                       help="lifecycle: get, set or run; content-policy: get, set, reset or scan; token-budget: set"
+                            " or reset")
     admin.add_argument("--target", help="server address (default: MEMPLANE_LISTEN)")
     admin.add_argument("--api-key", help="admin key (default: MEMPLANE_API_KEY)")
     for name in ("id", "tenant", "agent", "domain", "name"):
@@ -53,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     admin.add_argument("--wait", action="store_true", help="erase-user: wait for an erasure that runs as an operation")
     admin.add_argument("--wait-timeout", type=float, default=600.0)
     add_lifecycle_arguments(admin)
+    add_token_arguments(admin)
     keys_cmd = sub.add_parser(
         "keys", help="encryption at rest: status, rotate a tenant's data key, reseal, rewrap, sweep erased users")
     keys_cmd.add_argument("action", choices=["status", "rotate", "reseal", "rewrap", "sweep"])

@@ -82,6 +82,9 @@ from .types import (
     SearchResult,
     Stats,
     Tenant,
+    TokenBudget,
+    TokenCount,
+    TokenUsage,
     WatchProgress,
     WorkingMemory,
     WriteResult,
@@ -103,6 +106,7 @@ __all__ = [
     "Conflict", "ConflictResolution", "Advice", "ReflectionDecision", "MemoryCluster", "ChangeEvent", "WatchProgress",
     "Tenant", "Agent", "ApiKey", "CreatedApiKey", "CreatedTenant", "Domain", "DomainGrant", "AuditEvent",
     "LifecyclePolicy", "LifecycleKindRule", "LifecycleReport", "ContentPolicy", "ContentScanReport",
+    "TokenUsage", "TokenCount", "TokenBudget",
     # errors
     "MemplaneError", "InvalidArgumentError", "NotFoundError", "AlreadyExistsError",
     "PermissionDeniedError", "UnauthenticatedError", "ResourceExhaustedError",

@@ -3,6 +3,7 @@ tenants' lifecycle and content policies."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import date
 from typing import TYPE_CHECKING
 
 from . import _admin_requests
@@ -26,6 +27,8 @@ from .types import (
     LifecycleReport,
     Page,
     Tenant,
+    TokenBudget,
+    TokenUsage,
 )
 
 if TYPE_CHECKING:
@@ -214,3 +217,23 @@ class AsyncAdminClient(AsyncClientBase):
         already stored; changes nothing."""
         return await self._transport.call(
             _admin_requests.scan_content_policy(rules, tenant_id=tenant_id, domain=domain), timeout)
+
+    async def get_token_usage(
+        self, tenant_id: str | None = None, *, start_day: date | None = None, end_day: date | None = None,
+        timeout: float | None = None,
+    ) -> TokenUsage:
+        """A tenant's LLM tokens (the key's tenant by default) by UTC day, stage and model, from start_day
+        (default: 29 days before end_day) to end_day (default: today), its budget and today's spend."""
+        return await self._transport.call(
+            _admin_requests.get_token_usage(tenant_id, start_day=start_day, end_day=end_day), timeout)
+
+    async def set_token_budget(
+        self, tenant_id: str, tokens_per_day: int, *, timeout: float | None = None
+    ) -> TokenBudget:
+        """Sets the tenant's LLM tokens per UTC day (0: unlimited); needs a platform admin key. Once a
+        tenant spent it, its LLM stages go on without the model until the next UTC day."""
+        return await self._transport.call(_admin_requests.set_token_budget(tenant_id, tokens_per_day), timeout)
+
+    async def reset_token_budget(self, tenant_id: str, *, timeout: float | None = None) -> TokenBudget:
+        """Drops the tenant's own budget: the server's default applies again. Returns it."""
+        return await self._transport.call(_admin_requests.reset_token_budget(tenant_id), timeout)

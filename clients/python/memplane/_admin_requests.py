@@ -1,6 +1,7 @@
 """Builds the AdminService requests from SDK arguments (see _requests for PreparedCall)."""
 from __future__ import annotations
 
+from datetime import date
 from typing import Mapping
 
 from . import _convert, types
@@ -167,3 +168,24 @@ def scan_content_policy(
     if rules is not None:
         request.proposed.CopyFrom(_content_policy_pb(rules, tenant_id=None, domain=None))
     return PreparedCall("ScanContentPolicy", request, lambda r: _convert.content_scan_report(r.report))
+
+
+def get_token_usage(tenant_id: str | None, *, start_day: date | None,
+                    end_day: date | None) -> PreparedCall[types.TokenUsage]:
+    """GetTokenUsage."""
+    request = admin_pb.GetTokenUsageRequest(tenant_id=tenant_id or "",
+                                            start_day=start_day.isoformat() if start_day else "",
+                                            end_day=end_day.isoformat() if end_day else "")
+    return PreparedCall("GetTokenUsage", request, _convert.token_usage)
+
+
+def set_token_budget(tenant_id: str, tokens_per_day: int) -> PreparedCall[types.TokenBudget]:
+    """SetTokenBudget."""
+    request = admin_pb.SetTokenBudgetRequest(tenant_id=tenant_id, tokens_per_day=tokens_per_day)
+    return PreparedCall("SetTokenBudget", request, lambda r: _convert.token_budget(r.budget))
+
+
+def reset_token_budget(tenant_id: str) -> PreparedCall[types.TokenBudget]:
+    """SetTokenBudget with reset."""
+    request = admin_pb.SetTokenBudgetRequest(tenant_id=tenant_id, reset=True)
+    return PreparedCall("SetTokenBudget", request, lambda r: _convert.token_budget(r.budget))

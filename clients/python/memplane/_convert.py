@@ -1,7 +1,7 @@
 """Conversions between Python values and protobuf messages, and from responses to result types."""
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 from typing import Any, Callable, Mapping, TypeVar
 
 from google.protobuf.duration_pb2 import Duration
@@ -183,7 +183,7 @@ def write_result(response: svc_pb.WriteResponse) -> types.WriteResult:
     return types.WriteResult(memories=memories(response.memories), operation=_optional_operation(response),
                              extracted=memories(response.extracted), results=tuple(
                                  types.ItemResult(WriteOutcome.from_proto(r.outcome), r.related_memory_id, r.reason)
-                                 for r in response.results))
+                                 for r in response.results), extraction_degraded=response.extraction_degraded)
 
 
 def search_result(response: svc_pb.SearchResponse) -> types.SearchResult:
@@ -422,3 +422,18 @@ def content_scan_report(pb: admin_pb.ContentScanReport) -> types.ContentScanRepo
         refused_memory_ids=tuple(pb.refused_memory_ids), redacted_memory_ids=tuple(pb.redacted_memory_ids),
         tagged_memory_ids=tuple(pb.tagged_memory_ids),
     )
+
+
+def token_budget(pb: admin_pb.TokenBudget) -> types.TokenBudget:
+    """A TokenBudget from its proto."""
+    return types.TokenBudget(tenant_id=pb.tenant_id, tokens_per_day=pb.tokens_per_day, is_set=pb.is_set,
+                             update_time=time_field(pb, "update_time"), updated_by=pb.updated_by)
+
+
+def token_usage(pb: admin_pb.GetTokenUsageResponse) -> types.TokenUsage:
+    """A TokenUsage from GetTokenUsage's response."""
+    return types.TokenUsage(
+        tenant_id=pb.tenant_id, start_day=date.fromisoformat(pb.start_day), end_day=date.fromisoformat(pb.end_day),
+        counts=tuple(types.TokenCount(date.fromisoformat(c.day), c.stage, c.model, c.input_tokens, c.output_tokens,
+                                      c.completions) for c in pb.counts),
+        budget=token_budget(pb.budget), spent_today=pb.spent_today)

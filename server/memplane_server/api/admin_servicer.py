@@ -8,8 +8,9 @@ from memplane.v1 import admin_service_pb2_grpc as apb_grpc
 
 from ..core.access.caller import Role
 from ..core.access.tenancy import Agent, ApiKey, AuditEvent, Domain, DomainGrant, Tenant
+from ..core.usage import parse_day
 from ..services.registry import Services
-from . import content_convert
+from . import content_convert, usage_convert
 from .context import current_caller
 from .convert import enum_in, ts_out
 from .lifecycle_convert import policy_in, policy_out, report_out
@@ -59,6 +60,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         self.admin = services.admin
         self.lifecycle = services.lifecycle
         self.content_policies = services.content_policies
+        self.token_usage = services.token_usage
 
     async def CreateTenant(self, request, context):
         tenant, key, secret = await self.admin.create_tenant(
@@ -204,4 +206,20 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         report = await self.content_policies.scan(current_caller(), request.tenant_id, request.domain, proposed)
         response = apb.ScanContentPolicyResponse()
         content_convert.report_out(report, response.report)
+        return response
+
+    async def GetTokenUsage(self, request, context):
+        report = await self.token_usage.report(current_caller(), request.tenant_id,
+                                               parse_day(request.start_day, "start_day"),
+                                               parse_day(request.end_day, "end_day"))
+        response = apb.GetTokenUsageResponse()
+        usage_convert.report_out(report, response)
+        return response
+
+    async def SetTokenBudget(self, request, context):
+        caller = current_caller()
+        tokens = request.tokens_per_day if request.HasField("tokens_per_day") else None
+        budget = await self.token_usage.set_budget(caller, request.tenant_id, tokens, reset=request.reset)
+        response = apb.SetTokenBudgetResponse()
+        usage_convert.budget_out(request.tenant_id or caller.tenant_id or "", budget, response.budget)
         return response

@@ -65,6 +65,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         from .content_policy import run as content_policy
 
         return content_policy(args, args.target or settings.listen, key)
+    if args.command in ("token-usage", "token-budget"):
+        from .token_usage import run as token_usage
+
+        return token_usage(args, args.target or settings.listen, key)
     action, required = ADMIN_COMMANDS[args.command]
     missing = [name for name in required if getattr(args, name) is None]
     if missing:

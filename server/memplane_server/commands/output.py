@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import date
 
 
 def jsonable(value, *, enum_name: Callable[[str], str] = str):
-    """Times as ISO 8601 and SDK enums by name (enum_name shapes it), through dicts and lists."""
-    if isinstance(value, datetime):
+    """Times and days as ISO 8601 and SDK enums by name (enum_name shapes it), through dicts and lists."""
+    if isinstance(value, date):  # a datetime too
         return value.isoformat()
     if isinstance(value, dict):
         return {k: jsonable(v, enum_name=enum_name) for k, v in value.items()}

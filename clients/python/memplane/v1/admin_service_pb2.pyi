@@ -547,3 +547,75 @@ class ScanContentPolicyResponse(_message.Message):
     REPORT_FIELD_NUMBER: _ClassVar[int]
     report: ContentScanReport
     def __init__(self, report: _Optional[_Union[ContentScanReport, _Mapping]] = ...) -> None: ...
+
+class TokenCount(_message.Message):
+    __slots__ = ("day", "stage", "model", "input_tokens", "output_tokens", "completions")
+    DAY_FIELD_NUMBER: _ClassVar[int]
+    STAGE_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    COMPLETIONS_FIELD_NUMBER: _ClassVar[int]
+    day: str
+    stage: str
+    model: str
+    input_tokens: int
+    output_tokens: int
+    completions: int
+    def __init__(self, day: _Optional[str] = ..., stage: _Optional[str] = ..., model: _Optional[str] = ..., input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., completions: _Optional[int] = ...) -> None: ...
+
+class TokenBudget(_message.Message):
+    __slots__ = ("tenant_id", "tokens_per_day", "is_set", "update_time", "updated_by")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_PER_DAY_FIELD_NUMBER: _ClassVar[int]
+    IS_SET_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_BY_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    tokens_per_day: int
+    is_set: bool
+    update_time: _timestamp_pb2.Timestamp
+    updated_by: str
+    def __init__(self, tenant_id: _Optional[str] = ..., tokens_per_day: _Optional[int] = ..., is_set: _Optional[bool] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_by: _Optional[str] = ...) -> None: ...
+
+class GetTokenUsageRequest(_message.Message):
+    __slots__ = ("tenant_id", "start_day", "end_day")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    START_DAY_FIELD_NUMBER: _ClassVar[int]
+    END_DAY_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    start_day: str
+    end_day: str
+    def __init__(self, tenant_id: _Optional[str] = ..., start_day: _Optional[str] = ..., end_day: _Optional[str] = ...) -> None: ...
+
+class GetTokenUsageResponse(_message.Message):
+    __slots__ = ("tenant_id", "start_day", "end_day", "counts", "budget", "spent_today")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    START_DAY_FIELD_NUMBER: _ClassVar[int]
+    END_DAY_FIELD_NUMBER: _ClassVar[int]
+    COUNTS_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
+    SPENT_TODAY_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    start_day: str
+    end_day: str
+    counts: _containers.RepeatedCompositeFieldContainer[TokenCount]
+    budget: TokenBudget
+    spent_today: int
+    def __init__(self, tenant_id: _Optional[str] = ..., start_day: _Optional[str] = ..., end_day: _Optional[str] = ..., counts: _Optional[_Iterable[_Union[TokenCount, _Mapping]]] = ..., budget: _Optional[_Union[TokenBudget, _Mapping]] = ..., spent_today: _Optional[int] = ...) -> None: ...
+
+class SetTokenBudgetRequest(_message.Message):
+    __slots__ = ("tenant_id", "tokens_per_day", "reset")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_PER_DAY_FIELD_NUMBER: _ClassVar[int]
+    RESET_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    tokens_per_day: int
+    reset: bool
+    def __init__(self, tenant_id: _Optional[str] = ..., tokens_per_day: _Optional[int] = ..., reset: _Optional[bool] = ...) -> None: ...
+
+class SetTokenBudgetResponse(_message.Message):
+    __slots__ = ("budget",)
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
+    budget: TokenBudget
+    def __init__(self, budget: _Optional[_Union[TokenBudget, _Mapping]] = ...) -> None: ...

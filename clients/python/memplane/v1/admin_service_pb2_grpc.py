@@ -137,6 +137,16 @@ class AdminServiceStub:
                 request_serializer=memplane_dot_v1_dot_admin__service__pb2.ScanContentPolicyRequest.SerializeToString,
                 response_deserializer=memplane_dot_v1_dot_admin__service__pb2.ScanContentPolicyResponse.FromString,
                 _registered_method=True)
+        self.GetTokenUsage = channel.unary_unary(
+                '/memplane.v1.AdminService/GetTokenUsage',
+                request_serializer=memplane_dot_v1_dot_admin__service__pb2.GetTokenUsageRequest.SerializeToString,
+                response_deserializer=memplane_dot_v1_dot_admin__service__pb2.GetTokenUsageResponse.FromString,
+                _registered_method=True)
+        self.SetTokenBudget = channel.unary_unary(
+                '/memplane.v1.AdminService/SetTokenBudget',
+                request_serializer=memplane_dot_v1_dot_admin__service__pb2.SetTokenBudgetRequest.SerializeToString,
+                response_deserializer=memplane_dot_v1_dot_admin__service__pb2.SetTokenBudgetResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -286,6 +296,21 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetTokenUsage(self, request, context):
+        """Reads a tenant's LLM tokens by UTC day, stage and model, its daily token budget and what it
+        spent today (tenant admin of that tenant, or platform admin).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetTokenBudget(self, request, context):
+        """Sets a tenant's daily LLM token budget, or resets it to the server's default (platform admin).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -388,6 +413,16 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.ScanContentPolicy,
                     request_deserializer=memplane_dot_v1_dot_admin__service__pb2.ScanContentPolicyRequest.FromString,
                     response_serializer=memplane_dot_v1_dot_admin__service__pb2.ScanContentPolicyResponse.SerializeToString,
+            ),
+            'GetTokenUsage': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetTokenUsage,
+                    request_deserializer=memplane_dot_v1_dot_admin__service__pb2.GetTokenUsageRequest.FromString,
+                    response_serializer=memplane_dot_v1_dot_admin__service__pb2.GetTokenUsageResponse.SerializeToString,
+            ),
+            'SetTokenBudget': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetTokenBudget,
+                    request_deserializer=memplane_dot_v1_dot_admin__service__pb2.SetTokenBudgetRequest.FromString,
+                    response_serializer=memplane_dot_v1_dot_admin__service__pb2.SetTokenBudgetResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -933,6 +968,60 @@ class AdminService:
             '/memplane.v1.AdminService/ScanContentPolicy',
             memplane_dot_v1_dot_admin__service__pb2.ScanContentPolicyRequest.SerializeToString,
             memplane_dot_v1_dot_admin__service__pb2.ScanContentPolicyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetTokenUsage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memplane.v1.AdminService/GetTokenUsage',
+            memplane_dot_v1_dot_admin__service__pb2.GetTokenUsageRequest.SerializeToString,
+            memplane_dot_v1_dot_admin__service__pb2.GetTokenUsageResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetTokenBudget(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memplane.v1.AdminService/SetTokenBudget',
+            memplane_dot_v1_dot_admin__service__pb2.SetTokenBudgetRequest.SerializeToString,
+            memplane_dot_v1_dot_admin__service__pb2.SetTokenBudgetResponse.FromString,
             options,
             channel_credentials,
             insecure,
