@@ -131,10 +131,9 @@ async def test_malformed_output_is_retried_once(llm_deps, fake_llm, make_tenant)
 
 
 @pytest.mark.parametrize("failure", [
-    [Reply("not json"), Reply("still not json")],
     [Reply("provider error", status=500)],
     [Reply("slow", delay=3.0)],
-], ids=["malformed twice", "provider error", "timeout"])
+], ids=["provider error", "timeout"])
 async def test_a_failed_extraction_keeps_the_turn_and_leaves_a_job_that_retries(llm_deps, fake_llm, make_tenant, failure):
     world = await make_tenant()
     fake_llm.script(*failure)
@@ -145,6 +144,27 @@ async def test_a_failed_extraction_keeps_the_turn_and_leaves_a_job_that_retries(
     fake_llm.script(answer("ADD", "Rome"))
     done = await run_jobs_until(job_runner(llm_deps), llm_deps, world.writer, op.id, lambda v: v.state == "succeeded")
     assert len(done.result_memory_ids) == 1
+
+
+async def test_a_model_that_answers_malformed_twice_leaves_the_turn_stored_no_fact_and_says_so(
+        llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    fake_llm.script(Reply("not json"), Reply('{"operations": [{"op": "ADD", "entity": "user", "attribute": "city"'))
+    accepted = await WriteService(llm_deps).accept(world.writer, [turn("I live in Rome")], "sync")
+    assert [r.content for r in accepted.records] == ["I live in Rome"] and accepted.extracted == []
+    assert accepted.operation is None, "asked again at temperature 0 the model answers the same: no job retries it"
+    assert "LLM_MALFORMED_OUTPUT" in accepted.extraction_degraded and "turns are stored" in accepted.extraction_degraded
+    facts, _ = await MemoriesService(llm_deps).list(world.writer, MemoryFilter(kinds=(Kind.FACT, Kind.PREFERENCE)), 10, "")
+    assert facts == [] and len(fake_llm.requests) == 2
+
+
+async def test_an_extraction_job_whose_model_answers_malformed_twice_succeeds_saying_so(llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    _, _, op = await write_turn(llm_deps, world.writer, "I live in Oslo", mode="async")
+    fake_llm.script(Reply("not json"), Reply("not json either"))
+    done = await run_jobs_until(job_runner(llm_deps), llm_deps, world.writer, op.id, lambda v: v.state == "succeeded")
+    assert done.result_memory_ids == () and "went without the model" in done.result_summary
+    assert len(fake_llm.requests) == 2
 
 
 async def test_async_infer_returns_at_once_with_an_operation(llm_deps, fake_llm, make_tenant):

@@ -73,6 +73,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
         add_each(response.extracted, accepted.extracted, memory_out)
         if accepted.operation is not None:
             operation_out(accepted.operation, response.operation)
+        response.extraction_degraded = accepted.extraction_degraded
         return response
 
     async def Search(self, request: spb.SearchRequest, context) -> spb.SearchResponse:

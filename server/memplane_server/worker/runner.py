@@ -168,9 +168,9 @@ class JobRunner:
         if job.type == "extract":
             extracted = await self.extract.run(caller, job.payload["turn_ids"], job.payload.get("time_zone"),
                                                request=request)
-            return JobDone(extracted.memories, (f"{len(extracted.memories)} facts added or updated,"
-                                                f" {len(extracted.deleted)} deleted, {extracted.dropped} claims dropped"
-                                                " (not grounded in the turns)"))
+            return JobDone(extracted.memories, extracted.degraded or (
+                f"{len(extracted.memories)} facts added or updated, {len(extracted.deleted)} deleted,"
+                f" {extracted.dropped} claims dropped (not grounded in the turns)"))
         if job.type == "consolidate":
             # Without a model the scheduled run only finds the clusters (reported in the job's summary).
             found = await self.consolidate.consolidate(

@@ -124,6 +124,12 @@ def test_write_without_background_extraction_has_no_operation():
     assert result.operation is None and [m.id for m in result.memories] == ["m1"]
 
 
+def test_write_says_when_its_extraction_went_without_the_model():
+    result = _convert.write_result(svc_pb.WriteResponse(memories=[memory_pb2.Memory(id="m1")],
+                                                        extraction_degraded="the model answered malformed"))
+    assert result.extraction_degraded == "the model answered malformed" and result.extracted == ()
+
+
 def test_background_reflection_carries_its_operation():
     response = svc_pb.ReflectResponse(
         operation=operation_pb2.Operation(id="op1", state=operation_pb2.OPERATION_STATE_PENDING)

@@ -220,16 +220,18 @@ class WriteRequest(_message.Message):
     def __init__(self, memories: _Optional[_Iterable[_Union[MemoryInput, _Mapping]]] = ..., request_id: _Optional[str] = ..., infer: _Optional[_Union[InferMode, str]] = ..., time_zone: _Optional[str] = ...) -> None: ...
 
 class WriteResponse(_message.Message):
-    __slots__ = ("memories", "operation", "extracted", "results")
+    __slots__ = ("memories", "operation", "extracted", "results", "extraction_degraded")
     MEMORIES_FIELD_NUMBER: _ClassVar[int]
     OPERATION_FIELD_NUMBER: _ClassVar[int]
     EXTRACTED_FIELD_NUMBER: _ClassVar[int]
     RESULTS_FIELD_NUMBER: _ClassVar[int]
+    EXTRACTION_DEGRADED_FIELD_NUMBER: _ClassVar[int]
     memories: _containers.RepeatedCompositeFieldContainer[_memory_pb2.Memory]
     operation: _operation_pb2.Operation
     extracted: _containers.RepeatedCompositeFieldContainer[_memory_pb2.Memory]
     results: _containers.RepeatedCompositeFieldContainer[WriteResult]
-    def __init__(self, memories: _Optional[_Iterable[_Union[_memory_pb2.Memory, _Mapping]]] = ..., operation: _Optional[_Union[_operation_pb2.Operation, _Mapping]] = ..., extracted: _Optional[_Iterable[_Union[_memory_pb2.Memory, _Mapping]]] = ..., results: _Optional[_Iterable[_Union[WriteResult, _Mapping]]] = ...) -> None: ...
+    extraction_degraded: str
+    def __init__(self, memories: _Optional[_Iterable[_Union[_memory_pb2.Memory, _Mapping]]] = ..., operation: _Optional[_Union[_operation_pb2.Operation, _Mapping]] = ..., extracted: _Optional[_Iterable[_Union[_memory_pb2.Memory, _Mapping]]] = ..., results: _Optional[_Iterable[_Union[WriteResult, _Mapping]]] = ..., extraction_degraded: _Optional[str] = ...) -> None: ...
 
 class WriteResult(_message.Message):
     __slots__ = ("outcome", "related_memory_id", "reason")

@@ -17,6 +17,7 @@ from ...core.model import Kind, Layer, MemoryDraft, MemoryFilter, MemoryRecord
 from ...core.operations import Operation
 from ...core.timezones import parse_time_zone, render
 from ...core.write.claims import ungrounded
+from ...llm.chat import went_without
 from ...llm.extraction import KnownFact, Turn, extract
 from ...llm.extraction import Operation as Claim
 from ..deps import Deps
@@ -34,6 +35,7 @@ class ExtractOutcome:
     memories: list[MemoryRecord] = field(default_factory=list)
     deleted: list[uuid.UUID] = field(default_factory=list)
     dropped: int = 0  # claims not grounded in what the model read (core/write/claims.py)
+    degraded: str = ""  # why the model's answer was not used, when it was not
 
 
 def as_known(claim: Claim, current: dict[tuple[str, str], str]) -> Claim:
@@ -72,16 +74,17 @@ class ExtractService:
 
     async def after_stored(
         self, caller: Caller, records: list[MemoryRecord], infer: str, time_zone: str | None,
-    ) -> tuple[list[MemoryRecord], Operation | None]:
-        """Extracts from turns already stored: "sync" returns the facts, else (or when the model
-        fails, so that nothing is lost) a job does it and its operation is returned."""
+    ) -> tuple[ExtractOutcome, Operation | None]:
+        """Extracts from turns already stored: "sync" returns the facts (or why the model's answer
+        was not used), else (or when the model fails, so that nothing is lost) a job does it and its
+        operation is returned."""
         turn_ids = [str(r.id) for r in records if r.kind is Kind.TURN]
         if infer == "sync":
             try:
-                return (await self.run(caller, turn_ids, time_zone)).memories, None
+                return await self.run(caller, turn_ids, time_zone), None
             except Exception as exc:  # the model failed: keep the write, leave a retriable job
                 log.warning("synchronous extraction failed, queued for retry: %s", exc)
-        return [], await self.enqueue(caller, turn_ids, time_zone)
+        return ExtractOutcome(), await self.enqueue(caller, turn_ids, time_zone)
 
     async def enqueue(self, caller: Caller, turn_ids: list[str], time_zone: str | None = None) -> Operation:
         payload = {"turn_ids": turn_ids, "time_zone": time_zone}
@@ -117,10 +120,16 @@ class ExtractService:
                       render(c.record.changed_at, zone))
             for c in candidates if c.record.entity and c.record.attribute
         ]
-        proposed = await extract(
-            self.deps.llm, known, [Turn(str(t.id), t.content) for t in context],
-            [Turn(str(t.id), t.content) for t in turns], render(datetime.now(timezone.utc), zone),
-        )
+        try:
+            proposed = await extract(
+                self.deps.llm, known, [Turn(str(t.id), t.content) for t in context],
+                [Turn(str(t.id), t.content) for t in turns], render(datetime.now(timezone.utc), zone),
+            )
+        except MemplaneError as exc:
+            if went_without("extraction", exc) is None:
+                raise
+            return ExtractOutcome(degraded=f"extraction went without the model ({exc.reason}: {exc.message});"
+                                           " the turns are stored, no fact was taken from them")
         shown = "\n".join([*(t.content for t in [*context, *turns]), *(f"{k.entity} {k.attribute} {k.value}" for k in known)])
         current = {(k.entity, k.attribute): k.value for k in known}
         claims = [as_known(op, current) for op in proposed]

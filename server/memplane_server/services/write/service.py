@@ -52,6 +52,7 @@ class Accepted:
     outcomes: list[ItemOutcome]
     extracted: list[MemoryRecord] = field(default_factory=list)
     operation: Operation | None = None
+    extraction_degraded: str = ""  # why a sync extraction went without the model's answer
 
 
 def index_terms(texts: list[str]) -> list[tuple[str, tuple[str, ...]]]:
@@ -80,8 +81,8 @@ class WriteService:
         records = [record for record, _ in written]
         accepted = Accepted(records, [outcome for _, outcome in written])
         if infer is not None:
-            accepted.extracted, accepted.operation = await self.extractions.after_stored(
-                caller, records, infer, time_zone)
+            extracted, accepted.operation = await self.extractions.after_stored(caller, records, infer, time_zone)
+            accepted.extracted, accepted.extraction_degraded = extracted.memories, extracted.degraded
         await after_write(self.deps, caller, records)
         return accepted
 
