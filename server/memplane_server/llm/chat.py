@@ -132,7 +132,6 @@ class ChatModel:
                  structured_output: OutputForm = "json_schema", stages: Mapping[str, Endpoint] | None = None,
                  fallbacks: tuple[Endpoint, ...] = (), ledger: TokenLedger | None = None) -> None:
         self._litellm = load_litellm()
-        self.model = model
         self.routing = Routing(Endpoint(model, api_base, api_key, structured_output), stages or {}, fallbacks)
         self._timeout = timeout
         self._ledger = ledger
