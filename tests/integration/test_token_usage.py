@@ -27,6 +27,8 @@ from memplane_server.stores.postgres.session import caller_session
 from memplane_server.stores.postgres.usage import TokenUsageStore
 from tests.integration.conftest import PLATFORM
 from tests.support.fake_llm import FakeLLM, Reply
+from tests.support.jobs import run_jobs_until
+from tests.support.services import job_runner
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 RANKING = Expected("ranking", {"type": "object"}, max_tokens=64)
@@ -205,7 +207,8 @@ async def test_search_keeps_its_fused_order_without_asking_the_model_once_the_bu
     assert chat_requests(fake_llm) == []
 
 
-async def test_consolidation_reports_its_clusters_unconsolidated_once_the_budget_is_spent(deps, make_tenant, fake_llm):
+async def spent_with_lessons(deps, make_tenant, fake_llm):
+    """A tenant with two similar lessons whose budget is spent, and deps whose model counts in its ledger."""
     world, ledger = await make_tenant(), usage(deps)
     staged = replace(deps, llm=chat(fake_llm, ledger))
     await WriteService(staged).write(world.writer, [
@@ -214,6 +217,11 @@ async def test_consolidation_reports_its_clusters_unconsolidated_once_the_budget
                      "Always empty the queue first when you rotate keys")])
     await ledger.set_budget(PLATFORM, world.tenant_id, 1, reset=False)
     await ledger.record(world.tenant_id, "consolidation", "openai/test-model", 1, 0)
+    return world, staged
+
+
+async def test_consolidation_reports_its_clusters_unconsolidated_once_the_budget_is_spent(deps, make_tenant, fake_llm):
+    world, staged = await spent_with_lessons(deps, make_tenant, fake_llm)
     token = set_work_tenant(world.tenant_id)
     try:
         found = await ConsolidateService(staged, WriteService(staged)).consolidate(
@@ -222,3 +230,16 @@ async def test_consolidation_reports_its_clusters_unconsolidated_once_the_budget
         reset_work_tenant(token)
     assert found.degraded == "LLM_BUDGET_EXHAUSTED"
     assert [c.consolidated for c in found.clusters] == [None] and chat_requests(fake_llm) == []
+
+
+async def test_a_scheduled_consolidation_with_the_budget_spent_succeeds_and_says_why(deps, make_tenant, fake_llm):
+    world, staged = await spent_with_lessons(deps, make_tenant, fake_llm)
+    await deps.jobs.pool.execute(
+        "UPDATE jobs SET state = 'cancelled' WHERE type = 'consolidate' AND state IN ('pending', 'running')")
+    await deps.jobs.schedule_consolidations(3600)
+    job_id = await deps.jobs.pool.fetchval(
+        "SELECT id FROM jobs WHERE type = 'consolidate' AND tenant_id = $1", world.tenant_id)
+    done = await run_jobs_until(job_runner(staged), staged, world.writer, job_id, lambda v: v.state == "succeeded")
+    assert done.result_summary == ("1 clusters of similar lessons or procedures, 0 consolidated;"
+                                   " the others without the model: LLM_BUDGET_EXHAUSTED")
+    assert chat_requests(fake_llm) == []

@@ -177,6 +177,7 @@ class JobRunner:
                 caller, scope=Scope(job.payload["scope"]), domain=None, dry_run=self.deps.llm is None)
             written = [c.consolidated for c in found.clusters if c.consolidated is not None]
             left_out = f" (the newest {found.considered} compared, {found.left_out} older left out)" if found.left_out else ""
+            without = f"; the others without the model: {found.degraded}" if found.degraded else ""
             return JobDone(written, f"{len(found.clusters)} clusters of similar lessons or procedures,"
-                                    f" {len(written)} consolidated{left_out}")
+                                    f" {len(written)} consolidated{left_out}{without}")
         raise MemplaneError(Code.INTERNAL, "UNKNOWN_JOB_TYPE", f"unknown job type {job.type}")
