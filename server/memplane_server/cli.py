@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return serve(settings)
     if args.cmd == "migrate":
-        from .commands.migrate import run as migrate
+        from .commands.database import migrate
 
         return migrate(settings)
     if args.cmd == "reembed":

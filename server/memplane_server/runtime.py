@@ -72,9 +72,8 @@ from .stores.postgres.forget.lifecycle import LifecycleStore
 from .stores.postgres.jobs import JobStore
 from .stores.postgres.memories import MemoryStore
 from .stores.postgres.migrations import applied_version, latest_version, migrate
-from .stores.postgres.pool import create_pool, database_ping
+from .stores.postgres.pool import VECTOR_DIM, create_pool, database_ping
 from .stores.postgres.replica import ReadPools
-from .stores.postgres.schema import VECTOR_DIM
 from .stores.postgres.search.digests import DigestStore
 from .stores.postgres.search.entities import EntityStore
 from .stores.postgres.search.feedback import FeedbackStore

@@ -8,7 +8,6 @@ from pathlib import Path
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from .llm.structured import STAGES
 
 
 def _default_data_dir() -> Path:
@@ -17,6 +16,10 @@ def _default_data_dir() -> Path:
     if os.geteuid() == 0:
         return Path("/var/lib/memplane")
     return Path.home() / ".local" / "share" / "memplane"
+
+
+# The LLM stages MEMPLANE_LLM_STAGE_MODELS routes by (llm/structured.py maps each schema to one).
+LLM_STAGES = frozenset({"extraction", "reflection", "summary", "consolidation", "digest", "query_rewrite", "rerank"})
 
 
 class Settings(BaseSettings):
@@ -391,9 +394,9 @@ class Settings(BaseSettings):
             stage, sep, model = (part.strip() for part in entry.partition("="))
             if not sep or not stage or not model:
                 raise ValueError(f"MEMPLANE_LLM_STAGE_MODELS: {entry!r} is not stage=model")
-            if stage not in STAGES:
+            if stage not in LLM_STAGES:
                 raise ValueError(f"MEMPLANE_LLM_STAGE_MODELS: unknown stage {stage!r}; the stages are "
-                                 + ", ".join(sorted(STAGES)))
+                                 + ", ".join(sorted(LLM_STAGES)))
             if stage in routes:
                 raise ValueError(f"MEMPLANE_LLM_STAGE_MODELS names the stage {stage!r} twice")
             routes[stage] = model

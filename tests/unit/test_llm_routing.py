@@ -11,9 +11,9 @@ from memplane_server.core.errors import MemplaneError
 from memplane_server.core.usage import exhausted, parse_day, remaining, report_days
 from memplane_server.llm.chat import DEGRADING_REASONS
 from memplane_server.llm.routing import Endpoint, Routing
-from memplane_server.llm.structured import STAGES, Expected, stage_of
+from memplane_server.llm.structured import STAGE_OF_SCHEMA, Expected, stage_of
 from memplane_server.runtime import chat_model
-from memplane_server.settings import Settings
+from memplane_server.settings import LLM_STAGES, Settings
 
 SMALL, BIG, SPARE = Endpoint("openai/small"), Endpoint("openai/big"), Endpoint("openai/spare")
 
@@ -38,7 +38,7 @@ def test_stages_are_named_for_what_they_do_not_for_their_schema():
     assert stage_of(Expected("operations", {}, 1)) == "extraction"
     assert stage_of(Expected("queries", {}, 1)) == "query_rewrite"
     assert stage_of(Expected("ranking", {}, 1)) == "rerank"
-    assert STAGES == {"extraction", "reflection", "summary", "consolidation", "digest", "query_rewrite", "rerank"}
+    assert LLM_STAGES == {"extraction", "reflection", "summary", "consolidation", "digest", "query_rewrite", "rerank"}
 
 
 def test_stage_models_are_read_as_stage_equals_model():
@@ -117,3 +117,7 @@ def test_a_day_that_is_not_iso_is_refused_naming_the_field():
 
 def test_a_report_ending_in_year_one_starts_there_rather_than_before_the_calendar():
     assert report_days(None, date(1, 1, 5), date(2026, 3, 1)) == (date.min, date(1, 1, 5))
+
+
+def test_the_stages_settings_route_by_are_the_stages_the_schemas_belong_to():
+    assert set(STAGE_OF_SCHEMA.values()) == LLM_STAGES

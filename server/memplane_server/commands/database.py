@@ -1,6 +1,7 @@
-"""The database a command-line tool works on."""
+"""The database a command-line tool works on, and `memplane migrate` (apply the migrations and exit)."""
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -36,3 +37,24 @@ def tool_database(settings: Settings, *, direct: bool = False) -> Iterator[str]:
         yield url
     finally:
         postgres.stop()
+
+
+def migrate(settings: Settings) -> int:
+    from ..stores.postgres.migrations import migrate as apply_migrations
+
+    async def run(url: str) -> list[str]:
+        import asyncpg
+
+        conn = await asyncpg.connect(url)
+        try:
+            return await apply_migrations(conn)
+        finally:
+            await conn.close()
+
+    if settings.migration_database_url:
+        applied = asyncio.run(run(settings.migration_database_url))
+    else:
+        with tool_database(settings) as url:
+            applied = asyncio.run(run(url))
+    print("applied: " + (", ".join(applied) if applied else "nothing, schema is current"))
+    return 0

@@ -15,8 +15,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from ..llm.embedders import background_threads, create_embedder
     from ..services.write.reembed import reembed
     from ..stores.postgres.bulk.embeddings import EmbeddingStore
-    from ..stores.postgres.pool import create_pool
-    from ..stores.postgres.schema import VECTOR_DIM
+    from ..stores.postgres.pool import VECTOR_DIM, create_pool
 
     open_with_keys(settings)  # the texts it embeds again are sealed
 

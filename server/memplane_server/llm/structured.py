@@ -21,11 +21,12 @@ class Expected:
 # Each LLM stage by the name of the schema it asks for (Expected.name): the stage names settings
 # route by (MEMPLANE_LLM_STAGE_MODELS) and that usage and metrics are counted under. The schema
 # names stay what the model is told ("operations" reads better to it than "extraction").
+# settings.LLM_STAGES lists the same names (settings imports nothing of the server; a unit test
+# holds the two together).
 STAGE_OF_SCHEMA = {
     "operations": "extraction", "reflection": "reflection", "summary": "summary", "consolidation": "consolidation",
     "digest": "digest", "queries": "query_rewrite", "ranking": "rerank",
 }
-STAGES = frozenset(STAGE_OF_SCHEMA.values())
 
 
 def stage_of(expected: Expected) -> str:

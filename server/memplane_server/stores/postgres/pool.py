@@ -12,6 +12,9 @@ from pgvector.asyncpg import register_vector
 from .session import CUSTOM_PLANS
 
 _tracer = trace.get_tracer("memplane.postgres")
+# memories.embedding and context_embedding are vector(384) (migrations 0001 and 0004): every
+# embedding model must give vectors of this size.
+VECTOR_DIM = 384
 
 
 def search_settings(ef_search: int) -> dict[str, str]:
