@@ -1,8 +1,8 @@
 """Reflection with a model (litellm against the local OpenAI-compatible server): what made a task
 worth reflecting on steers the prompt, the model's typed memories are stored with their context
 and confidence, malformed answers leave a reflection without the model's part that says so (the
-trajectory kept), and a stale
-summary is refreshed from what changed only."""
+trajectory kept), as does a spent token budget; memories that cite no entry or contradict theirs
+are not stored; and a stale summary is refreshed from what changed only."""
 from __future__ import annotations
 
 import json
@@ -10,12 +10,16 @@ from dataclasses import replace
 
 import pytest
 
+from memplane_server.core.access.attribution import reset_work_tenant, set_work_tenant
 from memplane_server.core.errors import Code, MemplaneError
 from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter, Scope
 from memplane_server.core.reflection.reflection import ReflectInput, Task, TaskStep
 from memplane_server.llm.chat import ChatModel
 from memplane_server.services.reflection.reflect import opened_task
+from memplane_server.services.usage import TokenUsage
 from memplane_server.services.write.service import WriteService
+from memplane_server.stores.postgres.usage import TokenUsageStore
+from tests.integration.conftest import PLATFORM
 from tests.support.fake_llm import Reply
 from tests.support.jobs import run_jobs_until
 from tests.support.services import job_runner, reflect_service
@@ -166,3 +170,20 @@ async def test_a_session_memory_keeps_the_ids_of_the_memories_it_cites(llm_deps,
     cited = learned.metadata["cited_memories"]
     assert [t.content for t in turns if str(t.id) in cited] == ["Please never call me before 9am"]
     assert outcome.dropped == {"ungrounded": 1}  # the one citing "hello there": its 9 is not there
+
+
+async def test_a_reflection_with_the_tenants_budget_spent_stores_what_needs_no_model_and_says_why(
+        deps, fake_llm, make_tenant):
+    world, ledger = await make_tenant(), TokenUsage(TokenUsageStore(deps.memories.pool), deps.tenancy, 0)
+    await ledger.set_budget(PLATFORM, world.tenant_id, 1, reset=False)
+    await ledger.record(world.tenant_id, "reflection", "openai/test-model", 1, 0)
+    spent = replace(deps, llm=ChatModel("openai/test-model", api_base=fake_llm.api_base, api_key="k", timeout=5,
+                                        ledger=ledger))
+    token = set_work_tenant(world.tenant_id)
+    try:
+        outcome = await reflect_service(spent).run(world.writer, ReflectInput(task=TRIP))
+    finally:
+        reset_work_tenant(token)
+    assert not outcome.used_llm and "token budget for today is spent" in outcome.degraded
+    assert [m.kind for m in outcome.memories] == [Kind.SUMMARY]
+    assert not [r for r in fake_llm.requests if r["path"].endswith("/chat/completions")]

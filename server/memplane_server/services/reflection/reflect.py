@@ -51,7 +51,7 @@ from ...core.validation import (
     clamp_page_size,
 )
 from ...core.write.observations import statement_key
-from ...llm.chat import LLM_DEGRADED
+from ...llm.chat import went_without
 from ...llm.reflection import SYSTEM_PROMPT, ReflectedMemory, Reflection
 from ...llm.reflection import reflect as reflect_with_model
 from ...llm.summary import refresh as refresh_with_model
@@ -62,6 +62,11 @@ from ..write.service import WriteService
 from .outcomes import apply_outcome
 
 MAX_ATTEMPTS = 10_000
+# What a reflection done without the model says, by the reason (llm/chat.py DEGRADING_REASONS).
+_WENT_WITHOUT = {
+    "LLM_MALFORMED_OUTPUT": "the model answered twice without the expected JSON; reflected without it",
+    "LLM_BUDGET_EXHAUSTED": "the tenant's LLM token budget for today is spent; reflected without the model",
+}
 _dropped = metrics.get_meter("memplane.server").create_counter(
     "memplane.reflection.memories_dropped", unit="{memory}",
     description="memories a model reflected that cite no entry or are not faithful to the ones they cite")
@@ -245,19 +250,19 @@ class ReflectService:
         return kept
 
     async def _model_reflection(self, transcript: str, outcome: ReflectOutcome) -> Reflection | None:
-        """The model's reflection; None without a model, or when it answered twice without the
-        expected JSON: asked again at temperature 0 it gives the same answer, so a retried job would
-        fail the same way and store nothing at all. The reflection then stores what needs no model and
-        says so. A provider that fails or times out is down for now: that still fails, and is retried."""
+        """The model's reflection; None without a model, or after a reason of DEGRADING_REASONS (it
+        answered twice without the expected JSON, or the tenant's token budget is spent): asked again
+        it answers the same, so a retried job would fail the same way and store nothing at all. The
+        reflection then stores what needs no model and says why. A provider that fails or times out
+        is down for now: that still fails, and is retried."""
         if self.deps.llm is None:
             return None
         try:
             return await reflect_with_model(self.deps.llm, transcript)
         except MemplaneError as exc:
-            if exc.reason != "LLM_MALFORMED_OUTPUT":
+            if not (reason := went_without("reflection", exc)):
                 raise
-        LLM_DEGRADED.add(1, {"memplane.llm.stage": "reflection"})
-        outcome.degraded = "the model answered twice without the expected JSON; reflected without it"
+        outcome.degraded = _WENT_WITHOUT.get(reason, f"the model could not be used ({reason}); reflected without it")
         return None
 
     async def _user_summary(
