@@ -47,7 +47,7 @@ def prompt_of(fake_llm) -> str:
     (Task("deploy-1", "Deploy the API", (TaskStep("run deploy", "error: schema missing"),), "failure"),
      "The task failed: store at least one lesson", "lesson", "Run migrations before deploying the API", [1]),
     (Task("deploy-2", "Deploy the API", (TaskStep("run deploy", "timeout"), TaskStep("run deploy", "ok")), "success"),
-     "The task succeeded after 1 retry: store the procedure", "procedure", "Deploy: run migrations, then deploy", [1, 2]),
+     "The task succeeded after 1 retry: store a lesson", "procedure", "Deploy: run migrations, then deploy", [1, 2]),
     (Task("deploy-3", "Deploy the API", (), "success", feedback="I prefer deploys after 6pm"),
      "The user gave feedback: store any preference", "preference", "The user prefers deploys after 6pm", [1]),
 ])

@@ -61,8 +61,9 @@ def task_focus(task: Task) -> list[str]:
         focus.append("The task failed: store at least one lesson saying what to check or avoid next time,"
                      " with the context it applies in.")
     if task.outcome in ("success", "partial") and (n := retries(task)):
-        focus.append(f"The task succeeded after {n} {'retry' if n == 1 else 'retries'}: store the procedure"
-                     " that finally worked, as concrete steps.")
+        # What failed first is the lesson a similar task needs before it starts (Foresee).
+        focus.append(f"The task succeeded after {n} {'retry' if n == 1 else 'retries'}: store a lesson saying"
+                     " what to fix or check first next time, and the procedure that finally worked, as concrete steps.")
     if task.feedback.strip():
         focus.append("The user gave feedback: store any preference it expresses as a preference.")
     return focus
