@@ -187,3 +187,25 @@ async def test_a_reflection_with_the_tenants_budget_spent_stores_what_needs_no_m
     assert not outcome.used_llm and "token budget for today is spent" in outcome.degraded
     assert [m.kind for m in outcome.memories] == [Kind.SUMMARY]
     assert not [r for r in fake_llm.requests if r["path"].endswith("/chat/completions")]
+
+
+async def test_a_stale_summary_with_the_tenants_budget_spent_is_rebuilt_without_the_model(
+        deps, fake_llm, make_tenant):
+    world, ledger = await make_tenant(), TokenUsage(TokenUsageStore(deps.memories.pool), deps.tenancy, 0)
+    fact = MemoryDraft(scope=Scope.GLOBAL, domain=None, agent_id=None, layer=None, kind=Kind.FACT,
+                       content="Lives in Shanghai", entity="user", attribute="city", value="Shanghai", session_id="chat-3")
+    await WriteService(deps).write(world.writer, [fact])
+    summary = (await reflect_service(deps).run(world.writer, ReflectInput(session_id="chat-3"))).memories[-1]
+    await WriteService(deps).write(world.writer, [replace(fact, value="Shenzhen", content="Lives in Shenzhen")])
+    await ledger.set_budget(PLATFORM, world.tenant_id, 1, reset=False)
+    await ledger.record(world.tenant_id, "summary", "openai/test-model", 1, 0)
+    spent = replace(deps, llm=ChatModel("openai/test-model", api_base=fake_llm.api_base, api_key="k", timeout=5,
+                                        ledger=ledger))
+    token = set_work_tenant(world.tenant_id)
+    try:
+        refreshed = await reflect_service(spent).refresh_summary(world.writer, summary.id)
+    finally:
+        reset_work_tenant(token)
+    assert "token budget for today is spent" in refreshed.degraded
+    assert "user.city = Shenzhen" in refreshed.memories[0].content
+    assert not [r for r in fake_llm.requests if r["path"].endswith("/chat/completions")]

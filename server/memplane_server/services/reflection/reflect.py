@@ -62,11 +62,6 @@ from ..write.service import WriteService
 from .outcomes import apply_outcome
 
 MAX_ATTEMPTS = 10_000
-# What a reflection done without the model says, by the reason (llm/chat.py DEGRADING_REASONS).
-_WENT_WITHOUT = {
-    "LLM_MALFORMED_OUTPUT": "the model answered twice without the expected JSON; reflected without it",
-    "LLM_BUDGET_EXHAUSTED": "the tenant's LLM token budget for today is spent; reflected without the model",
-}
 _dropped = metrics.get_meter("memplane.server").create_counter(
     "memplane.reflection.memories_dropped", unit="{memory}",
     description="memories a model reflected that cite no entry or are not faithful to the ones they cite")
@@ -262,7 +257,7 @@ class ReflectService:
         except MemplaneError as exc:
             if not (reason := went_without("reflection", exc)):
                 raise
-        outcome.degraded = _WENT_WITHOUT.get(reason, f"the model could not be used ({reason}); reflected without it")
+        outcome.degraded = _without_the_model(reason)
         return None
 
     async def _user_summary(
@@ -293,9 +288,10 @@ class ReflectService:
         A summary erased because a source of it was hard-forgotten (migration 0010) is gone, text
         included; its job names what it summarised (`erased`: source_type, session_id, user_id,
         scope, domain) and the rebuild is written afresh from the memories that remain (none: no
-        summary)."""
+        summary). A model that cannot be used (DEGRADING_REASONS) leaves it rebuilt without one."""
         stale = await self.deps.memories.get(caller, summary_id)
         key = request_key(caller, "RefreshSummary", str(summary_id), b"")
+        outcome = ReflectOutcome()
         if stale is not None:
             if stale.status is not Status.STALE or stale.kind is not Kind.SUMMARY:
                 return ReflectOutcome()  # rebuilt meanwhile
@@ -309,11 +305,11 @@ class ReflectService:
             r = ReflectInput(session_id=stale.session_id, user_id=stale.user_id, scope=stale.scope, domain=stale.domain)
             records = await self._session_records(caller, r)
             # Still there (STALE): a model rewrites its text from what changed since.
-            if self.deps.llm is not None:
-                summary, sources = await self._refreshed_by_model(caller, stale, records)
-            else:
+            refreshed = await self._refreshed_by_model(caller, stale, records, outcome) if self.deps.llm else None
+            if refreshed is None:
                 made = session_summary(stale.session_id, records)
-                summary, sources = made.text, made.sources
+                refreshed = made.text, made.sources
+            summary, sources = refreshed
         elif erased and erased.get("source_type") == "user" and erased.get("user_id"):
             fresh_user = await self._user_summary(
                 caller, ReflectInput(user_id=erased["user_id"], scope=Scope(erased["scope"]),
@@ -328,31 +324,38 @@ class ReflectService:
                 return ReflectOutcome()  # nothing left to summarise
             made = session_summary(erased["session_id"], records)
             summary, sources = made.text, made.sources
-            if self.deps.llm is not None:
-                reflection = await reflect_with_model(self.deps.llm, session_transcript(session_entries(records)))
-                if reflection.summary:
-                    summary, sources = reflection.summary, tuple(m.stored_id for m in records)
+            reflection = await self._model_reflection(session_transcript(session_entries(records)), outcome)
+            if reflection is not None and reflection.summary:
+                summary, sources = reflection.summary, tuple(m.stored_id for m in records)
         else:
             return ReflectOutcome()  # forgotten meanwhile
         assert r.session_id is not None
         draft = self._draft(r, Kind.SUMMARY, summary, "", 1.0, ("session", r.session_id), derived_from=sources)
         fresh = await self.writer.write(caller, [draft], key, derived=True)
         await self._retire_older_summaries(caller, fresh[0])
-        return ReflectOutcome(summary=summary, memories=fresh)
+        outcome.summary, outcome.memories = summary, fresh
+        return outcome
 
     async def _refreshed_by_model(
-        self, caller: Caller, stale: MemoryRecord, records: list[MemoryRecord]
-    ) -> tuple[str, tuple[uuid.UUID, ...]]:
+        self, caller: Caller, stale: MemoryRecord, records: list[MemoryRecord], outcome: ReflectOutcome,
+    ) -> tuple[str, tuple[uuid.UUID, ...]] | None:
         """The model rewrites the stale summary from what changed since it was written (its sources
-        that no longer hold, the session's memories new or changed since), not from the session."""
+        that no longer hold, the session's memories new or changed since), not from the session;
+        None, and the outcome says why, after a reason of DEGRADING_REASONS."""
         assert self.deps.llm is not None
         stated = await self.deps.memories.get_many(caller, await self.deps.memories.sources_of(caller, stale.stored_id))
         gone = [m for m in stated if m.status is not Status.ACTIVE]
         written = stale.created_at
         assert written is not None, "read from the memories table, where it is NOT NULL"
         changed = [m for m in records if m.kind is not Kind.SUMMARY and m.changed_at > written]
-        summary = await refresh_with_model(self.deps.llm, stale.content, [statement(m) for m in gone],
-                                           [statement(m) for m in changed])
+        try:
+            summary = await refresh_with_model(self.deps.llm, stale.content, [statement(m) for m in gone],
+                                               [statement(m) for m in changed])
+        except MemplaneError as exc:
+            if not (reason := went_without("summary", exc)):
+                raise
+            outcome.degraded = _without_the_model(reason)
+            return None
         still = tuple(m.stored_id for m in stated if m.status is Status.ACTIVE)
         return summary, still + tuple(m.stored_id for m in changed)
 
@@ -413,6 +416,15 @@ class ReflectService:
             )
             merged += len(done)
         return merged
+
+
+def _without_the_model(reason: str) -> str:
+    """What a reflection done without the model says, by the reason (llm/chat.py DEGRADING_REASONS)."""
+    if reason == "LLM_MALFORMED_OUTPUT":
+        return "the model answered twice without the expected JSON; reflected without it"
+    if reason == "LLM_BUDGET_EXHAUSTED":
+        return "the tenant's LLM token budget for today is spent; reflected without the model"
+    return f"the model could not be used ({reason}); reflected without it"
 
 
 # A queued Reflect's task (request, steps, feedback) is what the agent reported, sealed in the job's
