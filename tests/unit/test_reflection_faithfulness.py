@@ -175,3 +175,12 @@ def test_words_of_the_prompt_that_the_task_also_holds_are_not_an_echo():
                                                  TaskStep("renew the ledger-sync token", "ok")), "failure")
     memory = "Next time, renew the ledger-sync token before running the nightly import."
     assert dropped(task, Kind.LESSON, memory, (1, 2)) is None
+
+
+@pytest.mark.parametrize("content", ["1. Run the migrations. 2. Run deploy.", "Step 1: run the migrations; Step 2: run deploy."])
+def test_a_procedure_numbering_its_own_steps_is_kept(content):
+    assert dropped(DEPLOY, Kind.PROCEDURE, content, (2, 3)) is None
+
+
+def test_a_statement_that_orders_nothing_in_time_is_not_held_to_a_before_rule():
+    assert dropped(TRIP, Kind.PREFERENCE, "The user travels at 8am.", (0,)) is None

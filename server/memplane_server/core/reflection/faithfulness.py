@@ -26,7 +26,12 @@ CONTRADICTS = "contradicts_entries"  # it says the opposite of what its entries 
 
 _JSON = re.compile(r"""\{\s*["'][^"'\n]{1,60}["']\s*:""")
 _CALL = re.compile(r"""\b[A-Za-z_][\w.]*\(\s*(?:[A-Za-z_]\w*\s*=|["'{\[\d])""")
-_STEP_REFERENCE = re.compile(r"\bsteps?\s*#?\d+|\[\d+\]|第\s*\d+\s*步", re.IGNORECASE)
+# "In step 2", "step 2 failed", "[2]": the transcript's steps told, not steps to take ("Step 1: ...").
+_STEP_REFERENCE = re.compile(r"\b(?:in|at|from|after|before|of|on|during)\s+steps?\s*#?\d+|"
+                             r"\bsteps?\s*#?\d+\s+(?:failed|succeeded|returned|was|showed|gave|did)\b|"
+                             r"\[\d+\]|第\s*\d+\s*步")
+# The numbering of a procedure's steps ("1. ...", "Step 2: ..."): not a number it claims.
+_ENUMERATOR = re.compile(r"(?:^|(?<=[\s;,]))(?:step\s*)?\d+\s*[.):](?=\s)", re.IGNORECASE)
 _PAST = (r"(?!need\b|feed\b|proceed\b|succeed\b|exceed\b|speed\b)(?:[a-z]+ed|ran|got|went|tried|made|saw|sent|"
          r"found|took|did|wrote|began|paid|bought|built|chose|gave|kept|left|put|read|set|told|said|came)\b")
 _AGENT_DID = re.compile(r"\b(?:i|we|the agent|the assistant)\s+(?:(?:first|then|also|next|finally|again)\s+)?" + _PAST)
@@ -122,7 +127,7 @@ def _names(text: str) -> list[str]:
 def ungrounded(memory: str, source: str) -> bool:
     """Holds a number or a name that is not in the source."""
     plain = _plain(source)
-    if not _numbers(memory) <= _numbers(source):
+    if not _numbers(_ENUMERATOR.sub(" ", memory)) <= _numbers(source):
         return True
     return any(not re.search(rf"(?<![\w-]){re.escape(_plain(name))}(?![\w-])", plain) for name in _names(memory))
 

@@ -93,7 +93,10 @@ def clauses(text: str) -> list[Clause]:
 
 def overlap(a: Clause, b: Clause) -> int:
     """How many words two clauses share when they are about the same thing, else 0: at least two,
-    and at least half of the shorter one's."""
+    and at least half of the shorter one's, and both or neither ordering things in time ("deploy"
+    as one step of a procedure says nothing of "never deploy before migrating")."""
+    if (a.around is None) != (b.around is None):
+        return 0
     shared = len(a.words & b.words)
     return shared if shared >= 2 and 2 * shared >= min(len(a.words), len(b.words)) else 0
 
