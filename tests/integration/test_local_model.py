@@ -9,12 +9,16 @@ from dataclasses import replace
 import pytest
 
 from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter, Status
+from memplane_server.core.reflection.reflection import ReflectInput, Task, TaskStep
 from memplane_server.embedded.model import LITELLM_MODEL, EmbeddedModel
 from memplane_server.llm.chat import ChatModel
 from memplane_server.services.memories import MemoriesService
+from memplane_server.services.reflection.foresight import ForesightService
+from memplane_server.services.search.service import SearchService
 from memplane_server.services.write.service import WriteService
 from tests.conftest import make_shared_tmpdir
 from tests.support.local_model import installed_model
+from tests.support.services import reflect_service
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -55,3 +59,26 @@ async def test_a_moved_users_city_is_superseded_by_the_new_one(model_deps, make_
     assert [f.value.lower() for f in current] == ["paris"]
     old = await MemoriesService(model_deps).get(world.writer, str(berlin.id))
     assert old.status is Status.SUPERSEDED
+
+
+async def test_a_lesson_reflected_from_a_retried_task_is_foreseen_for_a_similar_task(model_deps, make_tenant):
+    world = await make_tenant()
+    write = WriteService(model_deps)
+    await write.write(world.writer, [  # lessons of other work, for the new one to be found among
+        MemoryDraft(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.LESSON, content=text)
+        for text in ("Book refundable fares when the trip dates may change.",
+                     "Drain the job queue before rotating the database credentials.",
+                     "Ask for the invoice number before refunding a payment.")])
+    task = Task("export-1", "Export the monthly sales report to the finance share", (
+        TaskStep("export_report --month 2026-11 --to /mnt/finance",
+                 "error: permission denied: /mnt/finance is mounted read-only"),
+        TaskStep("mount -o remount,rw /mnt/finance", "ok"),
+        TaskStep("export_report --month 2026-11 --to /mnt/finance", "wrote /mnt/finance/sales-2026-11.csv"),
+    ), "success", attempts=2)
+    outcome = await reflect_service(model_deps).run(world.writer, ReflectInput(task=task))
+    learned = [m for m in outcome.memories if m.kind is Kind.LESSON]
+    assert outcome.used_llm and learned, (outcome.dropped, [(m.kind, m.content) for m in outcome.memories])
+    advice = await ForesightService(SearchService(model_deps)).foresee(
+        world.writer, "Export the quarterly sales report to the finance share", entities=[], tools=["export_report"],
+        top_k=3, f=MemoryFilter())
+    assert {m.id for m in learned} & {a.hit.memory.id for a in advice[:3]}, [a.hit.memory.content for a in advice]
