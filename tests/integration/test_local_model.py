@@ -11,6 +11,7 @@ import pytest
 from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter, Status
 from memplane_server.core.reflection.reflection import ReflectInput, Task, TaskStep
 from memplane_server.embedded.model import LITELLM_MODEL, EmbeddedModel
+from memplane_server.llm import extraction
 from memplane_server.llm.chat import ChatModel
 from memplane_server.services.memories import MemoriesService
 from memplane_server.services.reflection.foresight import ForesightService
@@ -85,7 +86,6 @@ async def test_a_lesson_reflected_from_a_retried_task_is_foreseen_for_a_similar_
 
 
 async def test_an_answer_cut_short_degrades_extraction_and_stores_no_part_of_it(model_deps, make_tenant, monkeypatch):
-    from memplane_server.llm import extraction
     # A bound of 4 tokens cuts the real model's JSON short, twice (even {"operations": []} takes more;
     # at 12 it answered that): the malformed answer a model looping inside the schema gives.
     monkeypatch.setattr(extraction, "EXPECTED", replace(extraction.EXPECTED, max_tokens=4))
