@@ -1,6 +1,8 @@
 """Hindsight benchmark: (a) extraction over sessions with gold answers, (b) lessons before a similar task.
 
 Part (b) is bench/hindsight_lessons.py (`--part b`, or `--part all` for both); this page is part (a).
+Part (c), the LLM search stages (rewrite, rerank, model-written session digests) against LLM-free search
+on LoCoMo dev, is bench/hindsight_search.py, a command of its own.
 
     .venv/bin/python bench/hindsight.py [--part a|b|all] [--sessions N] [--tasks N] [--threads 2] [--json out.json]
     .venv/bin/python bench/hindsight.py --server-env MEMPLANE_LLM_MODEL=openai/... --server-env MEMPLANE_LLM_API_BASE=...
