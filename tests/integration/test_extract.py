@@ -114,7 +114,7 @@ async def test_delete_operation_retires_the_fact(llm_deps, fake_llm, make_tenant
     fake_llm.script(answer("ADD", "Berlin"))
     await write_turn(llm_deps, world.writer, "I live in Berlin")
     fake_llm.script(answer("DELETE", "", "Berlin"))
-    await write_turn(llm_deps, world.writer, "forget where I live, I moved out")
+    await write_turn(llm_deps, world.writer, "forget that I live in Berlin, I moved out")
     current, _ = await MemoriesService(llm_deps).list(world.writer, MemoryFilter(entity="user"), 10, "")
     assert current == []
     deleted, _ = await MemoriesService(llm_deps).list(
@@ -274,7 +274,7 @@ async def test_a_delete_retires_the_turns_users_fact_and_not_another_users(llm_d
     fake_llm.script(answer("ADD", "Berlin"))
     await WriteService(llm_deps).accept(world.writer, [replace(turn("I live in Berlin too"), user_id="u2")], "sync")
     fake_llm.script(answer("DELETE", "", "Berlin"))
-    await write_turn(llm_deps, world.writer, "forget where I live, I moved out")
+    await write_turn(llm_deps, world.writer, "forget that I live in Berlin, I moved out")
     left, _ = await MemoriesService(llm_deps).list(world.writer, MemoryFilter(entity="user", kinds=(Kind.FACT,)), 10, "")
     assert [(m.user_id, m.value) for m in left] == [("u2", "Berlin")]
 
@@ -310,3 +310,25 @@ async def test_a_turn_that_says_nothing_of_a_known_fact_does_not_observe_it_agai
         "evidence": "Thanks."}]})))
     _, extracted, _ = await write_turn(llm_deps, world.writer, "Thanks.")
     assert extracted == []
+
+
+async def test_a_delete_goes_to_the_known_fact_holding_the_old_value_it_names(llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    fake_llm.script(claim("ADD", "pet_name", "Rex"))
+    await write_turn(llm_deps, world.writer, "I have a dog named Rex")
+    fake_llm.script(claim("ADD", "dog", "the park"))
+    await write_turn(llm_deps, world.writer, "He loves the park")
+    fake_llm.script(claim("DELETE", "dog", "", old="Rex"))
+    await write_turn(llm_deps, world.writer, "I no longer have Rex")
+    left, _ = await MemoriesService(llm_deps).list(world.writer, MemoryFilter(entity="user", kinds=(Kind.FACT,)), 10, "")
+    assert [m.value for m in left] == ["the park"]
+
+
+async def test_a_delete_whose_evidence_does_not_name_the_value_is_dropped(llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    fake_llm.script(claim("ADD", "diet", "vegetarian"))
+    await write_turn(llm_deps, world.writer, "I'm vegetarian now")
+    fake_llm.script(claim("DELETE", "diet", "", old="vegetarian"))
+    await write_turn(llm_deps, world.writer, "What should I cook tonight?")
+    left, _ = await MemoriesService(llm_deps).list(world.writer, MemoryFilter(entity="user"), 10, "")
+    assert [m.value for m in left] == ["vegetarian"]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from memplane_server.core.write.claims import ungrounded
+from memplane_server.core.write.claims import names, ungrounded
 
 
 @pytest.mark.parametrize("evidence, turn, value, shown", [
@@ -45,3 +45,22 @@ def test_a_turn_that_does_not_state_the_known_value_does_not_observe_it_again():
 def test_a_value_from_an_earlier_turn_that_is_not_the_current_one_stands():
     shown = "I lived in Hangzhou before\nuser city Shanghai\nI'm moving back"
     assert ungrounded("moving back", "I'm moving back", "Hangzhou", shown, current="Shanghai") is None
+
+
+@pytest.mark.parametrize("evidence, value", [
+    ("I no longer have Rex", "Rex"),
+    ("I quit the hospital", "nurse at the city hospital"),
+    ("我已经把咪咪送给朋友了", "咪咪"),
+    ("我把丰田卖了", "白色的丰田"),
+])
+def test_a_delete_naming_what_no_longer_holds_names_it(evidence, value):
+    assert names(evidence, value)
+
+
+@pytest.mark.parametrize("evidence, value", [
+    ("What should I cook tonight?", "vegetarian"),
+    ("谢谢。", "咪咪"),
+    ("我的车坏了", "白色的丰田"),
+])
+def test_a_turn_that_does_not_name_a_value_does_not_delete_it(evidence, value):
+    assert not names(evidence, value)

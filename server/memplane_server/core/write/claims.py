@@ -73,3 +73,11 @@ def ungrounded(evidence: str, turn: str, value: str, shown: str, current: str | 
     if current is not None and _plain(value) == _plain(current):
         return "it restates a known value its turn does not state"
     return None
+
+
+def names(evidence: str, value: str) -> bool:
+    """Whether the evidence names the value: a word of it, or two of its Chinese characters. A
+    DELETE must say what no longer holds ("I no longer have Rex"): a small model deleted the user's
+    diet on "What should I cook tonight?", and a delete loses a fact that may still be true."""
+    shared = _words(evidence) & _words(value)
+    return any(not _CJK.match(w) for w in shared) or len(shared) >= min(2, len(_words(value)))

@@ -16,7 +16,7 @@ from ...core.errors import Code, MemplaneError, invalid
 from ...core.model import Kind, Layer, MemoryDraft, MemoryFilter, MemoryRecord
 from ...core.operations import Operation
 from ...core.timezones import parse_time_zone, render
-from ...core.write.claims import ungrounded
+from ...core.write.claims import names, ungrounded
 from ...llm.chat import went_without
 from ...llm.extraction import KnownFact, Turn, extract
 from ...llm.extraction import Operation as Claim
@@ -39,16 +39,21 @@ class ExtractOutcome:
 
 
 def as_known(claim: Claim, current: dict[tuple[str, str], str]) -> Claim:
-    """An UPDATE or DELETE under names no known fact has, whose old value is the value of exactly one
-    known fact, is about that fact: a small model renamed "job" "occupation" when the job changed,
-    and the old value stayed current beside the new one. The names are the store's; the model's
+    """The known fact an UPDATE or DELETE is about, when its names miss it and its old value points
+    at exactly one: a small model renamed "job" "occupation" when the job changed (the old job stayed
+    current beside the new one), and deleted "user.dog" for "I no longer have Rex" where Rex was
+    "user.pet_name". An UPDATE under known names keeps them (the new value replaces that fact); a
+    DELETE goes to the fact holding the old value it names. The names are the store's; the model's
     old value only points at one."""
-    if claim.op not in ("UPDATE", "DELETE") or (claim.entity, claim.attribute) in current or not claim.old_value:
+    if claim.op not in ("UPDATE", "DELETE") or not claim.old_value:
         return claim
-    named = [key for key, value in current.items() if value.casefold() == claim.old_value.casefold()]
-    if len(named) != 1:
+    named = current.get((claim.entity, claim.attribute))
+    if named is not None and (claim.op == "UPDATE" or named.casefold() == claim.old_value.casefold()):
         return claim
-    [(entity, attribute)] = named
+    holding = [key for key, value in current.items() if value.casefold() == claim.old_value.casefold()]
+    if len(holding) != 1:
+        return claim
+    [(entity, attribute)] = holding
     return replace(claim, entity=entity, attribute=attribute)
 
 
@@ -143,8 +148,12 @@ class ExtractService:
     def _grounded(op: Claim, new_turns: dict[str, str], shown: str, current: dict[tuple[str, str], str]) -> bool:
         why = ungrounded(op.evidence, new_turns.get(op.source_turn, ""), op.value, shown,
                          current.get((op.entity, op.attribute)))
-        if why is None and op.op == "DELETE" and (op.entity, op.attribute) not in current:
-            why = "it deletes no known fact of the turns' user"
+        if why is None and op.op == "DELETE":
+            deleted = current.get((op.entity, op.attribute))
+            if deleted is None:
+                why = "it deletes no known fact of the turns' user"
+            elif not names(op.evidence, deleted):
+                why = "its evidence does not name the value it deletes"
         if why is not None:
             _dropped.add(1, {"memplane.reason": why})
             log.info("extraction: a %s of %s.%s dropped: %s", op.op, op.entity, op.attribute, why)
