@@ -26,13 +26,14 @@ def test_a_claim_quoting_its_turn_with_a_value_it_read_stands(evidence, turn, va
     ("今晚做什么菜好？", "今晚做什么菜好？", "今晚做什么菜好？", "今晚做什么菜好？", "a question"),
     ("Where can I wash it?", "Where can I wash it?", "wash it?", "Where can I wash it?", "a question"),
     ("Okay, bye for now.", "Okay, bye for now.", "Okay, bye for now.", "Okay, bye for now.", "the whole turn"),
+    ("Haha, that's funny.", "Haha, that's funny.", "Haha, that's funny", "Haha, that's funny.", "the whole turn"),
     ("哈哈哈，好的，再见。", "哈哈哈，好的，再见。", "哈哈哈，好的，再见", "哈哈哈，好的，再见。", "the whole turn"),
 ])
 def test_a_claim_the_input_does_not_hold_is_dropped(evidence, turn, value, shown, why):
     assert why in (ungrounded(evidence, turn, value, shown) or "")
 
 
-@pytest.mark.parametrize("turn", ["Berlin.", "Vegetarian", "深圳。"])
+@pytest.mark.parametrize("turn", ["Berlin.", "New York", "Vegetarian", "深圳。"])
 def test_a_short_answer_is_a_value_though_it_is_the_whole_turn(turn):
     assert ungrounded(turn, turn, turn.strip("."), turn) is None
 

@@ -15,11 +15,13 @@ FACT_KINDS = frozenset({Kind.FACT, Kind.PREFERENCE})
 
 SYSTEM_PROMPT = """You maintain an AI agent's memory of facts and preferences about users and the people they mention.
 You get KNOWN FACTS (entity.attribute = current value) and NEW TURNS of a conversation, each with an id.
-Return ONLY a JSON object {"operations": [...]}: one operation for each fact a new turn states, none for the rest.
+Return ONLY a JSON object {"operations": [...]}: one operation for each lasting fact a new turn states about
+a person (home, work, contacts, family, diet, health, plans, likes and dislikes), none for the rest
+(the weather, a passing mood, how a day went).
 - ADD: a fact not known yet. UPDATE: a new value for a known entity.attribute (keep its entity and attribute
   names; old_value is the known value). DELETE: a turn says a known fact no longer holds or was wrong.
-- Facts about another person (a daughter, a colleague, a brother) take that person as entity, by name or
-  relation ("mia", "sister"), never "user".
+- entity is one word: "user" for the user, or another person by name or relation ("leo", "sister"),
+  never "user" for another person's fact; attribute is one word or two joined by "_".
 - value: a few words copied from the turn, in its language (a city written 深圳 stays 深圳), never the whole sentence.
 - evidence: the words of the turn that state the fact, copied exactly; source_turn: that turn's id.
 - Greetings, thanks, questions, requests and small talk state no fact: answer {"operations": []}.

@@ -45,9 +45,10 @@ def quotes(evidence: str, turn: str) -> bool:
 
 def _whole_sentence(value: str, turn: str) -> bool:
     """A value that is the turn itself, of a sentence's length: a small model stored "Okay, bye for
-    now." as the user's greeting. A one-word answer ("Berlin.") still is a value."""
+    now." and "Haha, that's funny." as the user's greeting. A short answer ("Berlin.", "New York")
+    still is a value; a three-word one is dropped with the small talk (memory less complete)."""
     plain = _plain(value)
-    return plain == _plain(turn) and (len(plain.split()) >= 4 or len(_CJK.findall(plain)) >= 6)
+    return plain == _plain(turn) and (len(plain.split()) >= 3 or len(_CJK.findall(plain)) >= 6)
 
 
 def ungrounded(evidence: str, turn: str, value: str, shown: str, current: str | None = None) -> str | None:
