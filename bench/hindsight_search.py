@@ -61,6 +61,7 @@ from search_variants import locomo_items, pct, search_all  # noqa: E402
 
 from memplane import MemoryClient  # noqa: E402
 from memplane_server.embedded.model import LITELLM_MODEL, EmbeddedModel  # noqa: E402
+from memplane_server.llm import query_rewrite, rerank  # noqa: E402
 from memplane_server.settings import Settings  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
@@ -109,13 +110,24 @@ class StageFailures(logging.Handler):
             what = type(exc).__name__ if isinstance(exc, BaseException) else ""
             self.counts[self.current][f"{record.getMessage().split(':')[0]} ({what})" if what else record.getMessage()[:100]] += 1
 
-    @contextmanager
-    def observe(self, name: str):
-        self.current = name
-        try:
-            yield
-        finally:
-            self.current = None
+
+
+class Answers:
+    """The model's raw answers to the rewrite and rerank prompts, by variant, in the order asked (the parse
+    functions the stages call, wrapped), so a run shows what the model said, not only what recall did."""
+
+    def __init__(self) -> None:
+        self.current: str | None = None
+        self.by_variant: dict[str, list[dict]] = defaultdict(list)
+        for module, name in ((query_rewrite, "parse_rewrites"), (rerank, "parse_ranking")):
+            setattr(module, name, self._wrap(getattr(module, name), name))
+
+    def _wrap(self, parse, stage: str):
+        def recorded(text, *args):
+            if self.current is not None:
+                self.by_variant[self.current].append({"stage": stage, "answer": text[:2000]})
+            return parse(text, *args)
+        return recorded
 
 
 def summary(rows: list[dict]) -> dict:
@@ -203,8 +215,17 @@ def main() -> int:
     if args.digests != "off":
         os.environ["MEMPLANE_SESSION_DIGESTS"] = "true"
         os.environ["MEMPLANE_SESSION_DIGEST_LLM"] = "true" if args.digests == "llm" else "false"
-    failures = StageFailures()
+    failures, answers = StageFailures(), Answers()
     logging.getLogger(SEARCH_LOGGER).addHandler(failures)
+
+    @contextmanager
+    def observe(name: str):
+        failures.current = answers.current = name
+        try:
+            yield
+        finally:
+            failures.current = answers.current = None
+
     started = time.perf_counter()
     with chat_model(args) as model:
         items, questions = locomo_items(sessions=True)
@@ -222,7 +243,7 @@ def main() -> int:
             settings = Settings(database_url=server.dsn, redis_url=server.redis_url, bootstrap_tenant="", workers=0)
             full = asyncio.run(search_all(settings, server.dsn, server.redis_url, {"baseline": {}}, questions, True))
             rows = asyncio.run(search_all(settings, server.dsn, server.redis_url, chosen, picked, True,
-                                          observe=failures.observe, until=deadline(args.until)))
+                                          observe=observe, until=deadline(args.until)))
             searched = Counter(r["category"] for r in rows["baseline"])
             print(f"searched {len(rows['baseline'])} questions, by category {dict(sorted(searched.items()))}", flush=True)
     whole = summary(full["baseline"])
@@ -237,7 +258,8 @@ def main() -> int:
             "model": model, "questions": len(picked), "searched": len(rows["baseline"]), "seed": args.seed, "stage_timeout_s": args.stage_timeout,
             "digests": {"kind": args.digests, "count": digests, "by_model": by_model, "ingest_wait_s": round(waited)},
             "variants": chosen, "figures": figures, "baseline_all": whole,
-            "skipped": {k: dict(v) for k, v in failures.counts.items()}, "rows": rows, "total_s": total,
+            "skipped": {k: dict(v) for k, v in failures.counts.items()}, "rows": rows,
+            "answers": answers.by_variant, "total_s": total,
             "environment": environment()}, ensure_ascii=False, indent=1))
     return 0
 
