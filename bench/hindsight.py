@@ -21,7 +21,8 @@ active facts and preferences are read back and scored against the gold answers:
   one contained in the other; a date is given in its forms, "March 5|03-05") about that subject: for another person of the session (a daughter,
   a brother) its entity must be one of that person's names ("anna|wife"); for the user any entity
   but another person's (the model names the user's facts "user", "phone_number", "flight");
-- precision: active facts that match a gold current fact, of all active facts;
+- precision: active facts that match a gold current fact or a fact the gold lists as `also` (true,
+  stated, not required), of all active facts; the precision counting only required facts is printed beside;
 - stale: gold superseded values still active for their subject (a move whose old city stayed);
 - ungrounded: active facts whose value is in none of the session's turns (an invented fact).
 
@@ -75,11 +76,13 @@ def matches(active: tuple[str, str], gold: list[str], people: set[str]) -> bool:
 def score(session: dict, active: list[tuple[str, str]]) -> dict:
     people = {name for g in session["current"] + session["stale"] for name in plain(g[0]).split("|")} - {"user"}
     found = [g for g in session["current"] if any(matches(a, g, people) for a in active)]
-    right = [a for a in active if any(matches(a, g, people) for g in session["current"])]
+    strict = [a for a in active if any(matches(a, g, people) for g in session["current"])]
+    right = [a for a in active if any(matches(a, g, people) for g in session["current"] + session.get("also", []))]
     stale = [g for g in session["stale"] if any(matches(a, g, people) for a in active)]
     said = plain(" ".join(session["turns"]))
     ungrounded = [a for a in active if plain(a[1]) not in said]
     return {"gold": len(session["current"]), "found": len(found), "active": len(active), "right": len(right),
+            "strict": len(strict),
             "stale": len(stale), "stale_gold": len(session["stale"]), "ungrounded": len(ungrounded),
             "facts": active}
 
@@ -133,7 +136,8 @@ def report(results: list[dict], model: str) -> dict:
     figures = totals(results)
     print(f"{model}: F1 {figures['f1']}  precision {figures['precision']}  recall {figures['recall']}"
           f" ({figures['found']}/{figures['gold_current']})  stale {figures['stale']}/{figures['stale_gold']}"
-          f"  ungrounded {figures['ungrounded']} of {figures['active']} active")
+          f"  ungrounded {figures['ungrounded']} of {figures['active']} active"
+          f"  (precision counting only required facts right: {figures['precision_required_only']})")
     for lang in ("en", "zh"):
         f = totals([r for r in results if r["lang"] == lang])
         print(f"  {lang}: F1 {f['f1']}  precision {f['precision']}  recall {f['recall']} ({f['found']}/{f['gold_current']})"
@@ -145,11 +149,13 @@ def report(results: list[dict], model: str) -> dict:
 def totals(results: list[dict]) -> dict:
     gold, found = sum(r["gold"] for r in results), sum(r["found"] for r in results)
     active, right = sum(r["active"] for r in results), sum(r["right"] for r in results)
+    strict = sum(r.get("strict", r["right"]) for r in results)
     recall = found / gold if gold else 0.0
     precision = right / active if active else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     return {"sessions": len(results), "gold_current": gold, "found": found, "recall": round(recall, 3),
             "active": active, "precision": round(precision, 3), "f1": round(f1, 3),
+            "precision_required_only": round(strict / active if active else 0.0, 3),
             "stale": sum(r["stale"] for r in results), "stale_gold": sum(r["stale_gold"] for r in results),
             "ungrounded": sum(r["ungrounded"] for r in results)}
 

@@ -21,10 +21,12 @@ def test_a_claim_quoting_its_turn_with_a_value_it_read_stands(evidence, turn, va
 @pytest.mark.parametrize("evidence, turn, value, shown, why", [
     ("", "I live in Berlin", "Berlin", "I live in Berlin", "no evidence"),
     ("I live in Paris", "I live in Berlin", "Paris", "I live in Berlin", "not in the turn"),
-    ("hi, how are you today?", "hi, how are you today?", "Shenzhen", "hi, how are you today?", "in nothing"),
+    ("hi, how are you today?", "hi, how are you today?", "Shenzhen", "hi, how are you today?", "a question"),
+    ("hi, how are you", "hi, how are you", "Shenzhen", "hi, how are you", "in nothing"),
     ("my number is new", "my number is new", "555-0199", "my number is new", "in nothing"),
     ("今晚做什么菜好？", "今晚做什么菜好？", "今晚做什么菜好？", "今晚做什么菜好？", "a question"),
     ("Where can I wash it?", "Where can I wash it?", "wash it?", "Where can I wash it?", "a question"),
+    ("深圳有什么好吃的？", "深圳有什么好吃的？", "深圳好吃的", "深圳有什么好吃的？", "evidence is a question"),
     ("Okay, bye for now.", "Okay, bye for now.", "Okay, bye for now.", "Okay, bye for now.", "the whole turn"),
     ("Haha, that's funny.", "Haha, that's funny.", "Haha, that's funny", "Haha, that's funny.", "the whole turn"),
     ("哈哈哈，好的，再见。", "哈哈哈，好的，再见。", "哈哈哈，好的，再见", "哈哈哈，好的，再见。", "the whole turn"),

@@ -61,6 +61,8 @@ def ungrounded(evidence: str, turn: str, value: str, shown: str, current: str | 
         return "no evidence quoted"
     if not quotes(evidence, turn):
         return "its evidence is not in the turn it cites"
+    if _QUESTION.search(evidence):
+        return "its evidence is a question"
     if not value:
         return None
     if _QUESTION.search(value):
