@@ -45,6 +45,7 @@ import json
 import logging
 import os
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -186,14 +187,15 @@ def chat_model(args):
     if not model_file.is_file():
         sys.exit(f"{model_file} is missing: run scripts/install_local_model.py, or name a model with --server-env")
     folder = Path(tempfile.mkdtemp(prefix="memplane-hsearch-model-", dir="/tmp"))
-    with EmbeddedModel(folder, model_file, threads=args.threads) as model:
-        os.environ.update(MEMPLANE_LLM_MODEL=LITELLM_MODEL, MEMPLANE_LLM_API_BASE=model.api_base or "",
-                          MEMPLANE_LLM_API_KEY=model.api_key, MEMPLANE_LLM_STRUCTURED_OUTPUT="json_object_schema")
-        try:
+    try:
+        with EmbeddedModel(folder, model_file, threads=args.threads) as model:
+            os.environ.update(MEMPLANE_LLM_MODEL=LITELLM_MODEL, MEMPLANE_LLM_API_BASE=model.api_base or "",
+                              MEMPLANE_LLM_API_KEY=model.api_key, MEMPLANE_LLM_STRUCTURED_OUTPUT="json_object_schema")
             yield f"{model_file.name} ({args.threads} threads, local)"
-        finally:
-            for name in ("MEMPLANE_LLM_MODEL", "MEMPLANE_LLM_API_BASE", "MEMPLANE_LLM_API_KEY"):
-                os.environ.pop(name, None)
+    finally:
+        for name in ("MEMPLANE_LLM_MODEL", "MEMPLANE_LLM_API_BASE", "MEMPLANE_LLM_API_KEY"):
+            os.environ.pop(name, None)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def main() -> int:
