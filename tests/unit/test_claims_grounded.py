@@ -12,6 +12,8 @@ from memplane_server.core.write.claims import names, ungrounded
     ("我刚搬到了深圳", "我刚从上海搬到了深圳。", "深圳", "我刚从上海搬到了深圳。"),
     ("moving back", "I'm moving back", "Hangzhou", "user address Hangzhou\nI'm moving back"),
     ("I fly tomorrow", "I fly tomorrow", "2026-12-08", "I fly tomorrow"),
+    ("the call is next Friday at noon", "the call is next Friday at noon", "2026-12-11T12:00", "x"),
+    ("我下周三出发", "我下周三出发", "2026-12-16", "我下周三出发"),
     ("no longer own a dog", "I no longer own a dog", "", "I no longer own a dog"),
 ])
 def test_a_claim_quoting_its_turn_with_a_value_it_read_stands(evidence, turn, value, shown):
@@ -26,6 +28,8 @@ def test_a_claim_quoting_its_turn_with_a_value_it_read_stands(evidence, turn, va
     ("my number is new", "my number is new", "555-0199", "my number is new", "in nothing"),
     ("今晚做什么菜好？", "今晚做什么菜好？", "今晚做什么菜好？", "今晚做什么菜好？", "a question"),
     ("Where can I wash it?", "Where can I wash it?", "wash it?", "Where can I wash it?", "a question"),
+    ("Please plan a birthday party for her", "Please plan a birthday party for her.", "2027-12-07",
+     "Please plan a birthday party for her.", "in nothing"),
     ("深圳有什么好吃的？", "深圳有什么好吃的？", "深圳好吃的", "深圳有什么好吃的？", "evidence is a question"),
     ("Okay, bye for now.", "Okay, bye for now.", "Okay, bye for now.", "Okay, bye for now.", "the whole turn"),
     ("Haha, that's funny.", "Haha, that's funny.", "Haha, that's funny", "Haha, that's funny.", "the whole turn"),
