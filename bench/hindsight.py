@@ -225,6 +225,9 @@ def main() -> int:
             sys.exit(f"{MODEL} is missing: run scripts/install_local_model.py, or name a model with --server-env")
         os.environ.setdefault("MEMPLANE_LOCAL_MODEL", str(MODEL))
         os.environ.setdefault("MEMPLANE_LOCAL_MODEL_THREADS", str(args.threads))
+        # A reflection's answer took 54 s on 2 quiet cores; beside another model it passed the default
+        # 60 s and the sync Reflect failed UNAVAILABLE. The benchmark measures answers, not patience.
+        os.environ.setdefault("MEMPLANE_LLM_TIMEOUT_SECONDS", "600")
     if not args.llm_free:
         model = os.environ.get("MEMPLANE_LLM_MODEL") or Path(os.environ["MEMPLANE_LOCAL_MODEL"]).name
     out = {}
