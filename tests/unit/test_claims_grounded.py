@@ -30,6 +30,7 @@ def test_a_claim_quoting_its_turn_with_a_value_it_read_stands(evidence, turn, va
     ("Where can I wash it?", "Where can I wash it?", "wash it?", "Where can I wash it?", "a question"),
     ("Please plan a birthday party for her", "Please plan a birthday party for her.", "2027-12-07",
      "Please plan a birthday party for her.", "in nothing"),
+    ("哈哈，好的，再见。", "哈哈，好的，再见。", "你好！再见。", "你好！\n今天天气怎么样？\n哈哈，好的，再见。", "in nothing"),
     ("深圳有什么好吃的？", "深圳有什么好吃的？", "深圳好吃的", "深圳有什么好吃的？", "evidence is a question"),
     ("Okay, bye for now.", "Okay, bye for now.", "Okay, bye for now.", "Okay, bye for now.", "the whole turn"),
     ("Haha, that's funny.", "Haha, that's funny.", "Haha, that's funny", "Haha, that's funny.", "the whole turn"),

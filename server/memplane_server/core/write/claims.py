@@ -61,7 +61,8 @@ def _whole_sentence(value: str, turn: str) -> bool:
 def ungrounded(evidence: str, turn: str, value: str, shown: str, current: str | None = None) -> str | None:
     """Why the claim is not grounded, or None when it is. turn: the text of the turn it cites;
     shown: everything the model read; current: the known value of the claim's entity and attribute.
-    A value the turn does not hold may come from what the model read ("back to the old address"),
+    A value the turn does not hold may come whole from one line of what the model read ("back to
+    the old address"),
     but not be the current value itself: a small model restated it from turns that say nothing
     ("Thanks." re-observed the user's allergy)."""
     if not _plain(evidence):
@@ -78,7 +79,9 @@ def ungrounded(evidence: str, turn: str, value: str, shown: str, current: str | 
         return "its value is the whole turn"
     if _shown(value, turn) or (_DATE_OR_TIME.fullmatch(value.strip()) and _TIME_WORDS.search(evidence)):
         return None
-    if not _shown(value, shown):
+    # Whole, from one line of what the model read (a turn, a known fact): Chinese compared by
+    # character took "你好！再见。" from two turns of small talk.
+    if not any(_plain(value) in _plain(line) for line in shown.splitlines()):
         return "its value is in nothing the model read"
     if current is not None and _plain(value) == _plain(current):
         return "it restates a known value its turn does not state"
