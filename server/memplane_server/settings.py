@@ -9,7 +9,6 @@ from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
-
 def _default_data_dir() -> Path:
     # As root the embedded PostgreSQL runs as an unprivileged user, which must be able to
     # reach the data dir; a checkout under a 0700 folder would not do, /var/lib does.
