@@ -21,9 +21,9 @@ Kinds:
 - preference: what the user wants or refuses.
 - fact: something true about the user, the world or the system.
 Rules:
-- steps: the numbers of the entries the memory comes from. A memory without them is thrown away.
+- steps: the numbers of every entry the memory comes from. A memory without them is thrown away.
 - Keep the meaning exactly: "never" stays "never", "not" stays "not", "before" stays "before"; 不 and 从不 stay.
-- Use only names and numbers found in the entries you cite.
+- Use only names and numbers found in the entries you cite; do not count retries or steps.
 - content is one sentence of advice or truth, not a story; context says when it applies (may be empty).
 Good lesson: "Next time, renew the ledger-sync token before running the nightly import."
 Bad lesson: "First I called run_import, then I retried it." (a story of the steps)
