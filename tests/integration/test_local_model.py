@@ -94,3 +94,15 @@ async def test_a_lesson_reflected_from_a_retried_task_is_foreseen_for_a_similar_
         top_k=3, f=MemoryFilter())
     assert {m.id for m in learned} & {a.hit.memory.id for a in advice[:3]}, ([a.hit.memory.content for a in advice],
                                                                                judged)
+
+
+async def test_an_answer_cut_short_degrades_extraction_and_stores_no_part_of_it(model_deps, make_tenant, monkeypatch):
+    # A bound of 4 tokens cuts the real model's JSON short, twice (even {"operations": []} takes more;
+    # at 12 it answered that): the malformed answer a model looping inside the schema gives.
+    monkeypatch.setattr(extraction, "EXPECTED", replace(extraction.EXPECTED, max_tokens=4))
+    world = await make_tenant()
+    accepted = await WriteService(model_deps).accept(world.writer, [turn("I live in Berlin and I work as a baker.")], "sync")
+    assert [r.content for r in accepted.records] == ["I live in Berlin and I work as a baker."]
+    assert accepted.operation is None and accepted.extracted == []
+    assert "LLM_MALFORMED_OUTPUT" in accepted.extraction_degraded
+    assert await facts(model_deps, world.writer) == []
