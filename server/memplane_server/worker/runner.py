@@ -158,8 +158,9 @@ class JobRunner:
         if job.type == "reflect":
             task = input_from_json(opened_task(job.payload, caller.require_tenant()))
             outcome = await self.reflect.run(caller, task, request=request)
-            return JobDone(outcome.memories, f"{outcome.summary} ({outcome.degraded})" if outcome.degraded
-                           else outcome.summary)
+            dropped = ", ".join(f"{n} {why}" for why, n in sorted(outcome.dropped.items()))
+            notes = "; ".join(filter(None, [outcome.degraded, dropped and f"memories dropped: {dropped}"]))
+            return JobDone(outcome.memories, f"{outcome.summary} ({notes})" if notes else outcome.summary)
         if job.type == "refresh_summary":
             # A summary erased by a hard forget (migration 0010) is named by its session in the payload.
             outcome = await self.reflect.refresh_summary(

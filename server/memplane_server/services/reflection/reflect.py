@@ -13,6 +13,7 @@ transaction and queues a `refresh_summary` job (migration 0009), which runs refr
 from __future__ import annotations
 
 import base64
+import logging
 import uuid
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -62,6 +63,7 @@ from ..write.service import WriteService
 from .outcomes import apply_outcome
 
 MAX_ATTEMPTS = 10_000
+log = logging.getLogger(__name__)
 _dropped = metrics.get_meter("memplane.server").create_counter(
     "memplane.reflection.memories_dropped", unit="{memory}",
     description="memories a model reflected that cite no entry or are not faithful to the ones they cite")
@@ -239,6 +241,7 @@ class ReflectService:
         for m in reflection.memories:
             if why := why_dropped(m.kind, m.content, m.context, m.steps, entries, instructions):
                 _dropped.add(1, {"memplane.reason": why})
+                log.info("reflection: a %s citing %s dropped: %s", m.kind.value, m.steps, why)
                 outcome.dropped[why] = outcome.dropped.get(why, 0) + 1
             else:
                 kept.append((m, [labels[n] for n in dict.fromkeys(m.steps)]))
