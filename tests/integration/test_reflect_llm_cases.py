@@ -163,13 +163,13 @@ async def test_a_session_memory_keeps_the_ids_of_the_memories_it_cites(llm_deps,
         MemoryDraft(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.TURN, content=text,
                     session_id="chat-2") for text in ("hello there", "Please never call me before 9am")])
     fake_llm.script(Reply(json.dumps({"memories": [
-        {"kind": "preference", "content": "The user never wants calls before 9am.", "context": "", "confidence": 0.9,
-         "steps": [n]} for n in (1, 2)], "summary": "The user set a calling rule."})))
+        {"kind": "preference", "content": f"The user never wants calls before {hour}am.", "context": "",
+         "confidence": 0.9, "steps": [1]} for hour in (9, 7)], "summary": "The user set a calling rule."})))
     outcome = await reflect_service(llm_deps).run(world.writer, ReflectInput(session_id="chat-2"))
     [learned] = [m for m in outcome.memories if m.kind is Kind.PREFERENCE]
     cited = learned.metadata["cited_memories"]
     assert [t.content for t in turns if str(t.id) in cited] == ["Please never call me before 9am"]
-    assert outcome.dropped == {"ungrounded": 1}  # the one citing "hello there": its 9 is not there
+    assert outcome.dropped == {"ungrounded": 1}  # the 7am one: no 7 anywhere in the session
 
 
 async def test_a_reflection_with_the_tenants_budget_spent_stores_what_needs_no_model_and_says_why(
