@@ -119,15 +119,21 @@ def test_a_chinese_paraphrase_that_keeps_the_polarity_is_kept(content):
     assert dropped(TRIP_ZH, Kind.PREFERENCE, content, (0,)) is None
 
 
-def test_a_number_not_in_the_cited_entries_is_dropped():
+def test_a_number_the_model_read_in_an_entry_it_did_not_cite_stands():
+    task = Task("i", "Send the invoices", (TaskStep("send all", "error 45009: over 100 per minute"),
+                                            TaskStep("send 100 a minute", "ok")), "success")
+    assert dropped(task, Kind.LESSON, "Next time, send at most 100 a minute.", (1,)) is None
+
+
+def test_a_number_the_model_read_nowhere_is_dropped():
     assert dropped(TRIP, Kind.PREFERENCE, "The user never travels before 9am.", (0,)) == UNGROUNDED
 
 
-def test_a_name_not_in_the_cited_entries_is_dropped():
+def test_a_name_the_model_read_nowhere_is_dropped():
     assert dropped(TRIP, Kind.PREFERENCE, "The user never flies to London before 8am.", (0,)) == UNGROUNDED
 
 
-def test_an_identifier_not_in_the_cited_entries_is_dropped():
+def test_an_identifier_the_model_read_nowhere_is_dropped():
     assert dropped(DEPLOY, Kind.PROCEDURE, "Run db_migrate, then deploy.", (2, 3)) == UNGROUNDED
 
 
@@ -177,7 +183,8 @@ def test_words_of_the_prompt_that_the_task_also_holds_are_not_an_echo():
     assert dropped(task, Kind.LESSON, memory, (1, 2)) is None
 
 
-@pytest.mark.parametrize("content", ["1. Run the migrations. 2. Run deploy.", "Step 1: run the migrations; Step 2: run deploy."])
+@pytest.mark.parametrize("content", ["1. Run the migrations. 2. Run deploy.", "Step 1: run the migrations; Step 2: run deploy.",
+                                     "1. 先运行迁移。2. 再部署。"])
 def test_a_procedure_numbering_its_own_steps_is_kept(content):
     assert dropped(DEPLOY, Kind.PROCEDURE, content, (2, 3)) is None
 

@@ -31,7 +31,9 @@ _STEP_REFERENCE = re.compile(r"\b(?:in|at|from|after|before|of|on|during)\s+step
                              r"\bsteps?\s*#?\d+\s+(?:failed|succeeded|returned|was|showed|gave|did)\b|"
                              r"\[\d+\]|第\s*\d+\s*步")
 # The numbering of a procedure's steps ("1. ...", "Step 2: ..."): not a number it claims.
-_ENUMERATOR = re.compile(r"(?:^|(?<=[\s;,]))(?:step\s*)?\d+\s*[.):](?=\s)", re.IGNORECASE)
+# A list's own numbering, after a space or a Chinese full stop ("。2。" numbers, it claims nothing).
+_ENUMERATOR = re.compile(r"(?:^|(?<=[\s;,。；，]))(?:step\s*)?\d+\s*[.):。、．）](?=\s|[^\x00-\x7f])",
+                         re.IGNORECASE)
 _PAST = (r"(?!need\b|feed\b|proceed\b|succeed\b|exceed\b|speed\b)(?:[a-z]+ed|ran|got|went|tried|made|saw|sent|"
          r"found|took|did|wrote|began|paid|bought|built|chose|gave|kept|left|put|read|set|told|said|came)\b")
 _AGENT_DID = re.compile(r"\b(?:i|we|the agent|the assistant)\s+(?:(?:first|then|also|next|finally|again)\s+)?" + _PAST)
@@ -45,7 +47,7 @@ _RULE = re.compile(r"\b(?:never|always|dont|do not|should|shouldnt|must|please|p
                    r"avoid|make sure|ensure|remember|only)\b|不要|别|从不|总是|必须|应该|请|喜欢|想要|需要|务必|记得|只")
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 _NAME = re.compile(r"`[^`\n]+`|--?[A-Za-z][\w.-]*|[A-Za-z_][\w./@-]*[\w]|[A-Za-z]")
-_SENTENCE_START = re.compile(r"(?:^|[.!?:;\"'(\n]\s*)$")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;\"'(\n。！？：；，]\s*)$")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 _TOKEN = re.compile(r"[a-z0-9]+|[\u3400-\u4dbf\u4e00-\u9fff]")
 ECHO_WORDS = 5
