@@ -159,12 +159,13 @@ async def test_a_stored_memory_keeps_the_entries_it_cites(llm_deps, fake_llm, ma
 async def test_a_session_memory_keeps_the_ids_of_the_memories_it_cites(llm_deps, fake_llm, make_tenant):
     world = await make_tenant()
     plain = replace(llm_deps, llm=None)
-    turns = await WriteService(plain).write(world.writer, [
-        MemoryDraft(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.TURN, content=text,
-                    session_id="chat-2") for text in ("hello there", "Please never call me before 9am")])
+    # One write each: turns of one write share a time, and the session is numbered oldest first.
+    turns = [t for text in ("hello there", "Please never call me before 9am") for t in await WriteService(plain).write(
+        world.writer, [MemoryDraft(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.TURN, content=text,
+                                   session_id="chat-2")])]
     fake_llm.script(Reply(json.dumps({"memories": [
         {"kind": "preference", "content": f"The user never wants calls before {hour}am.", "context": "",
-         "confidence": 0.9, "steps": [1]} for hour in (9, 7)], "summary": "The user set a calling rule."})))
+         "confidence": 0.9, "steps": [2]} for hour in (9, 7)], "summary": "The user set a calling rule."})))
     outcome = await reflect_service(llm_deps).run(world.writer, ReflectInput(session_id="chat-2"))
     [learned] = [m for m in outcome.memories if m.kind is Kind.PREFERENCE]
     cited = learned.metadata["cited_memories"]

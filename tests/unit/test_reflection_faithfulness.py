@@ -142,7 +142,17 @@ def test_a_name_of_the_request_counts_as_shown_to_every_memory():
 
 
 def test_a_name_in_the_context_is_checked_too():
-    assert dropped(DEPLOY, Kind.LESSON, "Run the migrations first.", (2,), context="deploying to Kubernetes") == UNGROUNDED
+    assert dropped(DEPLOY, Kind.FACT, "The migrations ran first.", (2,), context="deploying to Kubernetes") == UNGROUNDED
+
+
+def test_an_identifier_in_a_lessons_context_is_checked_too():
+    assert dropped(DEPLOY, Kind.LESSON, "Run the migrations first.", (2,), context="in k8s/prod.yaml") == UNGROUNDED
+
+
+@pytest.mark.parametrize("content", ["Next time, check the API quota before sending.",
+                                     "Next time, ask Finance before sending."])
+def test_a_lesson_may_name_general_things_the_trajectory_does_not(content):
+    assert dropped(DEPLOY, Kind.LESSON, content, (2,)) is None
 
 
 @pytest.mark.parametrize("content", [

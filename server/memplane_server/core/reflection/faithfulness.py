@@ -72,7 +72,8 @@ def why_dropped(kind: Kind, content: str, context: str, cites: tuple[int, ...], 
     # A name or number of the trajectory's, cited or not: the 1.5B model cited one step of three and
     # named the tool of another (measured: most of its lessons were dropped when only the cited
     # steps counted). One it read nowhere is invented.
-    if ungrounded(f"{content}\n{context}", "\n".join(e.text for e in entries)):
+    if ungrounded(f"{content}\n{context}", "\n".join(e.text for e in entries),
+                  words=kind not in (Kind.LESSON, Kind.PROCEDURE)):
         return UNGROUNDED
     # The user's own words are the authority on what they want: checked against, cited or not.
     if contradicts(kind, content, cited + [e for e in entries if e.users_words and e not in cited]):
@@ -115,25 +116,30 @@ def _numbers(text: str) -> set[str]:
     return {re.sub(r"(?::00)+$", "", n.replace(",", "")).lstrip("0") or "0" for n in _NUMBER.findall(text)}
 
 
-def _names(text: str) -> list[str]:
-    """Identifiers (`quoted`, --flags, snake_case, dotted.names, paths, ABC, CamelCase, v2) and
-    capitalised words inside a sentence (Paris, Stripe)."""
+def _names(text: str, *, words: bool = True) -> list[str]:
+    """Identifiers (`quoted`, --flags, snake_case, dotted.names, paths, CamelCase, v2) and, with
+    words, acronyms (ABC) and capitalised words inside a sentence (Paris, Stripe)."""
     out = []
     for m in _NAME.finditer(text):
         word = m.group(0).strip("`").rstrip(".-")
-        if m.group(0).startswith("`") or re.search(r"[_./@\d]|^-|[a-z][A-Z]|^[A-Z]{2,}s?$", word):
-            out.append(word.removesuffix("s") if re.fullmatch(r"[A-Z]{2,}s", word) else word)
-        elif len(word) > 1 and word[0].isupper() and not _SENTENCE_START.search(text[:m.start()]):
+        if m.group(0).startswith("`") or re.search(r"[_./@\d]|^-|[a-z][A-Z]", word):
+            out.append(word)
+        elif words and re.fullmatch(r"[A-Z]{2,}s?", word):
+            out.append(word.removesuffix("s") if word.endswith("s") else word)
+        elif words and len(word) > 1 and word[0].isupper() and not _SENTENCE_START.search(text[:m.start()]):
             out.append(word)
     return out
 
 
-def ungrounded(memory: str, source: str) -> bool:
-    """Holds a number or a name that is not in the source."""
+def ungrounded(memory: str, source: str, *, words: bool = True) -> bool:
+    """Holds a number or a name that is not in the source. words=False (lessons, procedures: advice
+    names general things, "check the API quota first") holds it to numbers and code identifiers only:
+    held to every capitalised word, most of the 1.5B model's lessons were dropped."""
     plain = _plain(source)
     if not _numbers(_ENUMERATOR.sub(" ", memory)) <= _numbers(source):
         return True
-    return any(not re.search(rf"(?<![\w-]){re.escape(_plain(name))}(?![\w-])", plain) for name in _names(memory))
+    return any(not re.search(rf"(?<![\w-]){re.escape(_plain(name))}(?![\w-])", plain)
+               for name in _names(memory, words=words))
 
 
 def contradicts(kind: Kind, content: str, sources: list[Entry]) -> bool:
