@@ -145,6 +145,14 @@ def test_a_name_in_the_context_is_checked_too():
     assert dropped(DEPLOY, Kind.FACT, "The migrations ran first.", (2,), context="deploying to Kubernetes") == UNGROUNDED
 
 
+def test_a_command_composed_of_the_trajectorys_parts_stands():
+    task = Task("i", "Upgrade the chart", (TaskStep("helm upgrade app ./chart -f prod.yaml", "db.host empty"),
+                                           TaskStep("helm upgrade app ./chart -f prod.yaml --dry-run", "db.host shown")),
+                "success")
+    assert dropped(task, Kind.LESSON, "Next time, run `helm upgrade --dry-run` first.", (2,)) is None
+    assert dropped(task, Kind.LESSON, "Next time, run `helm upgrade --atomic` first.", (2,)) == UNGROUNDED
+
+
 def test_an_identifier_in_a_lessons_context_is_checked_too():
     assert dropped(DEPLOY, Kind.LESSON, "Run the migrations first.", (2,), context="in k8s/prod.yaml") == UNGROUNDED
 

@@ -117,12 +117,18 @@ def _numbers(text: str) -> set[str]:
 
 
 def _names(text: str, *, words: bool = True) -> list[str]:
-    """Identifiers (`quoted`, --flags, snake_case, dotted.names, paths, CamelCase, v2) and, with
+    """Identifiers (--flags, snake_case, dotted.names, paths, CamelCase, v2; those inside `quoted`
+    code) and, with
     words, acronyms (ABC) and capitalised words inside a sentence (Paris, Stripe)."""
     out = []
     for m in _NAME.finditer(text):
-        word = m.group(0).strip("`").rstrip(".-")
-        if m.group(0).startswith("`") or re.search(r"[_./@\d]|^-|[a-z][A-Z]", word):
+        if m.group(0).startswith("`"):
+            # A command the model composed from the trajectory's parts (`helm upgrade --dry-run`) is
+            # held to its parts: each identifier in it must be the trajectory's, not the whole line.
+            out.extend(_names(m.group(0).strip("`"), words=False))
+            continue
+        word = m.group(0).rstrip(".-")
+        if re.search(r"[_./@\d]|^-|[a-z][A-Z]", word):
             out.append(word)
         elif words and re.fullmatch(r"[A-Z]{2,}s?", word):
             out.append(word.removesuffix("s") if word.endswith("s") else word)
