@@ -145,6 +145,11 @@ def test_a_name_in_the_context_is_checked_too():
     assert dropped(DEPLOY, Kind.FACT, "The migrations ran first.", (2,), context="deploying to Kubernetes") == UNGROUNDED
 
 
+def test_entry_numbers_the_model_writes_into_the_context_are_no_numbers_it_claims():
+    assert dropped(DEPLOY, Kind.LESSON, "Next time, run the migrations before deploying.", (1, 2),
+                   context="[1], [2]") is None
+
+
 def test_a_command_composed_of_the_trajectorys_parts_stands():
     task = Task("i", "Upgrade the chart", (TaskStep("helm upgrade app ./chart -f prod.yaml", "db.host empty"),
                                            TaskStep("helm upgrade app ./chart -f prod.yaml --dry-run", "db.host shown")),

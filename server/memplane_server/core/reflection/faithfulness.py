@@ -31,6 +31,8 @@ _STEP_REFERENCE = re.compile(r"\b(?:in|at|from|after|before|of|on|during)\s+step
                              r"\bsteps?\s*#?\d+\s+(?:failed|succeeded|returned|was|showed|gave|did)\b|"
                              r"\[\d+\]|第\s*\d+\s*步")
 # The numbering of a procedure's steps ("1. ...", "Step 2: ..."): not a number it claims.
+# The transcript's entry numbers, which the model also writes into a memory's text ("context: [3], [4]").
+_CITATION = re.compile(r"[\[【]\d+[\]】]")
 # A list's own numbering, after a space or a Chinese full stop ("。2。" numbers, it claims nothing).
 _ENUMERATOR = re.compile(r"(?:^|(?<=[\s;,。；，]))(?:step\s*)?\d+\s*[.):。、．）](?=\s|[^\x00-\x7f])",
                          re.IGNORECASE)
@@ -142,7 +144,7 @@ def ungrounded(memory: str, source: str, *, words: bool = True) -> bool:
     names general things, "check the API quota first") holds it to numbers and code identifiers only:
     held to every capitalised word, most of the 1.5B model's lessons were dropped."""
     plain = _plain(source)
-    if not _numbers(_ENUMERATOR.sub(" ", memory)) <= _numbers(source):
+    if not _numbers(_ENUMERATOR.sub(" ", _CITATION.sub(" ", memory))) <= _numbers(source):
         return True
     return any(not re.search(rf"(?<![\w-]){re.escape(_plain(name))}(?![\w-])", plain)
                for name in _names(memory, words=words))
