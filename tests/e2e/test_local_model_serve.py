@@ -18,6 +18,9 @@ def test_serve_runs_extraction_on_the_local_model_and_stops_it(services_urls, da
     server = ServerProcess({
         **server_env(database_settings(url), redis_url_for(redis_url.rsplit("/", 1)[0] + "/9"), data),
         "MEMPLANE_LOCAL_MODEL": str(installed_model()), "MEMPLANE_LOCAL_MODEL_THREADS": "2",
+        # The first answer processes the whole prompt (about 22 s alone on 2 cores); on a loaded
+        # machine it passed the default 60 s, and extraction was left to a job.
+        "MEMPLANE_LLM_TIMEOUT_SECONDS": "220",
     }).start(timeout=300)
     try:
         assert processes_in(data / "model"), "the model server runs in the data dir"

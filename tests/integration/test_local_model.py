@@ -35,7 +35,7 @@ def local_model():
 
 @pytest.fixture
 def model_deps(deps, local_model):
-    chat = ChatModel(LITELLM_MODEL, api_base=local_model.api_base, api_key=local_model.api_key, timeout=120,
+    chat = ChatModel(LITELLM_MODEL, api_base=local_model.api_base, api_key=local_model.api_key, timeout=220,
                      structured_output="json_object_schema")
     return replace(deps, llm=chat)
 
