@@ -8,6 +8,7 @@ import pytest
 from memplane_server.core.model import Kind
 from memplane_server.core.reflection.faithfulness import (
     CONTRADICTS,
+    COPIES_FAILURE,
     NARRATION,
     NO_CITATION,
     PROMPT_ECHO,
@@ -214,3 +215,23 @@ def test_a_procedure_numbering_its_own_steps_is_kept(content):
 
 def test_a_statement_that_orders_nothing_in_time_is_not_held_to_a_before_rule():
     assert dropped(TRIP, Kind.PREFERENCE, "The user travels at 8am.", (0,)) is None
+
+
+RATE_LIMITED = Task("i", "Collect the open issues of our 40 repositories",
+                    (TaskStep("GET /repos/{repo}/issues for all 40 repos in parallel", "403: secondary rate limit exceeded"),
+                     TaskStep("fetch one repository at a time with 1 s between requests", "all 40 fetched")), "success")
+
+
+def test_a_procedure_that_does_again_what_failed_is_dropped():
+    memory = "GET /repos/{repo}/issues for all 40 repos in parallel; then fetch one repository at a time."
+    assert dropped(RATE_LIMITED, Kind.PROCEDURE, memory, (1, 2)) == COPIES_FAILURE
+
+
+def test_a_procedure_that_does_what_worked_stands():
+    memory = "Fetch one repository at a time with 1 s between requests."
+    assert dropped(RATE_LIMITED, Kind.PROCEDURE, memory, (2,)) is None
+
+
+def test_a_step_that_failed_and_then_succeeded_as_it_was_is_no_failed_action():
+    memory = "1. Run the migrations. 2. Run deploy."
+    assert dropped(DEPLOY, Kind.PROCEDURE, memory, (2, 3)) is None

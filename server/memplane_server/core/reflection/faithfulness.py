@@ -23,6 +23,12 @@ NARRATION = "narration"  # a lesson or procedure that tells the steps instead of
 PROMPT_ECHO = "prompt_echo"  # it repeats the prompt's own words
 UNGROUNDED = "ungrounded"  # it holds a number or name nothing the model read holds
 CONTRADICTS = "contradicts_entries"  # it says the opposite of what its entries say
+COPIES_FAILURE = "copies_a_failed_step"  # a procedure that has the agent do again what failed
+
+# An observation that reports a failure.
+_FAILED = re.compile(r"\b(?:errors?|fail(?:ed|s|ure)?|exceeded|denied|refused|forbidden|timed out|timeout|not found"
+                     r"|crash\w*|[45]\d\d)\b|失败|报错|错误|拒绝|超时|超出|异常", re.IGNORECASE)
+_OBSERVATION = "\n    Observation: "
 
 _JSON = re.compile(r"""\{\s*["'][^"'\n]{1,60}["']\s*:""")
 _CALL = re.compile(r"""\b[A-Za-z_][\w.]*\(\s*(?:[A-Za-z_]\w*\s*=|["'{\[\d])""")
@@ -77,10 +83,28 @@ def why_dropped(kind: Kind, content: str, context: str, cites: tuple[int, ...], 
     if ungrounded(f"{content}\n{context}", "\n".join(e.text for e in entries),
                   words=kind not in (Kind.LESSON, Kind.PROCEDURE)):
         return UNGROUNDED
+    if kind is Kind.PROCEDURE and copies_failure(content, entries):
+        return COPIES_FAILURE
     # The user's own words are the authority on what they want: checked against, cited or not.
     if contradicts(kind, content, cited + [e for e in entries if e.users_words and e not in cited]):
         return CONTRADICTS
     return None
+
+
+def failed_actions(entries: list[Entry]) -> list[str]:
+    """The actions of steps whose observation reports a failure and that no later step repeats with
+    success ("run deploy" failed, then succeeded after the migrations: not a failed action)."""
+    steps = [(*e.text.split(_OBSERVATION, 1), "")[:2] for e in entries if e.label.startswith("step ")]
+    return [action for i, (action, seen) in enumerate(steps) if _FAILED.search(seen) and not any(
+        _plain(later) == _plain(action) and not _FAILED.search(then) for later, then in steps[i + 1:])]
+
+
+def copies_failure(content: str, entries: list[Entry]) -> bool:
+    """A procedure holding, word for word, the action of a step that failed (four words or more):
+    the 1.5B model wrote the steps of a rate-limited task as its procedure, "GET ... for all 40 repos
+    in parallel; retry immediately; ...", the two actions that failed first."""
+    plain = _plain(content)
+    return any(len(_TOKEN.findall(_plain(a))) >= 4 and _plain(a) in plain for a in failed_actions(entries))
 
 
 def _plain(text: str) -> str:
