@@ -69,7 +69,7 @@ async def test_a_lesson_reflected_from_a_retried_task_is_foreseen_for_a_similar_
     judged = []  # what the model proposed and what became of it, for the failure's message
 
     def judge(*args):
-        judged.append((args[1], args[3], why := why_dropped(*args)))
+        judged.append((args[1], args[2], why := why_dropped(*args)))
         return why
 
     monkeypatch.setattr(reflect, "why_dropped", judge)

@@ -156,6 +156,23 @@ async def test_a_stored_memory_keeps_the_entries_it_cites(llm_deps, fake_llm, ma
     assert outcome.memories[0].metadata == {"cited_steps": ["feedback", "step 2"]}
 
 
+async def test_a_memory_citing_an_entry_too_many_keeps_the_ones_that_exist(llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    fake_llm.script(Reply(memories(("lesson", "Next time, offer only flights after 8am.", [2, 9]))))
+    outcome = await reflect_service(llm_deps).run(world.writer, ReflectInput(task=TRIP))
+    assert outcome.memories[0].metadata == {"cited_steps": ["step 2"]} and outcome.dropped == {}
+
+
+async def test_a_context_holding_a_number_nothing_read_holds_is_left_out_and_the_memory_stored(
+        llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    fake_llm.script(Reply(answer("lesson", "Next time, offer only flights after 8am.",
+                                 "The task succeeded after 1 retry: store a lesson", 0.9, [2])))
+    outcome = await reflect_service(llm_deps).run(world.writer, ReflectInput(task=TRIP))
+    lesson = outcome.memories[0]
+    assert (lesson.kind, lesson.content, lesson.context) == (Kind.LESSON, "Next time, offer only flights after 8am.", "")
+
+
 async def test_a_session_memory_keeps_the_ids_of_the_memories_it_cites(llm_deps, fake_llm, make_tenant):
     world = await make_tenant()
     plain = replace(llm_deps, llm=None)

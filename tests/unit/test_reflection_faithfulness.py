@@ -15,6 +15,7 @@ from memplane_server.core.reflection.faithfulness import (
     TOOL_CALL,
     UNGROUNDED,
     UNKNOWN_ENTRY,
+    kept_context,
     why_dropped,
 )
 from memplane_server.core.reflection.reflection import Task, TaskStep
@@ -33,9 +34,16 @@ TRIP_ZH = Task("trip-2", "帮我订周五去上海的机票，我从不在早上
                (TaskStep("search_flights 上海", "找到3个航班"),), "success", feedback="别订红眼航班")
 
 
-def dropped(task: Task, kind: Kind, content: str, cites: tuple[int, ...], context: str = "") -> str | None:
-    return why_dropped(kind, content, context, cites, task_entries(task),
-                       SYSTEM_PROMPT + "\n".join(task_focus(task)))
+def dropped(task: Task, kind: Kind, content: str, cites: tuple[int, ...]) -> str | None:
+    return why_dropped(kind, content, cites, task_entries(task), _instructions(task))
+
+
+def context_kept(task: Task, kind: Kind, context: str) -> str:
+    return kept_context(kind, context, task_entries(task), _instructions(task))
+
+
+def _instructions(task: Task) -> str:
+    return SYSTEM_PROMPT + "\nFocus:\n- " + "\n- ".join(task_focus(task))
 
 
 def test_the_transcript_numbers_request_steps_and_feedback_as_they_are_cited():
@@ -55,8 +63,12 @@ def test_a_memory_citing_no_entry_is_dropped():
     assert dropped(TRIP, Kind.PREFERENCE, "The user never travels before 8am.", ()) == NO_CITATION
 
 
-def test_a_memory_citing_an_entry_that_does_not_exist_is_dropped():
-    assert dropped(TRIP, Kind.PREFERENCE, "The user never travels before 8am.", (0, 7)) == UNKNOWN_ENTRY
+def test_a_memory_citing_only_entries_that_do_not_exist_is_dropped():
+    assert dropped(TRIP, Kind.PREFERENCE, "The user never travels before 8am.", (7, 9)) == UNKNOWN_ENTRY
+
+
+def test_a_number_too_many_beside_an_entry_that_exists_does_not_drop_the_memory():
+    assert dropped(TRIP, Kind.PREFERENCE, "The user never travels before 8am.", (0, 7)) is None
 
 
 def test_never_before_8am_stored_as_always_before_8am_is_dropped():
@@ -142,13 +154,23 @@ def test_a_name_of_the_request_counts_as_shown_to_every_memory():
     assert dropped(DEPLOY, Kind.LESSON, "Run the migrations before deploying the API.", (2,)) is None
 
 
-def test_a_name_in_the_context_is_checked_too():
-    assert dropped(DEPLOY, Kind.FACT, "The migrations ran first.", (2,), context="deploying to Kubernetes") == UNGROUNDED
+def test_a_context_with_a_name_nothing_read_holds_is_left_out_and_the_memory_kept():
+    assert dropped(DEPLOY, Kind.FACT, "The migrations ran first.", (2,)) is None
+    assert context_kept(DEPLOY, Kind.FACT, "deploying to Kubernetes") == ""
+
+
+def test_a_context_echoing_the_task_focus_is_left_out():
+    retried = Task("r", "Deploy the API", DEPLOY.steps, "success", attempts=2)
+    focus = task_focus(retried)[0]
+    assert context_kept(retried, Kind.LESSON, focus) == ""
+
+
+def test_a_context_saying_when_the_advice_applies_is_kept():
+    assert context_kept(DEPLOY, Kind.LESSON, "when deploying the API") == "when deploying the API"
 
 
 def test_entry_numbers_the_model_writes_into_the_context_are_no_numbers_it_claims():
-    assert dropped(DEPLOY, Kind.LESSON, "Next time, run the migrations before deploying.", (1, 2),
-                   context="[1], [2]") is None
+    assert context_kept(DEPLOY, Kind.LESSON, "[1], [2]") == "[1], [2]"
 
 
 def test_a_command_composed_of_the_trajectorys_parts_stands():
@@ -160,7 +182,17 @@ def test_a_command_composed_of_the_trajectorys_parts_stands():
 
 
 def test_an_identifier_in_a_lessons_context_is_checked_too():
-    assert dropped(DEPLOY, Kind.LESSON, "Run the migrations first.", (2,), context="in k8s/prod.yaml") == UNGROUNDED
+    assert context_kept(DEPLOY, Kind.LESSON, "in k8s/prod.yaml") == ""
+
+
+def test_a_latin_abbreviation_is_no_identifier():
+    vm = Task("vm", "Create a VM", (TaskStep("request 4 cores 8G", "created"),), "success")
+    assert dropped(vm, Kind.LESSON, "Next time, size the VM first (e.g. 8G, i.e. enough memory).", (1,)) is None
+
+
+def test_a_timestamp_the_trajectory_holds_is_grounded_whole():
+    api = Task("api", "Create a pickup", (TaskStep("read the docs", "use 2026-12-08T10:00:00+08:00"),), "success")
+    assert dropped(api, Kind.LESSON, "Next time, send times like 2026-12-08T10:00:00+08:00.", (1,)) is None
 
 
 @pytest.mark.parametrize("content", ["Next time, check the API quota before sending.",

@@ -212,6 +212,7 @@ def reflect_result(response: svc_pb.ReflectResponse) -> types.ReflectResult:
         operation=_optional_operation(response),
         reason=result.reason,
         skipped=result.skipped,
+        dropped=dict(result.dropped),
     )
 
 

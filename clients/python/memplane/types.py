@@ -6,6 +6,7 @@ datetimes, or None when the server left them unset.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, TypeVar
@@ -184,6 +185,8 @@ class ReflectResult:
     operation: Operation | None
     reason: str = ""  # why it ran ("requested", "the task failed", ...) or why it was skipped
     skipped: bool = False  # reflect(decide=True) found nothing to learn: nothing was stored
+    # The model's memories not stored, counted by why ("ungrounded", "narration", ...: docs/reflect.md).
+    dropped: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

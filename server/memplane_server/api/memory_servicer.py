@@ -121,6 +121,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
             response.result.used_llm = result.used_llm
             response.result.reason = "; ".join(part for part in (result.reason, result.degraded) if part)
             response.result.skipped = result.skipped
+            response.result.dropped.update(result.dropped)
         return response
 
     async def Forget(self, request: spb.ForgetRequest, context) -> spb.ForgetResponse:

@@ -130,6 +130,11 @@ def test_write_says_when_its_extraction_went_without_the_model():
     assert result.extraction_degraded == "the model answered malformed" and result.extracted == ()
 
 
+def test_reflection_counts_the_models_memories_it_did_not_store_by_why():
+    response = svc_pb.ReflectResponse(result=svc_pb.ReflectResult(summary="s", dropped={"ungrounded": 2, "narration": 1}))
+    assert _convert.reflect_result(response).dropped == {"ungrounded": 2, "narration": 1}
+
+
 def test_background_reflection_carries_its_operation():
     response = svc_pb.ReflectResponse(
         operation=operation_pb2.Operation(id="op1", state=operation_pb2.OPERATION_STATE_PENDING)

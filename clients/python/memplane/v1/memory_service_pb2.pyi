@@ -360,20 +360,29 @@ class ReflectRequest(_message.Message):
     def __init__(self, task: _Optional[_Union[TaskTrajectory, _Mapping]] = ..., session: _Optional[_Union[SessionSelector, _Mapping]] = ..., scope: _Optional[_Union[_memory_pb2.Scope, str]] = ..., domain: _Optional[str] = ..., mode: _Optional[_Union[ReflectMode, str]] = ..., request_id: _Optional[str] = ..., decide: _Optional[bool] = ...) -> None: ...
 
 class ReflectResult(_message.Message):
-    __slots__ = ("memories", "summary", "merged_count", "used_llm", "reason", "skipped")
+    __slots__ = ("memories", "summary", "merged_count", "used_llm", "reason", "skipped", "dropped")
+    class DroppedEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     MEMORIES_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
     MERGED_COUNT_FIELD_NUMBER: _ClassVar[int]
     USED_LLM_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_FIELD_NUMBER: _ClassVar[int]
     memories: _containers.RepeatedCompositeFieldContainer[_memory_pb2.Memory]
     summary: str
     merged_count: int
     used_llm: bool
     reason: str
     skipped: bool
-    def __init__(self, memories: _Optional[_Iterable[_Union[_memory_pb2.Memory, _Mapping]]] = ..., summary: _Optional[str] = ..., merged_count: _Optional[int] = ..., used_llm: _Optional[bool] = ..., reason: _Optional[str] = ..., skipped: _Optional[bool] = ...) -> None: ...
+    dropped: _containers.ScalarMap[str, int]
+    def __init__(self, memories: _Optional[_Iterable[_Union[_memory_pb2.Memory, _Mapping]]] = ..., summary: _Optional[str] = ..., merged_count: _Optional[int] = ..., used_llm: _Optional[bool] = ..., reason: _Optional[str] = ..., skipped: _Optional[bool] = ..., dropped: _Optional[_Mapping[str, int]] = ...) -> None: ...
 
 class ReflectResponse(_message.Message):
     __slots__ = ("result", "operation")

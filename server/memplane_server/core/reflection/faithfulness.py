@@ -54,23 +54,30 @@ _AGENT_DID_ZH = re.compile(r"(?:我们|我|助手|智能体|代理)[^，。；,.
 _RULE = re.compile(r"\b(?:never|always|dont|do not|should|shouldnt|must|please|prefers?|wants?|likes?|needs?|"
                    r"avoid|make sure|ensure|remember|only)\b|不要|别|从不|总是|必须|应该|请|喜欢|想要|需要|务必|记得|只")
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
-_NAME = re.compile(r"`[^`\n]+`|--?[A-Za-z][\w.-]*|[A-Za-z_][\w./@-]*[\w]|[A-Za-z]")
+# Not from inside a word: the "T10" of "2026-12-08T10:00" is no name of its own (a CJK character
+# before it is a word boundary: "写入openpyxl").
+_NAME = re.compile(r"`[^`\n]+`|(?<![A-Za-z0-9_-])(?:--?[A-Za-z][\w.-]*|[A-Za-z_][\w./@-]*[\w]|[A-Za-z])")
+# Latin abbreviations: dotted, but prose ("e.g. 8G" held the 1.5B model's lesson ungrounded).
+_ABBREVIATION = re.compile(r"(?:e\.g|i\.e|etc|vs|cf|a\.m|p\.m)", re.IGNORECASE)
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;\"'(\n。！？：；，]\s*)$")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 _TOKEN = re.compile(r"[a-z0-9]+|[\u3400-\u4dbf\u4e00-\u9fff]")
 ECHO_WORDS = 5
 
 
-def why_dropped(kind: Kind, content: str, context: str, cites: tuple[int, ...], entries: list[Entry],
+def why_dropped(kind: Kind, content: str, cites: tuple[int, ...], entries: list[Entry],
                 instructions: str) -> str | None:
     """Why the memory is not stored (one of the reasons above), or None when it may be.
     entries: all the model read; instructions: the prompt it was given."""
     if not cites:
         return NO_CITATION
     numbered = {e.number: e for e in entries}
-    if any(n not in numbered for n in cites):
+    # One entry number too many beside real ones is a slip of the pen (the 1.5B model cited [2, 4] of
+    # three steps); what the memory says is still held to everything it read below. Citing nothing
+    # that exists is not.
+    cited = [numbered[n] for n in dict.fromkeys(cites) if n in numbered]
+    if not cited:
         return UNKNOWN_ENTRY
-    cited = [numbered[n] for n in dict.fromkeys(cites)]
     if _JSON.search(content) or _CALL.search(content):
         return TOOL_CALL
     if kind in (Kind.LESSON, Kind.PROCEDURE) and narrates(content):
@@ -80,8 +87,7 @@ def why_dropped(kind: Kind, content: str, context: str, cites: tuple[int, ...], 
     # A name or number of the trajectory's, cited or not: the 1.5B model cited one step of three and
     # named the tool of another (measured: most of its lessons were dropped when only the cited
     # steps counted). One it read nowhere is invented.
-    if ungrounded(f"{content}\n{context}", "\n".join(e.text for e in entries),
-                  words=kind not in (Kind.LESSON, Kind.PROCEDURE)):
+    if ungrounded(content, "\n".join(e.text for e in entries), words=kind not in (Kind.LESSON, Kind.PROCEDURE)):
         return UNGROUNDED
     if kind is Kind.PROCEDURE and copies_failure(content, entries):
         return COPIES_FAILURE
@@ -89,6 +95,18 @@ def why_dropped(kind: Kind, content: str, context: str, cites: tuple[int, ...], 
     if contradicts(kind, content, cited + [e for e in entries if e.users_words and e not in cited]):
         return CONTRADICTS
     return None
+
+
+def kept_context(kind: Kind, context: str, entries: list[Entry], instructions: str) -> str:
+    """The context stored with a memory that may be stored: when it applies. One that is a tool call,
+    echoes the prompt or holds a name or number nothing read holds is left out, not the memory with
+    it: the 1.5B model wrote its task focus ("The task succeeded after 1 retry: store a lesson ...")
+    as the context of good lessons, and the "1" in it, read in no entry, dropped them as ungrounded."""
+    shown = "\n".join(e.text for e in entries)
+    if (_JSON.search(context) or _CALL.search(context) or echoes(context, instructions, shown)
+            or ungrounded(context, shown, words=kind not in (Kind.LESSON, Kind.PROCEDURE))):
+        return ""
+    return context
 
 
 def failed_actions(entries: list[Entry]) -> list[str]:
@@ -154,6 +172,8 @@ def _names(text: str, *, words: bool = True) -> list[str]:
             out.extend(_names(m.group(0).strip("`"), words=False))
             continue
         word = m.group(0).rstrip(".-")
+        if _ABBREVIATION.fullmatch(word):
+            continue
         if re.search(r"[_./@\d]|^-|[a-z][A-Z]", word):
             out.append(word)
         elif words and re.fullmatch(r"[A-Z]{2,}s?", word):

@@ -28,7 +28,7 @@ from ...core.model import Kind, MemoryDraft, MemoryFilter, MemoryRecord, Scope, 
 from ...core.operations import Operation
 from ...core.paging import decode_position, encode_token
 from ...core.reflection.decisions import DecisionRecord
-from ...core.reflection.faithfulness import why_dropped
+from ...core.reflection.faithfulness import kept_context, why_dropped
 from ...core.reflection.reflection import (
     ReflectInput,
     ReflectOutcome,
@@ -239,12 +239,13 @@ class ReflectService:
         labels = {e.number: e.label for e in entries}
         kept = []
         for m in reflection.memories:
-            if why := why_dropped(m.kind, m.content, m.context, m.steps, entries, instructions):
+            if why := why_dropped(m.kind, m.content, m.steps, entries, instructions):
                 _dropped.add(1, {"memplane.reason": why})
                 log.info("reflection: a %s citing %s dropped: %s", m.kind.value, m.steps, why)
                 outcome.dropped[why] = outcome.dropped.get(why, 0) + 1
             else:
-                kept.append((m, [labels[n] for n in dict.fromkeys(m.steps)]))
+                m = replace(m, context=kept_context(m.kind, m.context, entries, instructions))
+                kept.append((m, [labels[n] for n in dict.fromkeys(m.steps) if n in labels]))
         return kept
 
     async def _model_reflection(self, transcript: str, outcome: ReflectOutcome) -> Reflection | None:
