@@ -25,11 +25,17 @@ $(LOCAL_MODEL): $(STAMP) scripts/install_local_model.py
 	$(BIN)/python scripts/install_local_model.py
 	touch $(LOCAL_MODEL)
 
+# Node.js and the npm packages of clients/typescript (buf, for the proto contract checks).
+NODE_TOOLS := clients/typescript/node_modules/.installed
+$(NODE_TOOLS): clients/typescript/package-lock.json scripts/install_node_tools.py
+	$(PYTHON) scripts/install_node_tools.py
+	touch $(NODE_TOOLS)
+
 # The lint and type gate first (ruff; mypy on core and services, strict on the SDK): it takes
 # seconds and names the line, where a failing test would take minutes to point at it. Then the
 # tests, one worker per core (at most 4), a test file to a worker: the e2e and benchmark tests
 # wait on servers and subprocesses most of the time, so two workers on 2 cores take 0.6x the time.
-test: $(STAMP) $(LOCAL_MODEL)
+test: $(STAMP) $(LOCAL_MODEL) $(NODE_TOOLS)
 	$(BIN)/python scripts/lint.py
 	$(BIN)/python -m pytest --numprocesses=auto --maxprocesses=4 --dist=loadfile --ignore=tests/containers
 
