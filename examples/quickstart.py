@@ -43,5 +43,5 @@ def main() -> None:
 if __name__ == "__main__":
     try:
         main()
-    except MemplaneError as error:  # the server's code and stable reason, e.g. UNAUTHENTICATED [API_KEY_INVALID]
+    except MemplaneError as error:  # the server's code and stable reason, e.g. UNAUTHENTICATED [INVALID_API_KEY]
         sys.exit(f"memplane call failed: {error}")

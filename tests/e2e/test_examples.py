@@ -99,6 +99,18 @@ def test_mcp_client_lists_the_tools_and_recalls_what_it_remembered(server, new_t
     assert recalled == [remembered]
 
 
+# Those that catch MemplaneError and print the server's code and reason (mcp_client.py talks to
+# `memplane mcp`, whose tools answer errors as MCP tool results).
+CATCHING = sorted(path.name for path in EXAMPLES.glob("*.py") if "except MemplaneError" in path.read_text())
+
+
+@pytest.mark.parametrize("name", CATCHING)
+def test_an_example_given_a_wrong_key_exits_with_the_reason_the_server_sends(server, name):
+    process = launch(name, MEMPLANE_ADDRESS=server.target, MEMPLANE_API_KEY="mpk_wrong_0000000000000000")
+    assert process.returncode == 1
+    assert "memplane call failed: UNAUTHENTICATED [INVALID_API_KEY]" in process.stderr, process.stderr
+
+
 @pytest.mark.parametrize("name", sorted(path.name for path in EXAMPLES.glob("*.py")))
 def test_an_example_without_a_key_exits_non_zero_naming_the_variable(name):
     process = launch(name)

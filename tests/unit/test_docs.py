@@ -84,3 +84,11 @@ def test_readme_fits_under_12_kb():
                          ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_page_cites_an_issue_number(page):
     assert ISSUE_NUMBER.findall(page.read_text(encoding="utf-8")) == []
+
+
+def test_every_error_reason_the_examples_and_docs_name_is_one_the_server_sends():
+    # A reason is written in brackets after a gRPC code: "UNAUTHENTICATED [INVALID_API_KEY]".
+    texts = [*PAGES, *(ROOT / "examples").glob("*.py")]
+    named = {m for path in texts for m in re.findall(r"\b[A-Z_]{5,} \[([A-Z][A-Z_]+)\]", path.read_text())}
+    server_code = "\n".join(p.read_text() for p in (ROOT / "server" / "memplane_server").rglob("*.py"))
+    assert named and {r for r in named if f'"{r}"' not in server_code} == set()
