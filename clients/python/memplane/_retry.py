@@ -12,13 +12,18 @@ from google.protobuf.message import Message
 
 from .errors import MemplaneError
 
-#: Calls that change state. Repeating one blindly could apply it twice, so they are retried
-#: only when the request carries a request_id the server deduplicates on.
-MUTATING_METHODS = frozenset({
-    "Write", "Forget", "UpdateMemory", "Reflect", "SubmitFeedback", "CloseSession",
-    "CreateTenant", "CreateAgent", "CreateApiKey", "RevokeApiKey",
-    "CreateDomain", "GrantDomain", "RevokeDomainGrant",
-    "CancelOperation",
+#: Calls that are safe to send again as they are: reads, and settings whose repeat leaves the
+#: state the first left. Every other call changes state, and repeating it blindly could apply it
+#: twice (a conflict resolved, a consolidation or lifecycle run, a memory written): it is retried
+#: only when its request carries a request_id the server deduplicates on. A stub of any language
+#: gets the same list as its retry policy from proto/memplane/v1/service_config.json.
+REPEATABLE_METHODS = frozenset({
+    "Search", "GetMemory", "ListMemories", "ListMemoryHistory", "GetWorkingMemory", "GetStats",
+    "ListConflicts", "Foresee", "ListReflectionDecisions", "Watch",
+    "GetTenant", "ListTenants", "ListAgents", "ListApiKeys", "ListDomains", "ListDomainGrants",
+    "ListAuditEvents", "GetLifecyclePolicy", "GetContentPolicy", "ScanContentPolicy", "GetTokenUsage",
+    "SetLifecyclePolicy", "SetContentPolicy", "SetTokenBudget",
+    "GetOperation", "ListOperations",
 })
 
 _REQUEST_ID = "request_id"
@@ -77,7 +82,7 @@ def ensure_request_id(request: Message) -> None:
 
 def is_retryable_call(method: str, request: Message) -> bool:
     """Whether a call may be retried at all: reads always, mutations only with a request_id."""
-    if method not in MUTATING_METHODS:
+    if method in REPEATABLE_METHODS:
         return True
     return bool(request.DESCRIPTOR.fields_by_name.get(_REQUEST_ID) and getattr(request, _REQUEST_ID))
 

@@ -5,7 +5,7 @@ import grpc
 import pytest
 
 from memplane import _requests
-from memplane._retry import MUTATING_METHODS, RetryPolicy
+from memplane._retry import REPEATABLE_METHODS, RetryPolicy
 from memplane._transport import AsyncTransport, CallSettings, SyncTransport, channel_target
 from memplane.errors import InvalidArgumentError, UnavailableError
 from memplane.v1 import admin_service_pb2, memory_pb2, operations_service_pb2
@@ -103,7 +103,7 @@ def test_every_rpc_of_every_service_is_reachable():
     SyncTransport(channel, settings())
     services = [svc_pb, operations_service_pb2, admin_service_pb2]
     names = {m.name for module in services for s in module.DESCRIPTOR.services_by_name.values() for m in s.methods}
-    assert set(channel.rpcs) == names and MUTATING_METHODS <= names
+    assert set(channel.rpcs) == names and REPEATABLE_METHODS <= names
 
 
 def test_retries_of_one_write_reuse_its_generated_request_id():
@@ -153,6 +153,18 @@ def test_a_mutation_without_request_id_cancelled_by_the_server_is_not_sent_again
     with pytest.raises(MemplaneError) as raised:
         transport.call(_requests.submit_feedback(["m1"], useful=True, outcome=None, task_id="", comment=""), None)
     assert raised.value.code == grpc.StatusCode.CANCELLED and len(channel.rpcs["SubmitFeedback"].attempts) == 1
+
+
+def test_a_conflict_resolution_the_server_did_not_answer_is_not_sent_again():
+    # It changes state and has no request_id: sent again after it ran, it would fail as already resolved.
+    from memplane.errors import MemplaneError
+
+    channel = FakeChannel()
+    transport = SyncTransport(channel, settings(), sleep=lambda _: None)
+    channel.rpcs["ResolveConflict"].outcomes = [FakeRpcError(grpc.StatusCode.UNAVAILABLE)]
+    with pytest.raises(MemplaneError):
+        transport.call(_requests.resolve_conflict("m2", keep="challenger", reason=""), None)
+    assert len(channel.rpcs["ResolveConflict"].attempts) == 1
 
 
 def test_a_call_cancelled_by_the_clients_own_close_is_not_sent_again():
