@@ -133,6 +133,15 @@ async def test_the_transcript_numbers_the_entries_a_memory_cites(llm_deps, fake_
     assert "[4] Feedback: Never offer me flights before 8am" in prompt
 
 
+async def test_a_chinese_task_asks_the_model_for_chinese_memories(llm_deps, fake_llm, make_tenant):
+    world = await make_tenant()
+    fake_llm.script(Reply(memories()))
+    task = Task("zh-1", "每天早上 8 点给用户推送打卡提醒。", (TaskStep("crontab 添加 0 8 * * * push.py", "已添加。"),),
+                "success")
+    await reflect_service(llm_deps).run(world.writer, ReflectInput(task=task))
+    assert prompt_of(fake_llm).endswith("Write every memory and the summary in Chinese, the language of the request.")
+
+
 async def test_a_contradicting_or_uncited_memory_is_not_stored_and_the_rest_are(llm_deps, fake_llm, make_tenant):
     world = await make_tenant()
     fake_llm.script(Reply(memories(

@@ -5,6 +5,8 @@ import json
 from datetime import datetime, timedelta, timezone
 from uuid import uuid4
 
+import pytest
+
 from memplane_server.core.access.caller import Caller, Role, caller_from_json, caller_to_json
 from memplane_server.core.model import Kind, Layer, MemoryRecord, Scope, Status
 from memplane_server.core.reflection.reflection import (
@@ -15,6 +17,7 @@ from memplane_server.core.reflection.reflection import (
     input_to_json,
     session_summary,
 )
+from memplane_server.core.reflection.transcript import language_line
 
 
 def record(kind: Kind, content: str, entity: str | None = None, attribute: str | None = None,
@@ -111,3 +114,18 @@ def test_caller_roundtrips_through_json():
 def test_caller_without_tenant_or_agent_roundtrips_through_json():
     original = Caller("k2", Role.PLATFORM_ADMIN, None, None, {})
     assert caller_from_json(_via_json(caller_to_json(original))) == original
+
+
+@pytest.mark.parametrize(("text", "language"), [
+    ("每天早上 8 点给用户推送打卡提醒。", "Chinese"),
+    ("把 values-prod.yaml 里的 db.host 改对，再用 helm 升级", "Chinese"),
+    ("明日の午前中に集荷を予約してください", "Japanese"),
+    ("내일 오전에 택배 수거를 예약해 주세요", "Korean"),
+])
+def test_a_request_written_in_chinese_japanese_or_korean_asks_for_memories_in_its_language(text, language):
+    assert language_line(text) == f"Write every memory and the summary in {language}, the language of the request."
+
+
+@pytest.mark.parametrize("text", ["Deploy payments-api 2.3.0 to production", "Book the 上海 office for Friday's review", ""])
+def test_a_request_written_mostly_in_latin_letters_asks_for_no_language(text):
+    assert language_line(text) == ""

@@ -25,6 +25,7 @@ Rules:
 - Keep the meaning exactly: "never" stays "never", "not" stays "not", "before" stays "before"; 不 and 从不 stay.
 - Use only names and numbers found in the entries you cite; do not count retries or steps.
 - content is one sentence of advice or truth, not a story; context says when it applies (may be empty).
+- Write content, context and summary in the language of the request [0]: a Chinese request gets Chinese memories.
 Good lesson: "Next time, renew the ledger-sync token before running the nightly import."
 Bad lesson: "First I called run_import, then I retried it." (a story of the steps)
 Bad lesson: "{\"tool\": \"run_import\", \"args\": {}}" (a tool call)

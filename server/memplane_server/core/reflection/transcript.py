@@ -3,6 +3,7 @@ session's memories), so that every memory it proposes can cite the entries it co
 checked against them (core/reflection/faithfulness.py)."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ..model import MemoryRecord
@@ -47,3 +48,21 @@ def task_transcript(task: Task) -> str:
 
 def session_transcript(entries: list[Entry]) -> str:
     return "\n".join(f"[{e.number}] {e.text}" for e in entries)
+
+
+# A script that names its language; kana before Han, since Japanese writes both.
+_SCRIPTS = (("Japanese", re.compile(r"[\u3040-\u30ff]")), ("Korean", re.compile(r"[\uac00-\ud7af]")),
+            ("Chinese", re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")))
+_LATIN = re.compile(r"[A-Za-z]+")
+
+
+def language_line(text: str) -> str:
+    """The instruction to write in the language of `text` (a request, a session's turns) when it is
+    mostly Chinese, Japanese or Korean; empty otherwise. The 1.5B model wrote English memories for
+    Chinese tasks whatever the system prompt said (it follows the prompt's English examples), and
+    English lessons are not found before the next Chinese task: the small embedder ranks across
+    languages poorly."""
+    for language, script in _SCRIPTS:
+        if len(script.findall(text)) > len(_LATIN.findall(text)):
+            return f"Write every memory and the summary in {language}, the language of the request."
+    return ""

@@ -40,7 +40,14 @@ from ...core.reflection.reflection import (
     task_summary,
     user_summary,
 )
-from ...core.reflection.transcript import Entry, session_entries, session_transcript, task_entries, task_transcript
+from ...core.reflection.transcript import (
+    Entry,
+    language_line,
+    session_entries,
+    session_transcript,
+    task_entries,
+    task_transcript,
+)
 from ...core.reflection.triggers import SIMILAR_TASK, Decision, task_decision, task_focus
 from ...core.validation import (
     MAX_TASK_STEPS,
@@ -192,7 +199,9 @@ class ReflectService:
             outcome.merged_count = await self._merge_session(caller, r)
             records = await self._session_records(caller, r)
             entries = session_entries(records)
-            transcript, instructions = session_transcript(entries), SYSTEM_PROMPT
+            language = language_line("\n".join(e.text for e in entries))
+            transcript = session_transcript(entries) + (f"\n{language}" if language else "")
+            instructions = SYSTEM_PROMPT + language
             made = session_summary(r.session_id, records)
             summary, sources = made.text, made.sources
             source = ("session", r.session_id)
@@ -202,7 +211,7 @@ class ReflectService:
                 # First: an id the caller may not change refuses the reflection before it stores anything.
                 await apply_outcome(self.deps, caller, list(r.task.used_memory_ids), task_id=r.task.task_id,
                                     outcome=r.task.outcome, comment="")
-            asked = task_focus(r.task)
+            asked = [*task_focus(r.task), *filter(None, [language_line(r.task.request)])]
             focus = "\nFocus:\n- " + "\n- ".join(asked) if asked else ""
             entries = task_entries(r.task)
             transcript, instructions = task_transcript(r.task) + focus, SYSTEM_PROMPT + focus
