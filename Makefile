@@ -58,7 +58,7 @@ deploy-test: $(STAMP)
 	MEMPLANE_TEST_PGBOUNCER=1 $(BIN)/python -m pytest $(POOLED_SUITES)
 	MEMPLANE_TEST_REDIS_CLUSTER=1 $(BIN)/python -m pytest $(CLUSTER_SUITES)
 
-generate: $(STAMP)
+generate: $(STAMP) $(NODE_TOOLS)
 	$(BIN)/python scripts/gen_proto.py
 	$(BIN)/python scripts/gen_settings_doc.py
 	$(BIN)/python scripts/gen_sync_client.py

@@ -1,7 +1,8 @@
-"""Installs the Node.js tools `make test` runs: Node.js and npm (Debian's nodejs and npm, where the
-machine has no node), then the npm packages of clients/typescript exactly as its package-lock.json
-pins them (`npm ci`): for now buf, which lints the protos and checks them against the released
-contract (tests/integration/test_proto_contract.py).
+"""Installs what the TypeScript client and the proto checks need: Node.js and npm (Debian's nodejs
+and npm, where the machine has no node), then the npm packages of clients/typescript exactly as
+its package-lock.json pins them (`npm ci`): the client's own (@grpc/grpc-js, @bufbuild/protobuf),
+TypeScript, protoc-gen-es (scripts/gen_proto.py) and buf, which lints the protos and checks them
+against the released contract (tests/integration/test_proto_contract.py).
 
 Run by `make` when the lockfile changes; idempotent.
 """

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import signal
 import threading
@@ -26,13 +27,16 @@ GRACE = 8.0
 READS = 30
 
 
-def test_the_config_retries_exactly_the_calls_the_sdk_repeats():
+def test_the_config_retries_exactly_the_calls_both_sdks_repeat():
     [policy] = json.loads(CONFIG.read_text())["methodConfig"]
     services = {s.full_name: s for module in (memory_service_pb2, operations_service_pb2, admin_service_pb2)
                 for s in module.DESCRIPTOR.services_by_name.values()}
     named = {(n["service"], n["method"]) for n in policy["name"]}
     assert all(method in services[service].methods_by_name for service, method in named)
     assert {method for _, method in named} == REPEATABLE_METHODS
+    typescript = (CONFIG.parents[3] / "clients" / "typescript" / "src" / "retry.ts").read_text()
+    listed = typescript.split("REPEATABLE_METHODS: ReadonlySet<string> = new Set([", 1)[1].split("])", 1)[0]
+    assert set(re.findall(r'"(\w+)"', listed)) == REPEATABLE_METHODS
     assert {"UNAVAILABLE", "CANCELLED"} <= set(policy["retryPolicy"]["retryableStatusCodes"])
 
 
