@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 
+from .chats.command import add_arguments as add_chat_arguments
 from .commands.admin import ADMIN_COMMANDS
 from .commands.lifecycle import add_arguments as add_lifecycle_arguments
 from .commands.token_usage import COMMANDS as TOKEN_COMMANDS
@@ -37,6 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     import_cmd.add_argument("--tenant", help="tenant to import into (default: the exported one)")
     import_cmd.add_argument("--keep-quota", action="store_true",
                             help="give a new tenant the file's memory quota (default: this deployment's)")
+    add_chat_arguments(sub.add_parser("import-chats", help="write chat exports (ChatGPT, Claude, Slack, JSONL) as"
+                                      " sessions of turns, each message once"))
     admin = sub.add_parser("admin", help="manage tenants, agents, keys, domains and grants")
     admin.add_argument("command", choices=sorted([*ADMIN_COMMANDS, "erase-user", "lifecycle", "content-policy",
                                                   *TOKEN_COMMANDS]))
@@ -109,6 +113,10 @@ def main(argv: list[str] | None = None) -> int:
         except ToolError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
+    if args.cmd == "import-chats":
+        from .chats.command import run as import_chats
+
+        return import_chats(args, args.target or settings.listen, args.api_key or os.environ.get("MEMPLANE_API_KEY"))
     if args.cmd == "mcp":
         from .mcp.server import run
 

@@ -29,6 +29,8 @@ ALLOWED = {
     "mcp": {"settings"},
     # So is the inspector web panel: it sees exactly what its visitor's API key may see.
     "panel": {"settings"},
+    # And so is the chat importer, which writes through the SDK as any client would.
+    "chats": set(),
     # The composition root and the command line put everything together.
     "runtime": {"*"},
     # The keys a process opens sealed rows with, shared by the composition root and the tools.
