@@ -15,6 +15,7 @@ from redis.backoff import ExponentialBackoff
 
 from .api.drain import Drain
 from .api.server import build_server, set_serving, watch_database
+from .core.metering import UsageTally
 from .embedded import EmbeddedPostgres, EmbeddedRedis
 from .embedded._process import write_private_file
 from .embedded.guardian import Guardian
@@ -48,6 +49,7 @@ from .services.forget.erasure import ErasureService
 from .services.forget.lifecycle import LifecycleService
 from .services.forget.service import ForgetService
 from .services.memories import MemoriesService
+from .services.metering import Metering
 from .services.operations import OperationsService
 from .services.reflection.consolidate import ConsolidateService
 from .services.reflection.foresight import ForesightService
@@ -80,7 +82,7 @@ from .stores.postgres.search.feedback import FeedbackStore
 from .stores.postgres.search.keyword_stats import KeywordStatsStore
 from .stores.postgres.search.planner_stats import PlannerStatsStore
 from .stores.postgres.tenancy import TenancyStore
-from .stores.postgres.usage import TokenUsageStore
+from .stores.postgres.usage import MeteringStore, TokenUsageStore
 from .stores.redis.client import connect as connect_redis
 from .stores.redis.idempotency import IdempotencyStore
 from .stores.redis.rate_limit import RateLimiter
@@ -92,6 +94,7 @@ from .worker.loops import (
     keep_keyword_stats,
     maintain_keys,
     report_backlogs,
+    roll_up_usage,
     schedule_consolidations,
     schedule_lifecycle,
     sweep_expired,
@@ -245,11 +248,12 @@ class Runtime:
         self.redis_client = connect_redis(
             self.redis_url, timeout=REDIS_TIMEOUT_SECONDS, retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), 1))
         await self.redis_client.ping()
+        tally = UsageTally()
         embedder = create_embedder(
             s.embedding_model, dim=VECTOR_DIM, threads=s.embed_threads, batch_size=s.embed_batch_size,
             api_base=s.llm_api_base, api_key=s.llm_api_key, timeout=s.llm_timeout_seconds,
             background_threads=background_threads(s.background_embed_threads),
-            one_thread_bytes=s.embed_query_one_thread_bytes, queries_ahead=s.embed_queries_ahead,
+            one_thread_bytes=s.embed_query_one_thread_bytes, queries_ahead=s.embed_queries_ahead, tally=tally,
         )
         if embedder.dim != VECTOR_DIM:
             raise SystemExit(f"embedding model {s.embedding_model} gives {embedder.dim}-d vectors; the schema stores {VECTOR_DIM}")
@@ -275,7 +279,7 @@ class Runtime:
             changes=ChangeStore(self.pool, self.standby_pool), change_listener=ChangeListener(s.migration_database_url or self.database_url),
             content=ContentPolicies(ContentPolicyStore(self.pool), s.content_policy_cache_seconds),
             keys=TenantKeys(TenantKeyStore(self.pool), keks[0].id if keks else None, s.key_cache_seconds, users),
-            idempotency=IdempotencyStore(self.redis_client, s.idempotency_ttl_seconds),
+            idempotency=IdempotencyStore(self.redis_client, s.idempotency_ttl_seconds), tally=tally,
         )
         return self.deps
 
@@ -320,6 +324,7 @@ def build_services(deps: Deps, pool: asyncpg.Pool, redis_client: redis.Redis) ->
         lifecycle=LifecycleService(deps, LifecycleStore(pool), forgets),
         content_policies=ContentPolicyService(deps),
         token_usage=TokenUsage(TokenUsageStore(pool), deps.tenancy, s.llm_daily_token_budget),
+        metering=Metering(MeteringStore(pool), deps.tenancy, deps.tally),
         auth=Authenticator(deps.tenancy),
         idempotency=Idempotency(deps.idempotency or IdempotencyStore(redis_client, s.idempotency_ttl_seconds),
                                 deps.keys),
@@ -358,6 +363,8 @@ def start_background(deps: Deps, services: Services) -> tuple[list[JobRunner], l
         tasks.append(asyncio.create_task(schedule_lifecycle(deps, s.lifecycle_every_seconds, runners[0])))
     if runners and s.key_maintenance_seconds:
         tasks.append(asyncio.create_task(maintain_keys(deps, s.key_maintenance_seconds, runners[0])))
+    if runners and s.usage_rollup_seconds:
+        tasks.append(asyncio.create_task(roll_up_usage(services.metering, s.usage_rollup_seconds, runners[0])))
     return runners, tasks
 
 
@@ -395,7 +402,9 @@ async def work(settings: Settings) -> None:
                     metrics_listen=settings.metrics_listen)
     runtime = Runtime(settings, settings.database_url or "", settings.redis_url or "")
     deps = await runtime.open()
-    runners, tasks = start_background(deps, build_services(deps, runtime.pool, runtime.redis_client))
+    services = build_services(deps, runtime.pool, runtime.redis_client)
+    runners, tasks = start_background(deps, services)
+    flusher = asyncio.create_task(services.metering.flush_every(settings.usage_flush_seconds))
     _freeze_startup_objects()
     stop = _stop_signal()
     print(f"memplane worker running {len(runners)} job runners", flush=True)
@@ -406,6 +415,8 @@ async def work(settings: Settings) -> None:
     for r in runners:
         r.stop()
     await _finish(tasks, deadline)
+    flusher.cancel()
+    await _finish([asyncio.ensure_future(services.metering.flush())], deadline)
     await runtime.close()
 
 
@@ -430,6 +441,7 @@ async def serve(settings: Settings, database_url: str, redis_url: str, *, ready:
     await server.start()
     await set_serving(health_servicer, True)
     tasks.append(asyncio.create_task(watch_database(services.availability, health_servicer, drain)))
+    flusher = asyncio.create_task(services.metering.flush_every(settings.usage_flush_seconds))
     host = settings.listen.rsplit(":", 1)[0]
     print(f"memplane listening on {host}:{port}", flush=True)
     if bootstrap:
@@ -454,5 +466,7 @@ async def serve(settings: Settings, database_url: str, redis_url: str, *, ready:
     if not await drain.wait_idle(grace):
         log.warning("grace time over with %d calls in flight: cancelling them", drain.in_flight)
     await server.stop(SERVER_STOP_SECONDS)
-    await _finish([*tasks, asyncio.ensure_future(services.searches.usage.flush())], deadline)
+    flusher.cancel()  # and what it counted is written once more below, the calls all done
+    await _finish([*tasks, asyncio.ensure_future(services.searches.usage.flush()),
+                   asyncio.ensure_future(services.metering.flush())], deadline)
     await runtime.close()

@@ -291,6 +291,13 @@ class Settings(BaseSettings):
         300.0, ge=0, description="how often a worker moves stored memories to the current keys: re-wraps data keys"
         " after a KEK rotation, re-seals a tenant's memories after `memplane keys rotate`, and, once each start,"
         " those stored in clear before encryption was on (0: only `memplane keys` does)")
+    usage_flush_seconds: float = Field(
+        5.0, gt=0, description="how often a process adds the calls and embedded texts it counted per tenant to the"
+        " usage figures (docs/operations.md, usage per tenant): counted in memory, written off the request path; a"
+        " stopping server writes what it holds, a killed one loses at most this long")
+    usage_rollup_seconds: float = Field(
+        600.0, ge=0, description="how often background work rolls each tenant's memories and bytes by layer and scope"
+        " up into the day's usage figures: one pass over the memories table, never on a request (0: never)")
     key_cache_seconds: float = Field(
         60.0, ge=0, description="how long a server reuses a tenant's current data key before reading it again: a"
         " `memplane keys rotate` reaches every server's writes within this time (what they seal meanwhile under"

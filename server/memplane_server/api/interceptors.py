@@ -15,10 +15,11 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 from opentelemetry import metrics
 
-from ..core.access.attribution import reset_work_tenant, set_work_tenant
+from ..core.access.attribution import reset_work_tenant, set_work_tenant, work_tenant
 from ..core.access.caller import Caller
 from ..core.access.requests import request_key
 from ..core.errors import Code, MemplaneError
+from ..core.metering import CALLS, UsageTally
 from ..core.validation import MAX_REQUEST_ID_BYTES, check_text
 from ..logs import OncePerCause, cause_of
 from ..services.access.auth import Authenticator
@@ -417,6 +418,26 @@ class IdempotencyInterceptor(CallInterceptor):
         # Write records its request key in PostgreSQL with the memories it stores.
         return await self.idempotency.run_once(key, call, lambda response: response.SerializeToString(),
                                                recorded_in_postgres=method == "Write")
+
+
+class UsageInterceptor(CallInterceptor):
+    """Counts each authenticated call for its tenant, by method, into the process's usage tally
+    (core/metering.py): a dict update, written off the request path."""
+
+    def __init__(self, tally: UsageTally) -> None:
+        self.tally = tally
+
+    def _count(self, details: grpc.HandlerCallDetails) -> None:
+        self.tally.add(work_tenant(), CALLS, details.method.rsplit("/", 1)[-1])
+
+    async def around_unary(self, behavior, request, context, details):
+        self._count(details)
+        return await behavior(request, context)
+
+    async def around_stream(self, behavior, request, context, details):
+        self._count(details)
+        async for response in behavior(request, context):
+            yield response
 
 
 class MetricsInterceptor(CallInterceptor):

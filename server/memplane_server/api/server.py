@@ -30,6 +30,7 @@ from .interceptors import (
     MetricsInterceptor,
     RateLimitInterceptor,
     ReadRoutingInterceptor,
+    UsageInterceptor,
 )
 from .memory_servicer import MemoryServicer
 from .operations_servicer import OperationsServicer
@@ -59,6 +60,7 @@ def build_server(services: Services, drain: Drain, *, traced: bool = True
         DrainInterceptor(drain),
         AuthInterceptor(services.auth, services.rate_limits),
         RateLimitInterceptor(services.rate_limits),
+        UsageInterceptor(services.metering.tally),  # the calls served, each tenant's own
         ReadRoutingInterceptor(services.reads),  # outside idempotency: a replayed write has a position too
         IdempotencyInterceptor(services.idempotency),
     ]

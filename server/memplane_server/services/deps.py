@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..core.forget.lifecycle import Clock, wall_clock
+from ..core.metering import UsageTally
 from ..llm.chat import ChatModel
 from ..llm.embedders import Embedder
 from ..settings import Settings
@@ -54,3 +55,5 @@ class Deps:
     # Wall time in production; tests inject one to age memories (search usage, lifecycle runs).
     clock: Clock = wall_clock
     cpu: CpuLane = field(default_factory=CpuLane)
+    # What this process counted of each tenant's usage and has not written yet (services/metering.py).
+    tally: UsageTally = field(default_factory=UsageTally)

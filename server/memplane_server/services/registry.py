@@ -16,6 +16,7 @@ from .forget.erasure import ErasureService
 from .forget.lifecycle import LifecycleService
 from .forget.service import ForgetService
 from .memories import MemoriesService
+from .metering import Metering
 from .operations import OperationsService
 from .reflection.consolidate import ConsolidateService
 from .reflection.foresight import ForesightService
@@ -49,6 +50,7 @@ class Services:
     lifecycle: LifecycleService
     content_policies: ContentPolicyService
     token_usage: TokenUsage
+    metering: Metering
     auth: Authenticator
     idempotency: Idempotency
     rate_limits: RateLimits

@@ -10,6 +10,7 @@ from opentelemetry import metrics
 
 from ..logs import OncePerCause, cause_of
 from ..services.deps import Deps
+from ..services.metering import Metering
 from ..services.watch.service import WatchService
 from ..services.working import WorkingService
 from ..services.write.context import ContextService
@@ -150,3 +151,15 @@ async def _schedule(queue: Callable[[float], Awaitable[object]], what: str, ever
         except Exception as exc:  # PostgreSQL away: the next period queues them
             failures.log(cause_of(exc), "scheduling %s failed", what)
         await runner.wait(min(every_seconds, 60.0))
+
+
+async def roll_up_usage(metering: Metering, every_seconds: float, runner: JobRunner) -> None:
+    """Rolls the tenants' stored memories and bytes up into the day's usage figures (one process at
+    a time: the others find the lock taken and wait for their next turn)."""
+    failures = OncePerCause(log)
+    while not runner.stopping:
+        try:
+            await metering.roll_up()
+        except Exception as exc:  # PostgreSQL away: the day's last figures stand until the next pass
+            failures.log(cause_of(exc), "rolling up stored usage failed")
+        await runner.wait(every_seconds)
