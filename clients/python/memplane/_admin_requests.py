@@ -179,6 +179,14 @@ def get_token_usage(tenant_id: str | None, *, start_day: date | None,
     return PreparedCall("GetTokenUsage", request, _convert.token_usage)
 
 
+def get_usage(tenant_id: str | None, *, start_day: date | None, end_day: date | None
+              ) -> PreparedCall[types.UsageReport]:
+    """GetUsage."""
+    request = admin_pb.GetUsageRequest(tenant_id=tenant_id or "", start_day=start_day.isoformat() if start_day else "",
+                                       end_day=end_day.isoformat() if end_day else "")
+    return PreparedCall("GetUsage", request, _convert.usage_report)
+
+
 def set_token_budget(tenant_id: str, tokens_per_day: int) -> PreparedCall[types.TokenBudget]:
     """SetTokenBudget."""
     request = admin_pb.SetTokenBudgetRequest(tenant_id=tenant_id, tokens_per_day=tokens_per_day)

@@ -31,6 +31,7 @@ from .types import (
     Tenant,
     TokenBudget,
     TokenUsage,
+    UsageReport,
 )
 
 if TYPE_CHECKING:
@@ -228,6 +229,17 @@ class AdminClient(SyncClientBase):
         (default: 29 days before end_day) to end_day (default: today), its budget and today's spend."""
         return self._transport.call(
             _admin_requests.get_token_usage(tenant_id, start_day=start_day, end_day=end_day), timeout)
+
+    def get_usage(
+        self, tenant_id: str | None = None, *, start_day: date | None = None, end_day: date | None = None,
+        timeout: float | None = None,
+    ) -> UsageReport:
+        """What a tenant used (the key's tenant by default; for a platform admin, None means every
+        tenant with usage) by UTC day: calls by method, texts embedded, LLM tokens by stage, memories
+        and bytes stored by layer and scope; from start_day (default: 29 days before end_day) to
+        end_day (default: today). `.rows()` gives them as (tenant, day, metric, name, value)."""
+        return self._transport.call(
+            _admin_requests.get_usage(tenant_id, start_day=start_day, end_day=end_day), timeout)
 
     def set_token_budget(
         self, tenant_id: str, tokens_per_day: int, *, timeout: float | None = None

@@ -438,3 +438,14 @@ def token_usage(pb: admin_pb.GetTokenUsageResponse) -> types.TokenUsage:
         counts=tuple(types.TokenCount(date.fromisoformat(c.day), c.stage, c.model, c.input_tokens, c.output_tokens,
                                       c.completions) for c in pb.counts),
         budget=token_budget(pb.budget), spent_today=pb.spent_today)
+
+
+def usage_report(pb: admin_pb.GetUsageResponse) -> types.UsageReport:
+    """A UsageReport from GetUsage's response."""
+    return types.UsageReport(
+        start_day=date.fromisoformat(pb.start_day), end_day=date.fromisoformat(pb.end_day),
+        tenants=tuple(types.TenantUsage(t.tenant_id, tuple(
+            types.DayUsage(date.fromisoformat(d.day), dict(d.calls), d.texts_embedded, dict(d.tokens),
+                           tuple(types.StoredUsage(Layer.from_proto(s.layer), Scope.from_proto(s.scope), s.memories,
+                                                   s.bytes) for s in d.stored),
+                           time_field(d, "stored_at")) for d in t.days)) for t in pb.tenants))

@@ -21,7 +21,7 @@ REPEATABLE_METHODS = frozenset({
     "Search", "GetMemory", "ListMemories", "ListMemoryHistory", "GetWorkingMemory", "GetStats",
     "ListConflicts", "Foresee", "ListReflectionDecisions", "Watch",
     "GetTenant", "ListTenants", "ListAgents", "ListApiKeys", "ListDomains", "ListDomainGrants",
-    "ListAuditEvents", "GetLifecyclePolicy", "GetContentPolicy", "ScanContentPolicy", "GetTokenUsage",
+    "ListAuditEvents", "GetLifecyclePolicy", "GetContentPolicy", "ScanContentPolicy", "GetTokenUsage", "GetUsage",
     "SetLifecyclePolicy", "SetContentPolicy", "SetTokenBudget",
     "GetOperation", "ListOperations",
 })

@@ -30,6 +30,10 @@ from .enums import (
 from .token_usage import TokenBudget as TokenBudget
 from .token_usage import TokenCount as TokenCount
 from .token_usage import TokenUsage as TokenUsage
+from .usage import DayUsage as DayUsage
+from .usage import StoredUsage as StoredUsage
+from .usage import TenantUsage as TenantUsage
+from .usage import UsageReport as UsageReport
 
 T = TypeVar("T")
 

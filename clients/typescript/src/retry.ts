@@ -8,7 +8,7 @@ export const REPEATABLE_METHODS: ReadonlySet<string> = new Set([
   "Search", "GetMemory", "ListMemories", "ListMemoryHistory", "GetWorkingMemory", "GetStats",
   "ListConflicts", "Foresee", "ListReflectionDecisions", "Watch",
   "GetTenant", "ListTenants", "ListAgents", "ListApiKeys", "ListDomains", "ListDomainGrants",
-  "ListAuditEvents", "GetLifecyclePolicy", "GetContentPolicy", "ScanContentPolicy", "GetTokenUsage",
+  "ListAuditEvents", "GetLifecyclePolicy", "GetContentPolicy", "ScanContentPolicy", "GetTokenUsage", "GetUsage",
   "SetLifecyclePolicy", "SetContentPolicy", "SetTokenBudget",
   "GetOperation", "ListOperations",
 ]);

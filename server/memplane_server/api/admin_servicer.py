@@ -61,6 +61,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         self.lifecycle = services.lifecycle
         self.content_policies = services.content_policies
         self.token_usage = services.token_usage
+        self.metering = services.metering
 
     async def CreateTenant(self, request, context):
         tenant, key, secret = await self.admin.create_tenant(
@@ -214,6 +215,14 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
                                                parse_day(request.end_day, "end_day"))
         response = apb.GetTokenUsageResponse()
         usage_convert.report_out(report, response)
+        return response
+
+    async def GetUsage(self, request, context):
+        first, last, usages = await self.metering.report(current_caller(), request.tenant_id,
+                                                         parse_day(request.start_day, "start_day"),
+                                                         parse_day(request.end_day, "end_day"))
+        response = apb.GetUsageResponse()
+        usage_convert.usage_out(first, last, usages, response)
         return response
 
     async def SetTokenBudget(self, request, context):

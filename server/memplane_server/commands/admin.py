@@ -10,6 +10,7 @@ from datetime import datetime
 from enum import Enum
 
 from ..settings import Settings
+from .token_usage import COMMANDS as USAGE_COMMANDS
 
 
 def _jsonable(value):
@@ -65,7 +66,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         from .content_policy import run as content_policy
 
         return content_policy(args, args.target or settings.listen, key)
-    if args.command in ("token-usage", "token-budget"):
+    if args.command in USAGE_COMMANDS:
         from .token_usage import run as token_usage
 
         return token_usage(args, args.target or settings.listen, key)

@@ -1,9 +1,15 @@
-"""`memplane admin token-usage` and `memplane admin token-budget set|reset`: a tenant's LLM tokens
-and its daily budget through the SDK, as JSON.
+"""`memplane admin usage`, `memplane admin token-usage` and `memplane admin token-budget set|reset`:
+what tenants used, a tenant's LLM tokens and its daily budget through the SDK, as JSON (usage also
+as CSV, for billing).
 
+    memplane admin usage        [--tenant T] [--start-day YYYY-MM-DD] [--end-day YYYY-MM-DD] [--csv]
     memplane admin token-usage  [--tenant T] [--start-day YYYY-MM-DD] [--end-day YYYY-MM-DD]
     memplane admin token-budget set   --tenant T --tokens-per-day N
     memplane admin token-budget reset --tenant T
+
+usage lists calls by method, texts embedded, LLM tokens by stage and memories and bytes stored by
+layer and scope, by UTC day (the key's tenant; a platform admin key without --tenant: every tenant
+with usage); --csv prints one figure a line: tenant,day,metric,name,value.
 
 token-usage lists the tokens by UTC day, stage and model (the last 30 days by default; the key's
 tenant by default), the budget in force and today's spend. token-budget needs a platform admin
@@ -13,6 +19,7 @@ MEMPLANE_LLM_DAILY_TOKEN_BUDGET applies again.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import sys
 from dataclasses import asdict
@@ -20,12 +27,13 @@ from datetime import date
 
 from .output import jsonable
 
-COMMANDS = ("token-usage", "token-budget")
+COMMANDS = ("usage", "token-usage", "token-budget")
 
 
 def add_arguments(admin: argparse.ArgumentParser) -> None:
-    admin.add_argument("--start-day", type=date.fromisoformat, help="token-usage: the first UTC day, YYYY-MM-DD")
-    admin.add_argument("--end-day", type=date.fromisoformat, help="token-usage: the last UTC day (default: today)")
+    admin.add_argument("--start-day", type=date.fromisoformat, help="usage, token-usage: the first UTC day, YYYY-MM-DD")
+    admin.add_argument("--end-day", type=date.fromisoformat, help="usage, token-usage: the last UTC day (default: today)")
+    admin.add_argument("--csv", action="store_true", help="usage: one figure a line (tenant,day,metric,name,value)")
     admin.add_argument("--tokens-per-day", type=int, help="token-budget set: LLM tokens per UTC day, 0: unlimited")
 
 
@@ -44,7 +52,15 @@ def run(args: argparse.Namespace, target: str, key: str) -> int:
         return 2
     try:
         with AdminClient(target, key) as admin:
-            if args.command == "token-usage":
+            if args.command == "usage":
+                report = admin.get_usage(args.tenant, start_day=args.start_day, end_day=args.end_day)
+                if args.csv:
+                    writer = csv.writer(sys.stdout, lineterminator="\n")
+                    writer.writerow(("tenant", "day", "metric", "name", "value"))
+                    writer.writerows(report.rows())
+                    return 0
+                out = asdict(report)
+            elif args.command == "token-usage":
                 out = asdict(admin.get_token_usage(args.tenant, start_day=args.start_day, end_day=args.end_day))
             elif args.action == "set":
                 out = asdict(admin.set_token_budget(args.tenant, args.tokens_per_day))

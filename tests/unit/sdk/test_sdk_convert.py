@@ -167,3 +167,21 @@ def test_stats_counts_are_keyed_by_name():
     response = svc_pb.GetStatsResponse(total=3, by_kind=[svc_pb.StatCount(key="KIND_FACT", count=3)])
     stats = _convert.stats(response)
     assert stats.total == 3 and stats.by_kind == {"KIND_FACT": 3} and stats.newest_time is None
+
+
+def test_usage_converts_by_tenant_and_day_and_exports_one_row_a_figure():
+    from memplane.enums import Layer, Scope
+
+    day = admin_pb.DayUsage(day="2026-12-07", texts_embedded=12, calls={"Write": 3, "Search": 5},
+                            tokens={"extraction": 900},
+                            stored=[admin_pb.StoredUsage(layer=memory_pb2.LAYER_SEMANTIC, scope=memory_pb2.SCOPE_GLOBAL,
+                                                         memories=4, bytes=8192)])
+    report = _convert.usage_report(admin_pb.GetUsageResponse(
+        start_day="2026-11-08", end_day="2026-12-07", tenants=[admin_pb.TenantUsage(tenant_id="acme", days=[day])]))
+    [tenant] = report.tenants
+    assert tenant.days[0].stored[0].layer is Layer.SEMANTIC and tenant.days[0].stored[0].scope is Scope.GLOBAL
+    assert report.rows() == [
+        ("acme", "2026-12-07", "calls", "Search", 5), ("acme", "2026-12-07", "calls", "Write", 3),
+        ("acme", "2026-12-07", "texts_embedded", "", 12), ("acme", "2026-12-07", "llm_tokens", "extraction", 900),
+        ("acme", "2026-12-07", "memories_stored", "semantic/global", 4),
+        ("acme", "2026-12-07", "bytes_stored", "semantic/global", 8192)]

@@ -619,3 +619,73 @@ class SetTokenBudgetResponse(_message.Message):
     BUDGET_FIELD_NUMBER: _ClassVar[int]
     budget: TokenBudget
     def __init__(self, budget: _Optional[_Union[TokenBudget, _Mapping]] = ...) -> None: ...
+
+class GetUsageRequest(_message.Message):
+    __slots__ = ("tenant_id", "start_day", "end_day")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    START_DAY_FIELD_NUMBER: _ClassVar[int]
+    END_DAY_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    start_day: str
+    end_day: str
+    def __init__(self, tenant_id: _Optional[str] = ..., start_day: _Optional[str] = ..., end_day: _Optional[str] = ...) -> None: ...
+
+class StoredUsage(_message.Message):
+    __slots__ = ("layer", "scope", "memories", "bytes")
+    LAYER_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    MEMORIES_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    layer: _memory_pb2.Layer
+    scope: _memory_pb2.Scope
+    memories: int
+    bytes: int
+    def __init__(self, layer: _Optional[_Union[_memory_pb2.Layer, str]] = ..., scope: _Optional[_Union[_memory_pb2.Scope, str]] = ..., memories: _Optional[int] = ..., bytes: _Optional[int] = ...) -> None: ...
+
+class DayUsage(_message.Message):
+    __slots__ = ("day", "calls", "texts_embedded", "tokens", "stored", "stored_at")
+    class CallsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    class TokensEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    DAY_FIELD_NUMBER: _ClassVar[int]
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    TEXTS_EMBEDDED_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_FIELD_NUMBER: _ClassVar[int]
+    STORED_FIELD_NUMBER: _ClassVar[int]
+    STORED_AT_FIELD_NUMBER: _ClassVar[int]
+    day: str
+    calls: _containers.ScalarMap[str, int]
+    texts_embedded: int
+    tokens: _containers.ScalarMap[str, int]
+    stored: _containers.RepeatedCompositeFieldContainer[StoredUsage]
+    stored_at: _timestamp_pb2.Timestamp
+    def __init__(self, day: _Optional[str] = ..., calls: _Optional[_Mapping[str, int]] = ..., texts_embedded: _Optional[int] = ..., tokens: _Optional[_Mapping[str, int]] = ..., stored: _Optional[_Iterable[_Union[StoredUsage, _Mapping]]] = ..., stored_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class TenantUsage(_message.Message):
+    __slots__ = ("tenant_id", "days")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    DAYS_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    days: _containers.RepeatedCompositeFieldContainer[DayUsage]
+    def __init__(self, tenant_id: _Optional[str] = ..., days: _Optional[_Iterable[_Union[DayUsage, _Mapping]]] = ...) -> None: ...
+
+class GetUsageResponse(_message.Message):
+    __slots__ = ("start_day", "end_day", "tenants")
+    START_DAY_FIELD_NUMBER: _ClassVar[int]
+    END_DAY_FIELD_NUMBER: _ClassVar[int]
+    TENANTS_FIELD_NUMBER: _ClassVar[int]
+    start_day: str
+    end_day: str
+    tenants: _containers.RepeatedCompositeFieldContainer[TenantUsage]
+    def __init__(self, start_day: _Optional[str] = ..., end_day: _Optional[str] = ..., tenants: _Optional[_Iterable[_Union[TenantUsage, _Mapping]]] = ...) -> None: ...

@@ -147,6 +147,11 @@ class AdminServiceStub:
                 request_serializer=memplane_dot_v1_dot_admin__service__pb2.SetTokenBudgetRequest.SerializeToString,
                 response_deserializer=memplane_dot_v1_dot_admin__service__pb2.SetTokenBudgetResponse.FromString,
                 _registered_method=True)
+        self.GetUsage = channel.unary_unary(
+                '/memplane.v1.AdminService/GetUsage',
+                request_serializer=memplane_dot_v1_dot_admin__service__pb2.GetUsageRequest.SerializeToString,
+                response_deserializer=memplane_dot_v1_dot_admin__service__pb2.GetUsageResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -311,6 +316,15 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetUsage(self, request, context):
+        """What tenants used per UTC day: calls by method, texts embedded, LLM tokens by stage, memories
+        and bytes stored by layer and scope. A tenant admin reads its tenant; a platform admin any
+        tenant, or every tenant with usage in those days.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -423,6 +437,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.SetTokenBudget,
                     request_deserializer=memplane_dot_v1_dot_admin__service__pb2.SetTokenBudgetRequest.FromString,
                     response_serializer=memplane_dot_v1_dot_admin__service__pb2.SetTokenBudgetResponse.SerializeToString,
+            ),
+            'GetUsage': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetUsage,
+                    request_deserializer=memplane_dot_v1_dot_admin__service__pb2.GetUsageRequest.FromString,
+                    response_serializer=memplane_dot_v1_dot_admin__service__pb2.GetUsageResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1022,6 +1041,33 @@ class AdminService:
             '/memplane.v1.AdminService/SetTokenBudget',
             memplane_dot_v1_dot_admin__service__pb2.SetTokenBudgetRequest.SerializeToString,
             memplane_dot_v1_dot_admin__service__pb2.SetTokenBudgetResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetUsage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memplane.v1.AdminService/GetUsage',
+            memplane_dot_v1_dot_admin__service__pb2.GetUsageRequest.SerializeToString,
+            memplane_dot_v1_dot_admin__service__pb2.GetUsageResponse.FromString,
             options,
             channel_credentials,
             insecure,
