@@ -123,3 +123,34 @@ def test_on_this_machine_over_plain_http_the_cookie_works_without_secure(panel, 
     key, _ = stored
     login = httpx.post(f"{panel}/login", data={"api_key": key}, headers={"origin": panel})
     assert "secure" not in {part.strip().lower() for part in login.headers["set-cookie"].split(";")}
+
+
+def test_a_tenant_admin_sees_its_tenants_usage_and_exports_it_as_csv(panel, panel_server):
+    import time
+    import uuid
+
+    from memplane import AdminClient
+
+    tenant = f"usage-{uuid.uuid4().hex[:8]}"
+    with AdminClient(panel_server.target, panel_server.key("platform admin")) as admin:
+        key = admin.create_tenant(tenant, create_admin_key=True).admin_key.secret
+    with MemoryClient(panel_server.target, key) as sdk:
+        sdk.write_one("The release train leaves on Thursdays", kind="fact")
+    with sign_in(panel, key) as client:
+        deadline = time.monotonic() + 30
+        while "Write 1" not in (page := client.get("/usage")).text:  # written every few seconds
+            assert time.monotonic() < deadline, page.text
+            time.sleep(0.5)
+        exported = client.get("/usage.csv")
+    assert page.status_code == 200 and f"<h2>{tenant}</h2>" in page.text
+    assert exported.headers["content-type"].startswith("text/csv")
+    lines = exported.text.splitlines()
+    assert lines[0] == "tenant,day,metric,name,value"
+    assert {line.split(",")[0] for line in lines[1:]} == {tenant} and any(",calls,Write,1" in line for line in lines)
+
+
+def test_a_key_that_is_no_admins_is_refused_the_usage_page(panel, stored):
+    key, _ = stored
+    with sign_in(panel, key) as client:
+        response = client.get("/usage")
+    assert response.status_code == 403 and "TENANT_ADMIN_REQUIRED" in response.text

@@ -19,7 +19,7 @@ from memplane import (
     UnavailableError,
 )
 
-from . import actions, auth, live, pages
+from . import actions, auth, live, pages, usage
 from .guard import COOKIE, SecurityHeaders, sessions
 from .render import page
 from .sessions import SessionStore
@@ -66,6 +66,8 @@ def build_app(address: str, *, call_timeout: float = 30.0) -> Starlette:
             Route("/search", pages.search),
             Route("/review", pages.review),
             Route("/working", pages.working),
+            Route("/usage", usage.usage),
+            Route("/usage.csv", usage.usage_csv),
             Route("/live", live.live_page),
             Route("/live/events", live.live_events),
             Mount("/static", StaticFiles(directory=Path(__file__).parent / "static"), name="static"),

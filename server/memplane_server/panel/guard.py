@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memplane import AsyncMemoryClient
+from memplane import AsyncAdminClient, AsyncMemoryClient
 
 from .sessions import Session, SessionStore
 
@@ -40,6 +40,15 @@ async def client_of(request: Request) -> AsyncIterator[AsyncMemoryClient]:
         request.app.state.address, session.api_key, agent_id=session.agent_id or None,
         default_timeout=request.app.state.call_timeout,
     ) as client:
+        yield client
+
+
+@asynccontextmanager
+async def admin_client_of(request: Request) -> AsyncIterator[AsyncAdminClient]:
+    """The admin client of this request's own session key (its role decides what it may read)."""
+    session = session_of(request)
+    async with AsyncAdminClient(request.app.state.address, session.api_key,
+                                default_timeout=request.app.state.call_timeout) as client:
         yield client
 
 
