@@ -253,7 +253,8 @@ class Runtime:
             s.embedding_model, dim=VECTOR_DIM, threads=s.embed_threads, batch_size=s.embed_batch_size,
             api_base=s.llm_api_base, api_key=s.llm_api_key, timeout=s.llm_timeout_seconds,
             background_threads=background_threads(s.background_embed_threads),
-            one_thread_bytes=s.embed_query_one_thread_bytes, queries_ahead=s.embed_queries_ahead, tally=tally,
+            one_thread_bytes=s.embed_query_one_thread_bytes, queries_ahead=s.embed_queries_ahead,
+            tally=tally if s.usage_metering else None,
         )
         if embedder.dim != VECTOR_DIM:
             raise SystemExit(f"embedding model {s.embedding_model} gives {embedder.dim}-d vectors; the schema stores {VECTOR_DIM}")
@@ -363,7 +364,7 @@ def start_background(deps: Deps, services: Services) -> tuple[list[JobRunner], l
         tasks.append(asyncio.create_task(schedule_lifecycle(deps, s.lifecycle_every_seconds, runners[0])))
     if runners and s.key_maintenance_seconds:
         tasks.append(asyncio.create_task(maintain_keys(deps, s.key_maintenance_seconds, runners[0])))
-    if runners and s.usage_rollup_seconds:
+    if runners and s.usage_metering and s.usage_rollup_seconds:
         tasks.append(asyncio.create_task(roll_up_usage(services.metering, s.usage_rollup_seconds, runners[0])))
     return runners, tasks
 
@@ -432,7 +433,8 @@ async def serve(settings: Settings, database_url: str, redis_url: str, *, ready:
     services = build_services(deps, runtime.pool, runtime.redis_client)
     bootstrap = await services.admin.bootstrap(settings.bootstrap_tenant) if settings.bootstrap_tenant else None
     drain = Drain()
-    server, health_servicer = build_server(services, drain, traced=settings.telemetry_exporter != "none")
+    server, health_servicer = build_server(services, drain, traced=settings.telemetry_exporter != "none",
+                                           metered=settings.usage_metering)
     port = server.add_insecure_port(settings.listen)
     if port == 0:
         raise SystemExit(f"cannot listen on {settings.listen}")

@@ -291,6 +291,9 @@ class Settings(BaseSettings):
         300.0, ge=0, description="how often a worker moves stored memories to the current keys: re-wraps data keys"
         " after a KEK rotation, re-seals a tenant's memories after `memplane keys rotate`, and, once each start,"
         " those stored in clear before encryption was on (0: only `memplane keys` does)")
+    usage_metering: bool = Field(
+        True, description="count each tenant's calls, texts embedded and stored memories for `GetUsage` (off: no"
+        " counting, the report shows LLM tokens only; a deployment that bills nothing)")
     usage_flush_seconds: float = Field(
         5.0, gt=0, description="how often a process adds the calls and embedded texts it counted per tenant to the"
         " usage figures (docs/operations.md, usage per tenant): counted in memory, written off the request path; a"
