@@ -22,8 +22,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import asyncpg
-
 from foundation import environment, free_port, load_locomo, memory_texts, pct, running_server  # sets OMP too
+
 from memplane import MemoryClient
 from memplane_server.core.metering import CALLS
 from memplane_server.stores.postgres.usage import MeteringStore
