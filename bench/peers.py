@@ -68,10 +68,9 @@ from quality import SHARED, locomo_turn_items, normalise_evidence, recall
 from memplane import AdminClient, MemoryClient
 from memplane_server.core.access.caller import Caller, Role
 from memplane_server.core.model import Kind, MemoryDraft, MemoryFilter
-from memplane_server.runtime import Runtime
+from memplane_server.runtime import Runtime, build_services
 from memplane_server.services.search.service import SearchQuery, SearchService
 from memplane_server.services.search.stages import recording
-from memplane_server.services.write.service import WriteService
 from memplane_server.settings import Settings
 from memplane_server.stores.postgres.search.plans import explaining
 from memplane_server.stores.postgres.session import read_sessions_ended
@@ -213,7 +212,7 @@ def questions_of(samples: list[dict], turns_of: dict) -> list[tuple[str, int, st
 
 class InProcess:
     """Memplane's SearchService in this process over the server's database and Redis, with the
-    stages of each search recorded, and its WriteService for single writes."""
+    stages of each search recorded, and the Write entry (intake) for single writes."""
 
     def __init__(self, dsn: str, redis_url: str) -> None:
         self.loop = asyncio.new_event_loop()
@@ -221,7 +220,7 @@ class InProcess:
         self.runtime = Runtime(settings, dsn, redis_url)
         self.loop.run_until_complete(self.runtime.open())
         self.service = SearchService(self.runtime.deps)
-        self.writes = WriteService(self.runtime.deps)
+        self.writes = build_services(self.runtime.deps, self.runtime.pool, self.runtime.redis_client).intake
         self.caller = Caller(key_id="bench", role=Role.WRITER, tenant_id=TENANT, agent_id=None, domains={})
         self.writer = Caller(key_id="bench", role=Role.WRITER, tenant_id=SINGLE_TENANT, agent_id=None, domains={})
 

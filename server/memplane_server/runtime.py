@@ -6,6 +6,7 @@ import gc
 import logging
 import signal
 from dataclasses import dataclass
+from functools import partial
 from typing import cast
 
 import asyncpg
@@ -54,6 +55,7 @@ from .services.operations import OperationsService
 from .services.reflection.consolidate import ConsolidateService
 from .services.reflection.foresight import ForesightService
 from .services.reflection.reflect import ReflectService
+from .services.reflection.triggers import after_write
 from .services.registry import Services
 from .services.search.service import SearchService
 from .services.usage import TokenUsage
@@ -61,6 +63,8 @@ from .services.watch.service import WatchService
 from .services.working import WorkingService
 from .services.write.context import ContextService
 from .services.write.digests import DigestService
+from .services.write.extract import ExtractService
+from .services.write.intake import WriteIntake
 from .services.write.service import WriteService
 from .settings import Settings
 from .stores.postgres.changes import ChangeListener, ChangeStore
@@ -304,11 +308,13 @@ def build_services(deps: Deps, pool: asyncpg.Pool, redis_client: redis.Redis) ->
     """Every use case, once; those that write through another get that one."""
     s = deps.settings
     writes = WriteService(deps)
+    extractions = ExtractService(deps, writes)
     searches = SearchService(deps)
     forgets = ForgetService(deps)
     return Services(
         writes=writes,
-        extractions=writes.extractions,
+        intake=WriteIntake(writes, extractions, after_write=[partial(after_write, deps)]),
+        extractions=extractions,
         searches=searches,
         foresight=ForesightService(searches),
         reflections=ReflectService(deps, writes),

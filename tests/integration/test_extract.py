@@ -16,10 +16,9 @@ from memplane_server.llm.chat import ChatModel
 from memplane_server.services.content.admin import ContentPolicyService
 from memplane_server.services.memories import MemoriesService
 from memplane_server.services.search.service import SearchQuery, SearchService
-from memplane_server.services.write.service import WriteService
 from tests.support.fake_llm import Reply
 from tests.support.jobs import run_jobs_until
-from tests.support.services import job_runner
+from tests.support.services import job_runner, write_intake
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -56,7 +55,7 @@ def answer(op: str, value: str, old: str = "") -> Reply:
 
 async def write_turn(deps, caller, text: str, mode: str = "sync", time_zone: str | None = None):
     """(stored turns, extracted memories, operation)"""
-    accepted = await WriteService(deps).accept(caller, [turn(text)], mode, time_zone)
+    accepted = await write_intake(deps).accept(caller, [turn(text)], mode, time_zone)
     return accepted.records, accepted.extracted, accepted.operation
 
 
@@ -150,7 +149,7 @@ async def test_a_model_that_answers_malformed_twice_leaves_the_turn_stored_no_fa
         llm_deps, fake_llm, make_tenant):
     world = await make_tenant()
     fake_llm.script(Reply("not json"), Reply('{"operations": [{"op": "ADD", "entity": "user", "attribute": "city"'))
-    accepted = await WriteService(llm_deps).accept(world.writer, [turn("I live in Rome")], "sync")
+    accepted = await write_intake(llm_deps).accept(world.writer, [turn("I live in Rome")], "sync")
     assert [r.content for r in accepted.records] == ["I live in Rome"] and accepted.extracted == []
     assert accepted.operation is None, "asked again at temperature 0 the model answers the same: no job retries it"
     assert "LLM_MALFORMED_OUTPUT" in accepted.extraction_degraded and "turns are stored" in accepted.extraction_degraded
@@ -225,7 +224,7 @@ async def test_the_model_is_shown_only_the_known_facts_of_the_turns_user(llm_dep
     await write_turn(llm_deps, world.writer, "I live in Hangzhou")
     fake_llm.script(Reply(json.dumps({"operations": []})))
     other = replace(turn("I like tea", session="other"), user_id="u2")
-    await WriteService(llm_deps).accept(world.writer, [other], "sync")
+    await write_intake(llm_deps).accept(world.writer, [other], "sync")
     prompt = fake_llm.requests[-1]["body"]["messages"][1]["content"]
     assert "Hangzhou" not in prompt.split("NEW TURNS:")[0]
 
@@ -272,7 +271,7 @@ async def test_a_delete_retires_the_turns_users_fact_and_not_another_users(llm_d
     fake_llm.script(answer("ADD", "Berlin"))
     await write_turn(llm_deps, world.writer, "I live in Berlin")
     fake_llm.script(answer("ADD", "Berlin"))
-    await WriteService(llm_deps).accept(world.writer, [replace(turn("I live in Berlin too"), user_id="u2")], "sync")
+    await write_intake(llm_deps).accept(world.writer, [replace(turn("I live in Berlin too"), user_id="u2")], "sync")
     fake_llm.script(answer("DELETE", "", "Berlin"))
     await write_turn(llm_deps, world.writer, "forget that I live in Berlin, I moved out")
     left, _ = await MemoriesService(llm_deps).list(world.writer, MemoryFilter(entity="user", kinds=(Kind.FACT,)), 10, "")

@@ -24,7 +24,7 @@ from tests.support.fake_llm import Reply
 from tests.support.inproc import serving
 from tests.support.jobs import run_jobs_until
 from tests.support.scan import describe, scan
-from tests.support.services import job_runner
+from tests.support.services import job_runner, write_intake
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -140,12 +140,11 @@ async def test_hard_forgetting_a_turn_removes_the_fact_extracted_from_it_and_its
 
 async def test_soft_forgetting_a_turn_soft_forgets_the_fact_extracted_from_it(llm_deps, fake_llm, make_tenant):
     from memplane_server.core.model import MemoryDraft
-    from memplane_server.services.write.service import WriteService
 
     world = await make_tenant()
     place = marker("Lemuria")
     fake_llm.script(address_reply(place))
-    accepted = await WriteService(llm_deps).accept(
+    accepted = await write_intake(llm_deps).accept(
         world.writer, [MemoryDraft(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.TURN,
                                    content=f"I moved to {place}", session_id="s")], "sync")
     records, [fact] = accepted.records, accepted.extracted

@@ -21,7 +21,7 @@ from memplane_server.services.search.service import SearchService
 from memplane_server.services.write.service import WriteService
 from tests.conftest import make_shared_tmpdir
 from tests.support.local_model import installed_model
-from tests.support.services import reflect_service
+from tests.support.services import reflect_service, write_intake
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -53,7 +53,7 @@ async def facts(deps, caller, **filters) -> list:
 
 async def test_a_moved_users_city_is_superseded_by_the_new_one(model_deps, make_tenant):
     world = await make_tenant()
-    write = WriteService(model_deps)
+    write = write_intake(model_deps)
     await write.accept(world.writer, [turn("I live in Berlin.")], "sync")
     [berlin] = [f for f in await facts(model_deps, world.writer) if "berlin" in (f.value or "").lower()]
     accepted = await write.accept(world.writer, [turn("I just moved to Paris, so I live in Paris now.")], "sync")
@@ -101,7 +101,7 @@ async def test_an_answer_cut_short_degrades_extraction_and_stores_no_part_of_it(
     # at 12 it answered that): the malformed answer a model looping inside the schema gives.
     monkeypatch.setattr(extraction, "EXPECTED", replace(extraction.EXPECTED, max_tokens=4))
     world = await make_tenant()
-    accepted = await WriteService(model_deps).accept(world.writer, [turn("I live in Berlin and I work as a baker.")], "sync")
+    accepted = await write_intake(model_deps).accept(world.writer, [turn("I live in Berlin and I work as a baker.")], "sync")
     assert [r.content for r in accepted.records] == ["I live in Berlin and I work as a baker."]
     assert accepted.operation is None and accepted.extracted == []
     assert "LLM_MALFORMED_OUTPUT" in accepted.extraction_degraded

@@ -11,8 +11,7 @@ import pytest
 from memplane_server.core.model import Kind, MemoryDraft, Scope
 from memplane_server.core.reflection.reflection import ReflectInput, Task
 from memplane_server.services.search.service import SearchQuery, SearchService
-from memplane_server.services.write.service import WriteService
-from tests.support.services import reflect_service
+from tests.support.services import reflect_service, write_intake
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -50,7 +49,7 @@ async def test_a_failure_like_an_earlier_task_is_still_reflected_on(deps, make_t
 async def test_a_session_is_reflected_on_every_n_turns(deps, make_tenant):
     world = await make_tenant()
     every3 = replace(deps, settings=deps.settings.model_copy(update={"reflect_every_turns": 3}))
-    writes = WriteService(every3)
+    writes = write_intake(every3)
     turn = MemoryDraft(scope=None, domain=None, agent_id=None, layer=None, kind=Kind.TURN, content="hi",
                        session_id="chat-9")
     for n in range(7):
@@ -65,7 +64,7 @@ async def test_a_session_is_reflected_on_every_n_turns(deps, make_tenant):
 async def test_a_changed_key_fact_of_a_session_triggers_its_reflection(deps, make_tenant):
     world = await make_tenant()
     on_change = replace(deps, settings=deps.settings.model_copy(update={"reflect_on_entity_change": True}))
-    writes = WriteService(on_change)
+    writes = write_intake(on_change)
     fact = MemoryDraft(scope=Scope.GLOBAL, domain=None, agent_id=None, layer=None, kind=Kind.FACT,
                        content="Lives in Shanghai", entity="user", attribute="city", value="Shanghai", session_id="chat-1")
     await writes.accept(world.writer, [fact], None)

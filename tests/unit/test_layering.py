@@ -117,3 +117,27 @@ def test_no_folder_holds_more_than_fifteen_modules():
 
 def test_the_rules_see_every_part():
     assert {part_of(n) for n in MODULES} <= set(ALLOWED)
+
+
+def _use_cases() -> set[str]:
+    """The use cases the composition root builds: the types of the Services registry's fields."""
+    tree = ast.parse((PACKAGE / "services" / "registry.py").read_text())
+    registry = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Services")
+    return {ast.unparse(field.annotation) for field in registry.body if isinstance(field, ast.AnnAssign)}
+
+
+USE_CASES = _use_cases()
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if part_of(n) == "services"))
+def test_no_service_constructs_another(name):
+    """Use cases are built once, by the composition root (runtime.build_services), and handed to the
+    ones that need them: a service that built another would hide the wiring (and build it twice)."""
+    built = {node.func.id if isinstance(node.func, ast.Name) else node.func.attr
+             for node in ast.walk(ast.parse(MODULES[name].read_text()))
+             if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute))}
+    assert not built & USE_CASES, f"{name} constructs {sorted(built & USE_CASES)}"
+
+
+def test_the_registry_names_the_use_cases():
+    assert {"WriteService", "WriteIntake", "ExtractService", "ReflectService", "Metering"} <= USE_CASES

@@ -56,7 +56,7 @@ _SIDES = {spb.CONFLICT_SIDE_CURRENT: "current", spb.CONFLICT_SIDE_CHALLENGER: "c
 
 class MemoryServicer(spb_grpc.MemoryServiceServicer):
     def __init__(self, services: Services, stopping: asyncio.Event | None = None) -> None:
-        self.writes, self.searches, self.reflections = services.writes, services.searches, services.reflections
+        self.intake, self.searches, self.reflections = services.intake, services.searches, services.reflections
         self.forgets, self.memories, self.working, self.conflicts = (
             services.forgets, services.memories, services.working, services.conflicts)
         self.foresight, self.consolidations, self.erasures = services.foresight, services.consolidations, services.erasures
@@ -65,7 +65,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):
     async def Write(self, request: spb.WriteRequest, context) -> spb.WriteResponse:
         drafts = [draft_in(m) for m in request.memories]
         infer = enum_in(_INFER, request.infer, "infer")
-        accepted = await self.writes.accept(
+        accepted = await self.intake.accept(
             current_caller(), drafts, infer, request.time_zone or None, request=current_request_key(),
         )
         response = spb.WriteResponse()

@@ -27,12 +27,14 @@ from .watch.service import WatchService
 from .working import WorkingService
 from .write.context import ContextService
 from .write.extract import ExtractService
+from .write.intake import WriteIntake
 from .write.service import WriteService
 
 
 @dataclass(frozen=True)
 class Services:
     writes: WriteService
+    intake: WriteIntake
     extractions: ExtractService
     searches: SearchService
     foresight: ForesightService

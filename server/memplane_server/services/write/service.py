@@ -1,9 +1,10 @@
 """Write: validate, embed in one batch, store persistent memories in one transaction and
-working-layer items in Redis."""
+working-layer items in Redis. The Write RPC enters through services/write/intake.py, which runs
+extraction and the after-write hooks around this."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime, timezone
 
 import numpy as np
@@ -12,9 +13,7 @@ from ...core.access.caller import Caller, caller_to_json
 from ...core.access.requests import RequestKey
 from ...core.errors import Code, MemplaneError, invalid, request_id_reused
 from ...core.model import KIND_LAYER, Layer, MemoryDraft, MemoryRecord, Scope, Status
-from ...core.operations import Operation
 from ...core.retrieval.tokens import keyword_tokens
-from ...core.timezones import parse_time_zone
 from ...core.validation import (
     check_confidence,
     check_content,
@@ -33,26 +32,11 @@ from ...core.write.outcomes import CREATED, ItemOutcome
 from ...stores.postgres.memory_writes import QuotaExceeded, RequestReused, SourceGone, Stored, StoredDraft
 from ...stores.redis.working import WorkingSession
 from ..deps import Deps
-from ..reflection.triggers import after_write
-from .extract import ExtractService
 
 # Up to this many texts, their keywords and entities are found in the event loop: it takes less than
 # a hop to a thread and back (about 0.35 ms of a single write, bench/README.md), while a batch's
 # would hold up the loop.
 FEW_TEXTS = 4
-
-
-@dataclass
-class Accepted:
-    """A Write's answer: the stored input with what became of each item, the memories extraction
-    produced (sync only) and, when extraction runs in the background or failed and will be
-    retried, its operation."""
-
-    records: list[MemoryRecord]
-    outcomes: list[ItemOutcome]
-    extracted: list[MemoryRecord] = field(default_factory=list)
-    operation: Operation | None = None
-    extraction_degraded: str = ""  # why a sync extraction went without the model's answer
 
 
 def index_terms(texts: list[str]) -> list[tuple[str, tuple[str, ...]]]:
@@ -63,28 +47,6 @@ def index_terms(texts: list[str]) -> list[tuple[str, tuple[str, ...]]]:
 class WriteService:
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
-        # Extraction stores its facts through this service, so it is made over it.
-        self.extractions = ExtractService(deps, self)
-
-    async def accept(
-        self, caller: Caller, drafts: list[MemoryDraft], infer: str | None, time_zone: str | None = None,
-        request: RequestKey | None = None,
-    ) -> Accepted:
-        """Every Write: stores the input first; extraction, only when asked, runs after it, so an LLM
-        failure loses nothing. A session this write makes due for reflection gets a reflect job
-        (services/reflection/triggers.py).
-        """
-        parse_time_zone(time_zone)  # refuse a bad zone before anything is stored
-        if infer is not None:
-            self.extractions.check(drafts)
-        written = await self.write_items(caller, drafts, request)
-        records = [record for record, _ in written]
-        accepted = Accepted(records, [outcome for _, outcome in written])
-        if infer is not None:
-            extracted, accepted.operation = await self.extractions.after_stored(caller, records, infer, time_zone)
-            accepted.extracted, accepted.extraction_degraded = extracted.memories, extracted.degraded
-        await after_write(self.deps, caller, records)
-        return accepted
 
     def prepare(self, caller: Caller, draft: MemoryDraft, index: int) -> MemoryDraft:
         """Resolves defaults and checks one draft; errors name the item."""
