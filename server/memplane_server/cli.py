@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from pathlib import Path
 
@@ -115,8 +114,9 @@ def main(argv: list[str] | None = None) -> int:
             return 1
     if args.cmd == "import-chats":
         from .chats.command import run as import_chats
+        from .commands import api_key_of
 
-        return import_chats(args, args.target or settings.listen, args.api_key or os.environ.get("MEMPLANE_API_KEY"))
+        return import_chats(args, args.target or settings.listen, api_key_of(args.api_key, settings))
     if args.cmd == "mcp":
         from .mcp.server import run
 

@@ -386,7 +386,7 @@ class Settings(BaseSettings):
         " `MEMPLANE_LISTEN`")
     api_key: SecretStr | None = Field(
         None, description="the key `memplane mcp` calls with over stdio (over HTTP each request's bearer token is"
-        " used, never this), and the admin key `memplane admin` uses")
+        " used, never this), the admin key `memplane admin` uses, and the writing key of `memplane import-chats`")
     agent_id: str | None = Field(
         None, description="agent a key not bound to an agent acts as in `memplane mcp` over stdio")
     mcp_listen: str = Field("127.0.0.1:8765", description="host:port `memplane mcp --http` binds (path `/mcp`)")

@@ -3,29 +3,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-from dataclasses import asdict, is_dataclass
-from datetime import datetime
-from enum import Enum
 
 from ..settings import Settings
+from . import api_key_of
+from .output import jsonable
 from .token_usage import COMMANDS as USAGE_COMMANDS
-
-
-def _jsonable(value):
-    if is_dataclass(value):
-        return {k: _jsonable(v) for k, v in asdict(value).items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, Enum):
-        return value.name
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return value
-
 
 ADMIN_COMMANDS = {
     "create-tenant": (lambda c, a: c.create_tenant(a.id, display_name=a.name or "", create_admin_key=True), ["id"]),
@@ -50,7 +33,7 @@ ADMIN_COMMANDS = {
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from memplane import AdminClient, MemplaneError
 
-    key = args.api_key or os.environ.get("MEMPLANE_API_KEY")
+    key = api_key_of(args.api_key, settings)
     if not key:
         print("give --api-key or set MEMPLANE_API_KEY (an admin key printed at first start)", file=sys.stderr)
         return 2
@@ -81,5 +64,5 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     except MemplaneError as exc:
         print(f"error: {exc.code.name} {exc.reason}: {exc.message}", file=sys.stderr)
         return 1
-    print(json.dumps(_jsonable(result), indent=2, ensure_ascii=False))
+    print(json.dumps(jsonable(result), indent=2, ensure_ascii=False))
     return 0

@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import asdict, is_dataclass
 from datetime import date
 
 
 def jsonable(value, *, enum_name: Callable[[str], str] = str):
-    """Times and days as ISO 8601 and SDK enums by name (enum_name shapes it), through dicts and lists."""
+    """Times and days as ISO 8601 and SDK enums by name (enum_name shapes it), through SDK results
+    (dataclasses), dicts and lists."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return jsonable(asdict(value), enum_name=enum_name)
     if isinstance(value, date):  # a datetime too
         return value.isoformat()
     if isinstance(value, dict):
