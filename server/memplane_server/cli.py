@@ -7,14 +7,18 @@ import sys
 from pathlib import Path
 
 from .chats.command import add_arguments as add_chat_arguments
-from .commands.admin import ADMIN_COMMANDS
-from .commands.lifecycle import add_arguments as add_lifecycle_arguments
-from .commands.token_usage import COMMANDS as TOKEN_COMMANDS
-from .commands.token_usage import add_arguments as add_token_arguments
+from .commands.admin import add_parser as add_admin_parser
 from .settings import Settings
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    settings = Settings()
+    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return dispatch(args, settings)
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memplane", description="Memplane memory server")
     sub = parser.add_subparsers(dest="cmd", required=True)
     sub.add_parser("serve", help="run the gRPC server (embedded PostgreSQL/Redis unless configured)")
@@ -40,27 +44,7 @@ def main(argv: list[str] | None = None) -> int:
                             help="give a new tenant the file's memory quota (default: this deployment's)")
     add_chat_arguments(sub.add_parser("import-chats", help="write chat exports (ChatGPT, Claude, Slack, JSONL) as"
                                       " sessions of turns, each message once"))
-    admin = sub.add_parser("admin", help="manage tenants, agents, keys, domains and grants")
-    admin.add_argument("command", choices=sorted([*ADMIN_COMMANDS, "erase-user", "lifecycle", "content-policy",
-                                                  *TOKEN_COMMANDS]))
-    admin.add_argument("action", nargs="?", choices=["get", "set", "run", "reset", "scan"],
-                       help="lifecycle: get, set or run; content-policy: get, set, reset or scan; token-budget: set"
-                            " or reset")
-    admin.add_argument("--target", help="server address (default: MEMPLANE_LISTEN)")
-    admin.add_argument("--api-key", help="admin key (default: MEMPLANE_API_KEY)")
-    for name in ("id", "tenant", "agent", "domain", "name"):
-        admin.add_argument(f"--{name}")
-    admin.add_argument("--role", choices=["platform_admin", "tenant_admin", "writer", "reader", "agent"])
-    admin.add_argument("--access", choices=["read", "read_write"], default="read")
-    # erase-user: with a tenant key (a tenant admin key reaches every agent of the tenant)
-    admin.add_argument("--user", help="erase-user: the user_id to erase")
-    admin.add_argument("--mode", choices=["sync", "async"], help="erase-user: in the call or as an operation")
-    admin.add_argument("--dry-run", action="store_true", help="erase-user, lifecycle run: report, change nothing")
-    admin.add_argument("--reason", help="erase-user: why (kept in the audit entry, the user id in it redacted)")
-    admin.add_argument("--wait", action="store_true", help="erase-user: wait for an erasure that runs as an operation")
-    admin.add_argument("--wait-timeout", type=float, default=600.0)
-    add_lifecycle_arguments(admin)
-    add_token_arguments(admin)
+    add_admin_parser(sub)
     keys_cmd = sub.add_parser(
         "keys", help="encryption at rest: status, rotate a tenant's data key, reseal, rewrap, sweep erased users")
     keys_cmd.add_argument("action", choices=["status", "rotate", "reseal", "rewrap", "sweep"])
@@ -74,10 +58,12 @@ def main(argv: list[str] | None = None) -> int:
     mcp.add_argument("--http", action="store_true", help="serve streamable HTTP on MEMPLANE_MCP_LISTEN instead")
     sub.add_parser("panel", help="inspector web UI on MEMPLANE_PANEL_LISTEN, calling a running Memplane with each "
                    "visitor's API key")
-    args = parser.parse_args(argv)
-    settings = Settings()
-    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # Each command's module is imported when it runs: `memplane admin` and `health` start fast.
+    return parser
+
+
+def dispatch(args: argparse.Namespace, settings: Settings) -> int:
+    """Runs the command's body. Each command's module is imported when it runs: `memplane admin`
+    and `health` start fast."""
     if args.cmd == "serve":
         from .commands.serve import run as serve
 

@@ -66,3 +66,11 @@ def run(args: argparse.Namespace, target: str, key: str) -> int:
         return 1
     print(json.dumps(jsonable(out, enum_name=str.lower), indent=2, ensure_ascii=False))
     return 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", nargs="?", choices=ACTIONS)
+    parser.add_argument("--tenant", help="the tenant (default: the key's own)")
+    parser.add_argument("--domain", help="a domain's policy instead of a tenant's")
+    parser.add_argument("--rule", action="append", metavar="NAME=ACTION",
+                        help="set, scan: e.g. email=redact or secret=refuse (repeatable)")

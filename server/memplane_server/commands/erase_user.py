@@ -41,3 +41,13 @@ def run(args: argparse.Namespace, target: str, key: str) -> int:
         return 1
     print(json.dumps(jsonable(out), indent=2, ensure_ascii=False))
     return 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--user", help="the user_id to erase")
+    parser.add_argument("--agent", help="the agent a tenant-wide key acts as")
+    parser.add_argument("--mode", choices=["sync", "async"], help="in the call or as an operation")
+    parser.add_argument("--dry-run", action="store_true", help="count what would be erased, erase nothing")
+    parser.add_argument("--reason", help="why (kept in the audit entry, the user id in it redacted)")
+    parser.add_argument("--wait", action="store_true", help="wait for an erasure that runs as an operation")
+    parser.add_argument("--wait-timeout", type=float, default=600.0)

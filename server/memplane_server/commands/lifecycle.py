@@ -88,12 +88,14 @@ def run(args: argparse.Namespace, target: str, key: str) -> int:
     return 0
 
 
-def add_arguments(admin: argparse.ArgumentParser) -> None:
-    admin.add_argument("--policy", help="lifecycle set: a JSON policy shaped like `lifecycle get`'s output")
-    admin.add_argument("--enable", action="store_true", help="lifecycle set: the scheduled job runs the policy")
-    admin.add_argument("--disable", action="store_true", help="lifecycle set: the scheduled job leaves the tenant")
-    admin.add_argument("--hard-delete", choices=["yes", "no"], help="lifecycle set: removals erase (yes) or soft-forget")
-    admin.add_argument("--archive-tasks-after-days", type=float, help="lifecycle set: archive finished tasks after N days")
-    admin.add_argument("--rule", action="append", metavar="RULE",
-                       help="lifecycle set: KIND.FIELD=VALUE, e.g. turn.ttl_days=90; content-policy set, scan:"
-                       " NAME=ACTION, e.g. email=redact (repeatable)")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", nargs="?", choices=ACTIONS)
+    parser.add_argument("--tenant", help="the tenant (default: the key's own)")
+    parser.add_argument("--dry-run", action="store_true", help="run: report what would change, change nothing")
+    parser.add_argument("--policy", help="set: a JSON policy shaped like `lifecycle get`'s output")
+    parser.add_argument("--enable", action="store_true", help="set: the scheduled job runs the policy")
+    parser.add_argument("--disable", action="store_true", help="set: the scheduled job leaves the tenant")
+    parser.add_argument("--hard-delete", choices=["yes", "no"], help="set: removals erase (yes) or soft-forget")
+    parser.add_argument("--archive-tasks-after-days", type=float, help="set: archive finished tasks after N days")
+    parser.add_argument("--rule", action="append", metavar="KIND.FIELD=VALUE",
+                        help="set: e.g. turn.ttl_days=90 (repeatable)")

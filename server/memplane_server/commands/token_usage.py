@@ -22,6 +22,7 @@ import argparse
 import csv
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import asdict
 from datetime import date
 
@@ -30,11 +31,20 @@ from .output import jsonable
 COMMANDS = ("usage", "token-usage", "token-budget")
 
 
-def add_arguments(admin: argparse.ArgumentParser) -> None:
-    admin.add_argument("--start-day", type=date.fromisoformat, help="usage, token-usage: the first UTC day, YYYY-MM-DD")
-    admin.add_argument("--end-day", type=date.fromisoformat, help="usage, token-usage: the last UTC day (default: today)")
-    admin.add_argument("--csv", action="store_true", help="usage: one figure a line (tenant,day,metric,name,value)")
-    admin.add_argument("--tokens-per-day", type=int, help="token-budget set: LLM tokens per UTC day, 0: unlimited")
+def add_parsers(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
+    """The usage, token-usage and token-budget commands, made by `command(name, help)`."""
+    for name, help in (("usage", "what tenants used per UTC day (JSON, or --csv for billing)"),
+                       ("token-usage", "a tenant's LLM tokens by day, stage and model, and its budget")):
+        parser = command(name, help)
+        parser.add_argument("--tenant", help="the tenant (default: the key's own; usage with a platform key: all)")
+        parser.add_argument("--start-day", type=date.fromisoformat, help="the first UTC day, YYYY-MM-DD")
+        parser.add_argument("--end-day", type=date.fromisoformat, help="the last UTC day (default: today)")
+        if name == "usage":
+            parser.add_argument("--csv", action="store_true", help="one figure a line: tenant,day,metric,name,value")
+    budget = command("token-budget", "set or reset a tenant's daily LLM token budget (platform admin)")
+    budget.add_argument("action", nargs="?", choices=["set", "reset"])
+    budget.add_argument("--tenant", help="the tenant")
+    budget.add_argument("--tokens-per-day", type=int, help="set: LLM tokens per UTC day, 0: unlimited")
 
 
 def run(args: argparse.Namespace, target: str, key: str) -> int:
