@@ -1,6 +1,7 @@
-"""The TypeScript client (clients/typescript) under Node against a real server: its node:test
-suite (write, search, reflect, forget, typed errors, a request id applied once, another tenant kept
-out, deadlines), and a watch and a write that outlast a restart of their server."""
+"""The TypeScript client (clients/typescript) under Node: its rules without a server (retry
+decisions, targets, error details), its node:test suite against a real server (write, search,
+reflect, forget, typed errors, a request id applied once, another tenant kept out, deadlines), a
+watch and a write that outlast a restart of their server, and its quickstart example."""
 from __future__ import annotations
 
 import asyncio
@@ -34,6 +35,13 @@ def built() -> Path:
 
 def node_env(**values: str) -> dict[str, str]:
     return {**{k: v for k, v in os.environ.items() if not k.startswith("MEMPLANE_")}, **values}
+
+
+def test_the_clients_own_rules_hold_without_a_server(built):
+    done = subprocess.run(["node", "--test", "--test-reporter=spec", str(built / "test" / "unit.test.js")],
+                          cwd=PACKAGE, capture_output=True, text=True, timeout=120, env=node_env())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r"^ℹ fail 0$", done.stdout, re.M) and re.search(r"^ℹ pass 9$", done.stdout, re.M)
 
 
 def test_the_node_test_suite_passes_against_a_real_server(built, server, new_tenant):
