@@ -257,7 +257,7 @@ class Runtime:
             s.embedding_model, dim=VECTOR_DIM, threads=s.embed_threads, batch_size=s.embed_batch_size,
             api_base=s.llm_api_base, api_key=s.llm_api_key, timeout=s.llm_timeout_seconds,
             background_threads=background_threads(s.background_embed_threads),
-            one_thread_bytes=s.embed_query_one_thread_bytes, queries_ahead=s.embed_queries_ahead,
+            one_thread_bytes=s.embed_query_one_thread_bytes, passage_nice=s.embed_passage_nice,
             tally=tally if s.usage_metering else None,
         )
         if embedder.dim != VECTOR_DIM:

@@ -82,16 +82,16 @@ class Settings(BaseSettings):
         description="a search query of up to this many UTF-8 bytes is embedded on one OpenMP thread, as fast as two"
         " on 2 cores, which leaves a core to its SQL (docs/search.md; 96, the default, is the measured bound); 0: every"
         " query on all `MEMPLANE_EMBED_THREADS`")
-    embed_queries_ahead: int = Field(
-        8, ge=0,
-        description="the local embedder runs a search's query before writes' passages queued ahead of it, at most"
-        " this many queries in a row while passages wait (docs/search.md: under a load that keeps the model busy,"
-        " Search p50 about 5x faster, Write p50 40-70% slower); 0: every call in the order it came")
+    embed_passage_nice: int = Field(
+        10, ge=0, le=19,
+        description="the local embedder runs searches' queries in a thread of their own, beside writes' passages, and"
+        " the passages' thread at this CPU nice value (Linux), so that a query beside them takes its idle time (18.2"
+        " against 17.9 ms on 2 cores; 25 ms at the same priority) and searches' SQL goes first (docs/search.md); 0:"
+        " the same priority")
     embed_batch_size: int = Field(
         8, ge=1,
-        description="texts per call to the local model: a search's query waits for at most the one call running"
-        " (8 texts: about 0.4 s on 2 cores, where 64 made searches during a bulk write take 3.6 s); the throughput is"
-        " the same from 8 to 64 (bench/README.md)")
+        description="texts per call to the local model for a request's passages (8 texts: about 0.4 s on 2 cores);"
+        " the throughput is the same from 8 to 64 (bench/README.md)")
     background_embed_threads: int | None = Field(
         None, ge=1,
         description="cores that background embedding (turn-window upgrades, session digests, `memplane reembed`) may"
@@ -169,11 +169,13 @@ class Settings(BaseSettings):
         " such terms runs no keyword match (at least `0.01`, the rarest share the statistics keep)",
     )
     keyword_stats_seconds: float = Field(
-        30.0, gt=0, description="how often background work looks for tenants whose keyword statistics (each common"
+        2.0, gt=0, description="how often background work looks for tenants whose keyword statistics (each common"
         " term's share of the tenant's rows, from a sample of up to 5,000 rows) are missing or stale: counted again"
         " when the tenant's memories moved by 10%, when windows pending at the last count are built, or after an"
         " hour. The same round has PostgreSQL count the memories table for its planner (ANALYZE) once the table"
-        " grew or shrank by 500 rows plus 2% since its last count, instead of waiting for autovacuum's 10%",
+        " grew or shrank by 200 rows plus 2% since its last count, instead of waiting for autovacuum's 10%. A round"
+        " that finds nothing stale is two small reads; at 30 s a chat import was over before its tenant was counted,"
+        " and its searches ran on plans for an empty table (docs/operations.md)",
     )
     channel_weights: dict[str, float] = Field(
         default_factory=lambda: {

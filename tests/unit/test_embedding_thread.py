@@ -1,9 +1,10 @@
-"""The embedder's thread runs requests before background work and each in order (a search's query
-before passages queued ahead of it, a bounded number in a row), and background work only once
-requests have paused; it skips work whose caller gave up, and drops queued work when
-closed instead of finishing it."""
+"""The embedder's threads run each kind of call in order: searches' queries beside requests' passages
+(not after the call running), the passages at a lower CPU priority, and background work only once
+requests have paused; they skip work whose caller gave up, and drop queued work when closed instead
+of finishing it."""
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -58,47 +59,24 @@ def test_a_request_runs_before_background_work_queued_earlier():
     thread.shutdown(cancel_futures=True)
 
 
-def test_a_query_runs_before_passages_queued_earlier():
-    thread = EmbeddingThread()
-    release = threading.Event()
-    ran = []
-    busy = thread.submit(release.wait, 5)
-    passages = [thread.submit(lambda n=n: ran.append(f"passages {n}")) for n in range(2)]
-    query = thread.submit_at(Priority.QUERY, lambda: ran.append("query"))
-    release.set()
-    for f in [busy, query, *passages]:
-        f.result(5)
-    assert ran == ["query", "passages 0", "passages 1"]
-    thread.shutdown(cancel_futures=True)
-
-
-def test_queries_go_ahead_of_waiting_passages_only_so_many_in_a_row():
+def test_a_query_runs_while_passages_are_being_embedded():
     thread = EmbeddingThread()
     started, release = threading.Event(), threading.Event()
-    ran = []
     busy = thread.submit(lambda: started.set() or release.wait(5))
     assert started.wait(5)
-    passages = thread.submit(lambda: ran.append("passages"))
-    ahead = thread.queries_ahead
-    queries = [thread.submit_at(Priority.QUERY, lambda n=n: ran.append(n)) for n in range(ahead + 2)]
+    query = thread.submit_at(Priority.QUERY, lambda: "query")
+    assert query.result(5) == "query" and not busy.done()
     release.set()
-    for f in [busy, passages, *queries]:
-        f.result(5)
-    assert ran == [*range(ahead), "passages", ahead, ahead + 1]
+    busy.result(5)
     thread.shutdown(cancel_futures=True)
 
 
-def test_with_no_queries_ahead_a_query_waits_its_turn():
-    thread = EmbeddingThread(queries_ahead=0)
-    release = threading.Event()
-    ran = []
-    busy = thread.submit(release.wait, 5)
-    passages = thread.submit(lambda: ran.append("passages"))
-    query = thread.submit_at(Priority.QUERY, lambda: ran.append("query"))
-    release.set()
-    for f in [busy, passages, query]:
-        f.result(5)
-    assert ran == ["passages", "query"]
+def test_passages_are_embedded_at_the_lower_cpu_priority():
+    thread = EmbeddingThread(passage_nice=7)
+    here = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    passages = thread.submit(lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+    query = thread.submit_at(Priority.QUERY, lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+    assert (passages.result(5), query.result(5)) == (min(here + 7, 19), here)
     thread.shutdown(cancel_futures=True)
 
 

