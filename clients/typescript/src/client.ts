@@ -3,9 +3,12 @@
 // awaited. Async only, as in Node every call is.
 import type { DescMethod, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
 import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
-import { AdminService } from "./gen/memplane/v1/admin_service_pb.js";
+import { AdminService, type SetContentPolicyResponse,
+         type SetTokenBudgetResponse } from "./gen/memplane/v1/admin_service_pb.js";
 import type { Memory } from "./gen/memplane/v1/memory_pb.js";
-import { MemoryService, WatchRequestSchema, type ChangeEvent, type ListMemoriesRequestSchema,
+import { MemoryService, WatchRequestSchema, type ChangeEvent, type EraseMode, type ForgetResponse,
+         type MemoryInputSchema,
+         type ListMemoriesRequestSchema, type ListMemoryHistoryRequestSchema, type ListMemoryHistoryResponse,
          type WatchFilterSchema } from "./gen/memplane/v1/memory_service_pb.js";
 import { OperationState, type Operation } from "./gen/memplane/v1/operation_pb.js";
 import { OperationsService } from "./gen/memplane/v1/operations_service_pb.js";
@@ -66,6 +69,31 @@ export class MemoryClient extends ClientBase {
   constructor(target: string | readonly string[], options: ClientOptions) {
     super(target, options);
     bind(this, this.transport, [MemoryService, OperationsService] as GenService<GenServiceMethods>[]);
+  }
+
+  /** Stores one memory; returns it as stored (or the memory it was merged into). */
+  async writeOne(memory: MessageInitShape<typeof MemoryInputSchema>,
+                 { requestId, ...options }: CallOptions & { requestId?: string } = {}): Promise<Memory> {
+    const { memories } = await this.write({ memories: [memory], requestId }, options);
+    return memories[0]!;
+  }
+
+  /** Erases everything about a user that the key reaches (Forget with `eraseUserId`, always hard):
+   * the receipt, or for a large erasure or `mode` ASYNC the operation to wait on. */
+  async eraseUser(userId: string,
+                  { mode, dryRun = false, reason = "", requestId, ...options }:
+                    CallOptions & { mode?: EraseMode; dryRun?: boolean; reason?: string; requestId?: string } = {},
+  ): Promise<ForgetResponse> {
+    if (!userId) throw new TypeError("eraseUser needs a userId");
+    return this.forget({ target: { case: "eraseUserId", value: userId }, hard: true, dryRun, reason, requestId,
+                        eraseMode: mode }, options);
+  }
+
+  /** One page of the recorded changes of a memory or an entity (ListMemoryHistory), as the Python
+   * clients' `list_history`. */
+  listHistory(request: MessageInitShape<typeof ListMemoryHistoryRequestSchema>,
+              options?: CallOptions): Promise<ListMemoryHistoryResponse> {
+    return this.listMemoryHistory(request, options);
   }
 
   /** Every memory the filter matches, page by page. */
@@ -131,5 +159,17 @@ export class AdminClient extends ClientBase {
   constructor(target: string | readonly string[], options: ClientOptions) {
     super(target, options);
     bind(this, this.transport, [AdminService] as GenService<GenServiceMethods>[]);
+  }
+
+  /** Sets every detector of a tenant's (or, with `domain`, a domain's) content policy back to its
+   * default (SetContentPolicy with `reset`); an empty tenant: the caller's. */
+  resetContentPolicy(tenantId = "", { domain = "", ...options }: CallOptions & { domain?: string } = {},
+  ): Promise<SetContentPolicyResponse> {
+    return this.setContentPolicy({ policy: { tenantId, domain }, reset: true }, options);
+  }
+
+  /** Takes a tenant's token budget back to the deployment's default (SetTokenBudget with `reset`). */
+  resetTokenBudget(tenantId: string, options?: CallOptions): Promise<SetTokenBudgetResponse> {
+    return this.setTokenBudget({ tenantId, reset: true }, options);
   }
 }

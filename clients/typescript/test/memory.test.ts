@@ -50,6 +50,16 @@ test("forget by id, hard, removes the memory", async () => {
   await assert.rejects(client.getMemory({ id: memory.id }), NotFoundError);
 });
 
+test("writeOne stores one memory and eraseUser counts a user's memories on a dry run", async () => {
+  const userId = `ts-user-${crypto.randomUUID()}`;
+  const memory = await client.writeOne({ content: "The user likes green tea", kind: Kind.PREFERENCE, userId });
+  assert.equal((await client.getMemory({ id: memory.id })).memory?.content, "The user likes green tea");
+  const counted = await client.eraseUser(userId, { dryRun: true });
+  assert.equal(counted.receipt?.dryRun, true);
+  assert.equal(counted.forgottenCount, 1n);
+  assert.equal((await client.getMemory({ id: memory.id })).memory?.id, memory.id);
+});
+
 test("bad input is a typed error carrying the server's reason", async () => {
   const error = await client.write({ memories: [{ content: "", kind: Kind.FACT }] }).catch((e) => e);
   assert.ok(error instanceof InvalidArgumentError, String(error));
