@@ -269,7 +269,7 @@ def settle(loop: asyncio.AbstractEventLoop) -> None:
 
 
 def query_parts(q: str, vector) -> QueryParts:
-    """What Search works out from the query text (services/search/service.py), for running its channels."""
+    """What Search works out from the query text (services/search/run.py), for running its channels."""
     now = datetime.now(timezone.utc)
     return QueryParts(vector, list(dict.fromkeys(keyword_tokens(q))), lookup_names(q), detect_intent(q),
                       parse_time_range(q, now, None))

@@ -14,6 +14,7 @@ from memplane_server.services.forget.service import ForgetService
 from memplane_server.services.search.service import SearchQuery, SearchService
 from memplane_server.services.search.stages import recording
 from memplane_server.services.write.service import WriteService
+from memplane_server.stores.postgres.search.reads import SearchReads
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -218,9 +219,9 @@ async def test_the_answers_whole_rows_are_read_in_the_lexical_channels_session(d
     assert hit.memory.content == "Deploying database migrations" and hit.memory.metadata == {"n": 4}
     assert "whole rows" in {s.name for s in stages}
     assert len(opened) == 2  # the vector channels' session and the lexical channels'
-    apart = SearchService(deps)
-    monkeypatch.setattr(apart, "_lexical_timing", lambda *_: (True, True))  # each lexical channel in a session of its own
-    assert [(h.memory, h.score) for h in await apart.search(world.writer, query)] == [(hit.memory, hit.score)]
+    # As in the whole of a big tenant: each lexical channel in a session of its own.
+    monkeypatch.setattr(SearchReads, "tenant_walked_whole", lambda self: True)
+    assert [(h.memory, h.score) for h in await SearchService(deps).search(world.writer, query)] == [(hit.memory, hit.score)]
 
 
 async def test_recency_decay_prefers_newer_when_configured(deps, make_tenant):

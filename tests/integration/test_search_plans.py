@@ -26,6 +26,7 @@ from memplane_server.services.search.channels import QueryParts, lexical_channel
 from memplane_server.stores.postgres.memories import MemoryStore
 from memplane_server.stores.postgres.pool import create_pool
 from memplane_server.stores.postgres.search.plans import explaining, parse_tsvector
+from memplane_server.stores.postgres.search.reads import SearchReads
 from tests.integration.conftest import PLATFORM
 from tests.support.bulk_rows import insert_rows
 
@@ -207,8 +208,8 @@ async def test_lexical_channels_started_together_share_one_session_and_answer_as
 
 async def test_lexical_channels_apart_have_a_session_each(deps, big):
     store = CountingSessions(deps.memories.pool, default_max_memories=0)
-    plan = lexical_channels(store, deps.settings, big, MemoryFilter(), parts_of("What is Person 7's attr3 or w14?"),
-                            limit=50, as_of=None, together=False)
+    plan = lexical_channels(SearchReads(store, big, MemoryFilter()), deps.settings,
+                            parts_of("What is Person 7's attr3 or w14?"), limit=50, as_of=None, together=False)
     assert {"keyword", "exact"} <= set(plan)
     await asyncio.gather(*(run() for run in plan.values()))
     assert store.opened == len(plan)

@@ -141,3 +141,22 @@ def test_no_service_constructs_another(name):
 
 def test_the_registry_names_the_use_cases():
     assert {"WriteService", "WriteIntake", "ExtractService", "ReflectService", "Metering"} <= USE_CASES
+
+
+SERVICE_MODULES = sorted(n for n in MODULES if part_of(n) == "services")
+
+
+@pytest.mark.parametrize("name", SERVICE_MODULES)
+def test_no_function_in_a_service_is_over_sixty_lines(name):
+    """A use case reads as named steps: a longer function hides where its stages begin and end."""
+    long = [f"{node.name} ({node.end_lineno - node.lineno + 1} lines)"
+            for node in ast.walk(ast.parse(MODULES[name].read_text()))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > 60]
+    assert not long, f"{name}: {long}"
+
+
+@pytest.mark.parametrize("name", SERVICE_MODULES)
+def test_no_service_handles_the_stores_sessions(name):
+    """Which session a statement runs in, and when it ends, is the store's (stores/postgres/search/reads.py
+    offers a search's reads): a service that held sessions would put the transaction boundary in two layers."""
+    assert f"{ROOT}.stores.postgres.session" not in GRAPH[name]

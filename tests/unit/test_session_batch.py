@@ -36,7 +36,7 @@ def test_channels_started_together_share_one_call_and_get_their_own_answers():
     store = Store()
 
     async def run():
-        batch = SessionBatch("vector SQL", lambda queries, _session: store.vector_searches(CALLER, queries))
+        batch = SessionBatch("vector SQL", lambda queries: store.vector_searches(CALLER, queries))
         together = await asyncio.gather(*(asyncio.ensure_future(batch.search(query(n))) for n in (1, 2, 3)))
         alone = await batch.search(query(4))
         return together, alone
@@ -48,7 +48,7 @@ def test_channels_started_together_share_one_call_and_get_their_own_answers():
 
 def test_a_failed_call_fails_every_channel_in_it():
     async def run():
-        batch = SessionBatch("vector SQL", lambda queries, _session: Store(fail=True).vector_searches(CALLER, queries))
+        batch = SessionBatch("vector SQL", lambda queries: Store(fail=True).vector_searches(CALLER, queries))
         return await asyncio.gather(batch.search(query(1)), batch.search(query(2)), return_exceptions=True)
 
     assert [str(e) for e in asyncio.run(run())] == ["down", "down"]
@@ -56,7 +56,7 @@ def test_a_failed_call_fails_every_channel_in_it():
 
 def test_a_cancelled_channel_leaves_the_others_their_answers():
     async def run():
-        batch = SessionBatch("vector SQL", lambda queries, _session: Store().vector_searches(CALLER, queries))
+        batch = SessionBatch("vector SQL", lambda queries: Store().vector_searches(CALLER, queries))
         first, second = asyncio.ensure_future(batch.search(query(1))), asyncio.ensure_future(batch.search(query(2)))
         await asyncio.sleep(0)
         first.cancel()
@@ -64,20 +64,3 @@ def test_a_cancelled_channel_leaves_the_others_their_answers():
 
     answer, first = asyncio.run(run())
     assert answer == [2] and first.cancelled()
-
-
-def test_a_session_opened_ahead_serves_the_first_call_only():
-    seen = []
-    ahead = object()  # stands for the SessionAhead Search opened while embedding the query
-
-    async def searches(queries, session):
-        seen.append(session)
-        return [[q.limit] for q in queries]
-
-    async def run():
-        batch = SessionBatch("vector SQL", searches, ahead)
-        await asyncio.gather(batch.search(query(1)), batch.search(query(2)))
-        await batch.search(query(3))
-
-    asyncio.run(run())
-    assert seen == [ahead, None]

@@ -253,7 +253,7 @@ def query_threads(text: str, threads: int, one_thread_bytes: int) -> int:
     threads' hand-off at each of the model's parallel steps costs what splitting so little work saves
     (a LoCoMo question on 2 cores: 18.5-19.5 ms on one thread, 20.6-20.9 on two). On one thread it
     leaves the other cores to the search's SQL, which then runs while the query is embedded
-    (services/search/service.py). Longer texts gain from more threads (32 tokens: 31-34 ms on two,
+    (services/search/run.py). Longer texts gain from more threads (32 tokens: 31-34 ms on two,
     36-47 on one; bench/README.md). The bound is in UTF-8 bytes, read at no cost on the event loop
     (counting the tokens took 0.15 ms for a question, 7.7 ms for 4 KB): up to 96 bytes, the
     setting's default, holds 303 of 304 LoCoMo questions, at most 23 tokens; Chinese dialogue lines,

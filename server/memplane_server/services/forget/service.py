@@ -47,6 +47,13 @@ class ForgetService:
             if ids is not None:
                 raise invalid("TARGET_REQUIRED", "everything goes with a filter, not with ids")
             f = f or MemoryFilter()
+        self._check_target(ids, f, everything)
+        if ids is not None or dry_run:
+            return await self._forget_at_once(caller, ids, f, hard=hard, dry_run=dry_run, reason=reason)
+        assert f is not None, "without ids, checked above to come with a filter"
+        return await self._forget_in_batches(caller, f, hard=hard, reason=reason, everything=everything)
+
+    def _check_target(self, ids: list[str] | None, f: MemoryFilter | None, everything: bool) -> None:
         if (ids is None) == (f is None):
             raise invalid("TARGET_REQUIRED", "give exactly one of ids or filter")
         if ids is not None:
@@ -58,21 +65,27 @@ class ForgetService:
             # A filter without a condition that leaves something out would forget everything the
             # caller may change: too easy to send by mistake, so it must be asked for by name.
             raise invalid("FILTER_REQUIRED", "a forget filter needs a condition; set everything to forget all")
+
+    async def _forget_at_once(self, caller: Caller, ids: list[str] | None, f: MemoryFilter | None, *, hard: bool,
+                              dry_run: bool, reason: str) -> ForgetResult:
+        """Ids (at most a batch), or a dry run's count: one transaction."""
         store = self.deps.memories
-        if ids is not None or dry_run:
-            parsed = [r.stored_id for r in await changeable(store, caller, ids)] if ids is not None else None
-            done = await store.forget_traced(
-                caller, ids=parsed, f=f, hard=hard, dry_run=dry_run, actor=caller.key_id, reason=reason,
-            )
-            if not dry_run and done.traces:
-                await drop_copies(self.deps, caller, done.traces)
-            if not dry_run and done.count:
-                await self._audit(caller, done.count, done.ids, hard, reason)
-            return ForgetResult(done.count, done.ids)
-        # By filter: the memories it reaches now, forgotten FORGET_BATCH at a time, each batch in its
-        # own transaction (the filter checked again), so that locks, the change log's commit and the
-        # cascades' work stay bounded and searches and writes meanwhile wait for none of it.
-        assert f is not None, "without ids, checked above to come with a filter"
+        parsed = [r.stored_id for r in await changeable(store, caller, ids)] if ids is not None else None
+        done = await store.forget_traced(
+            caller, ids=parsed, f=f, hard=hard, dry_run=dry_run, actor=caller.key_id, reason=reason,
+        )
+        if not dry_run and done.traces:
+            await drop_copies(self.deps, caller, done.traces)
+        if not dry_run and done.count:
+            await self._audit(caller, done.count, done.ids, hard, reason)
+        return ForgetResult(done.count, done.ids)
+
+    async def _forget_in_batches(self, caller: Caller, f: MemoryFilter, *, hard: bool, reason: str,
+                                 everything: bool) -> ForgetResult:
+        """The memories the filter reaches now, forgotten FORGET_BATCH at a time, each batch in its
+        own transaction (the filter checked again), so that locks, the change log's commit and the
+        cascades' work stay bounded and searches and writes meanwhile wait for none of it."""
+        store = self.deps.memories
         if f.user_id:
             # A search filtered to the user that found nothing kept its query as a signal: about the
             # user as much as their memories, though no kind, layer or session of the filter is its.

@@ -23,7 +23,7 @@ from ...settings import Settings
 from ...stores.postgres.memories import MemoryStore
 from ...stores.postgres.search.lexical import FactQuery, KeywordQuery
 from ...stores.postgres.search.nearest import VectorQuery
-from ...stores.postgres.session import SessionAhead
+from ...stores.postgres.search.reads import SearchReads
 from .stages import staged
 
 # The keyword channels read this many times their share of candidates (their tokens only), so
@@ -54,14 +54,11 @@ class SessionBatch(Generic[Q]):
     """Channels started together (in one turn of the event loop, as Search starts its plan) run in
     one store call, in one session: each channel alone paid BEGIN, the caller's settings, COMMIT and
     a pooled connection, and built its own records of the memories the others found too. A channel
-    started alone (benchmarks time them one by one) runs alone. The first call may run in a session
-    opened ahead (`ahead`: while the query was embedded)."""
+    started alone (benchmarks time them one by one) runs alone."""
 
-    def __init__(self, name: str, run: Callable[[list[Q], SessionAhead | None], Awaitable[list[list[Scored]]]],
-                 ahead: SessionAhead | None = None) -> None:
+    def __init__(self, name: str, run: Callable[[list[Q]], Awaitable[list[list[Scored]]]]) -> None:
         self._name = name  # of its stage (services/search/stages.py)
         self._run = run
-        self._ahead = ahead
         self._waiting: list[tuple[Q, asyncio.Future[list[Scored]]]] = []
         self._running: set[asyncio.Task] = set()
 
@@ -75,8 +72,7 @@ class SessionBatch(Generic[Q]):
 
     def _start(self) -> None:
         batch, self._waiting = self._waiting, []
-        ahead, self._ahead = self._ahead, None  # a session runs once
-        task = asyncio.ensure_future(staged(self._name, self._run([q for q, _ in batch], ahead)))
+        task = asyncio.ensure_future(staged(self._name, self._run([q for q, _ in batch])))
         self._running.add(task)
 
         def answer(done: asyncio.Task) -> None:
@@ -112,10 +108,11 @@ def plan_channels(
     store: MemoryStore, settings: Settings, caller: Caller, f: MemoryFilter, parts: QueryParts, *,
     limit: int, as_of: datetime | None, lead: int = 0,
 ) -> Plan:
-    """The persistent-memory channels this query runs (working memory is searched apart); each reads
-    its `lead` first candidates whole."""
-    return in_order({**vector_channels(store, settings, caller, f, parts, limit=limit, as_of=as_of, lead=lead),
-                     **lexical_channels(store, settings, caller, f, parts, limit=limit, as_of=as_of, lead=lead)})
+    """The persistent-memory channels this query runs (working memory is searched apart), each in a
+    session of its own; each reads its `lead` first candidates whole. What benchmarks and tests time."""
+    reads = SearchReads(store, caller, f)
+    return in_order({**vector_channels(reads, settings, parts, limit=limit, as_of=as_of, lead=lead),
+                     **lexical_channels(reads, settings, parts, limit=limit, as_of=as_of, lead=lead)})
 
 
 def in_order(channels: dict[str, T]) -> dict[str, T]:
@@ -140,24 +137,23 @@ def _searched(settings: Settings, f: MemoryFilter) -> tuple[bool, bool]:
 
 
 def lexical_channels(
-    store: MemoryStore, settings: Settings, caller: Caller, f: MemoryFilter, parts: QueryParts, *,
-    limit: int, as_of: datetime | None, together: bool = True, lead: int = 0, ahead: SessionAhead | None = None,
+    reads: SearchReads, settings: Settings, parts: QueryParts, *,
+    limit: int, as_of: datetime | None, together: bool = True, lead: int = 0,
 ) -> Plan:
     """The channels that need only the query's text (its tokens and names), not its vectors; started
-    together, they run in one session (`ahead` when given, left open), apart in a session each."""
+    together, they run in one session (the one `reads` opened for them, if any), apart in a session each."""
+    f = reads.filter
     persistent, windows = _searched(settings, f)
     plan: Plan = {}
     if not persistent:
         return plan
-    def searches(queries: list[KeywordQuery | FactQuery], session: SessionAhead | None) -> Awaitable[list[list[Scored]]]:
-        return store.lexical_searches(caller, queries, candidates=True, ahead=session)
-
-    shared: SessionBatch[KeywordQuery | FactQuery] = SessionBatch("lexical SQL", searches, ahead)
+    shared: SessionBatch[KeywordQuery | FactQuery] = SessionBatch("lexical SQL", reads.lexical_searches)
 
     def batch() -> SessionBatch[KeywordQuery | FactQuery]:
         # Apart, each channel has a session of its own and PostgreSQL runs their statements side by
         # side: what a big tenant's keyword channels need to fit under the query's embedding.
-        return shared if together else SessionBatch("lexical SQL", searches)
+        return shared if together else SessionBatch(
+            "lexical SQL", lambda queries: reads.lexical_searches(queries, in_shared=False))
 
     def keyword(in_windows: bool) -> Awaitable[list[Scored]]:
         return batch().search(KeywordQuery(
@@ -179,20 +175,18 @@ def lexical_channels(
 
 
 def vector_channels(
-    store: MemoryStore, settings: Settings, caller: Caller, f: MemoryFilter, parts: QueryParts, *,
-    limit: int, as_of: datetime | None, lead: int = 0, ahead: SessionAhead | None = None,
+    reads: SearchReads, settings: Settings, parts: QueryParts, *, limit: int, as_of: datetime | None, lead: int = 0,
 ) -> Plan:
     """The channels that read the query's vectors; started together, they run as one statement (in
-    `ahead` when given)."""
+    the session `reads` opened for them, if any)."""
+    f = reads.filter
     persistent, windows = _searched(settings, f)
     plan: Plan = {}
     if not persistent:
         return plan
     vector = parts.vector
     assert vector is not None, "planned once the query is embedded"
-    batch: SessionBatch[VectorQuery] = SessionBatch(
-        "vector SQL", lambda queries, session: store.vector_searches(caller, queries, candidates=True, ahead=session),
-        ahead)
+    batch: SessionBatch[VectorQuery] = SessionBatch("vector SQL", reads.vector_searches)
     plan["vector"] = lambda: batch.search(VectorQuery(f, vector, limit, as_of, lead=lead))
     if windows:
         plan["vector_context"] = lambda: batch.search(VectorQuery(f, vector, limit, as_of, True, lead))

@@ -146,17 +146,7 @@ class WatchService:
             caller, checked_at = now, time.monotonic()
             self.feed.move(sub, reach_of(caller.tenant_id, caller.domains))
 
-        head = await self.store.head()
-        if after is None:
-            cursor = head
-        else:
-            if after < 0 or after > head:
-                raise invalid("INVALID_WATCH_POSITION", "after_position is not a position this service gave out",
-                              field="after_position")
-            pruned = await self.store.pruned_through()
-            if after < pruned:
-                raise position_expired(after, pruned)
-            cursor = after
+        cursor = await self._start_at(after)
         yield ChangeBatch((), cursor)
         sent, sent_at = cursor, time.monotonic()
         while True:
@@ -190,6 +180,19 @@ class WatchService:
                 if stop is not None and stop.is_set():
                     raise shutting_down()
             await _first(wake, stop, RECHECK_SECONDS if reauthorize is not None else POLL_SECONDS)
+
+    async def _start_at(self, after: int | None) -> int:
+        """The position a watch starts after: the head, or a position this service gave out and still keeps."""
+        head = await self.store.head()
+        if after is None:
+            return head
+        if after < 0 or after > head:
+            raise invalid("INVALID_WATCH_POSITION", "after_position is not a position this service gave out",
+                          field="after_position")
+        pruned = await self.store.pruned_through()
+        if after < pruned:
+            raise position_expired(after, pruned)
+        return after
 
     async def prune(self) -> int:
         """Forgets changes older than the retention (all tenants); for the background sweep."""
