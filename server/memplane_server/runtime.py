@@ -41,27 +41,32 @@ from .services.access.idempotency import Idempotency
 from .services.access.rate_limits import RateLimits
 from .services.access.read_routing import ReadRouting
 from .services.admin import AdminService
-from .services.conflicts import ConflictsService
-from .services.content.admin import ContentPolicyService
+from .services.conflicts import ConflictsDeps, ConflictsService
+from .services.content.admin import ContentPolicyDeps, ContentPolicyService
 from .services.content.keys import TenantKeys
 from .services.content.policies import ContentPolicies
-from .services.deps import Deps
+from .services.deps import Deps, narrowed
+from .services.forget.deps import ForgetDeps
 from .services.forget.erasure import ErasureService
 from .services.forget.lifecycle import LifecycleService
 from .services.forget.service import ForgetService
-from .services.memories import MemoriesService
+from .services.memories import MemoriesDeps, MemoriesService
 from .services.metering import Metering
-from .services.operations import OperationsService
+from .services.operations import OperationsDeps, OperationsService
 from .services.reflection.consolidate import ConsolidateService
+from .services.reflection.deps import ReflectionDeps
 from .services.reflection.foresight import ForesightService
 from .services.reflection.reflect import ReflectService
 from .services.reflection.triggers import after_write
 from .services.registry import Services
+from .services.search.deps import SearchDeps
 from .services.search.service import SearchService
 from .services.usage import TokenUsage
+from .services.watch.deps import WatchDeps
 from .services.watch.service import WatchService
-from .services.working import WorkingService
+from .services.working import WorkingDeps, WorkingService
 from .services.write.context import ContextService
+from .services.write.deps import WriteDeps
 from .services.write.digests import DigestService
 from .services.write.extract import ExtractService
 from .services.write.intake import WriteIntake
@@ -307,29 +312,31 @@ class Runtime:
 def build_services(deps: Deps, pool: asyncpg.Pool, redis_client: redis.Redis) -> Services:
     """Every use case, once; those that write through another get that one."""
     s = deps.settings
-    writes = WriteService(deps)
-    extractions = ExtractService(deps, writes)
-    searches = SearchService(deps)
-    forgets = ForgetService(deps)
+    write_deps, forget_deps, reflection_deps = (narrowed(WriteDeps, deps), narrowed(ForgetDeps, deps),
+                                                narrowed(ReflectionDeps, deps))
+    writes = WriteService(write_deps)
+    extractions = ExtractService(write_deps, writes)
+    searches = SearchService(narrowed(SearchDeps, deps))
+    forgets = ForgetService(forget_deps)
     return Services(
         writes=writes,
-        intake=WriteIntake(writes, extractions, after_write=[partial(after_write, deps)]),
+        intake=WriteIntake(writes, extractions, after_write=[partial(after_write, reflection_deps)]),
         extractions=extractions,
         searches=searches,
         foresight=ForesightService(searches),
-        reflections=ReflectService(deps, writes),
+        reflections=ReflectService(reflection_deps, writes),
         forgets=forgets,
-        erasures=ErasureService(deps, ErasureStore(pool, deps.keys.users)),
-        memories=MemoriesService(deps),
-        conflicts=ConflictsService(deps),
-        consolidations=ConsolidateService(deps, writes),
-        working=WorkingService(deps, writes),
-        watches=WatchService(deps),
-        operations=OperationsService(deps),
-        contexts=ContextService(deps, quiet_seconds=s.context_quiet_seconds, digests=DigestService(deps)),
+        erasures=ErasureService(forget_deps, ErasureStore(pool, deps.keys.users)),
+        memories=MemoriesService(narrowed(MemoriesDeps, deps)),
+        conflicts=ConflictsService(narrowed(ConflictsDeps, deps)),
+        consolidations=ConsolidateService(reflection_deps, writes),
+        working=WorkingService(narrowed(WorkingDeps, deps), writes),
+        watches=WatchService(narrowed(WatchDeps, deps)),
+        operations=OperationsService(narrowed(OperationsDeps, deps)),
+        contexts=ContextService(write_deps, quiet_seconds=s.context_quiet_seconds, digests=DigestService(write_deps)),
         admin=AdminService(deps.tenancy),
-        lifecycle=LifecycleService(deps, LifecycleStore(pool), forgets),
-        content_policies=ContentPolicyService(deps),
+        lifecycle=LifecycleService(forget_deps, LifecycleStore(pool), forgets),
+        content_policies=ContentPolicyService(narrowed(ContentPolicyDeps, deps)),
         token_usage=TokenUsage(TokenUsageStore(pool), deps.tenancy, s.llm_daily_token_budget),
         metering=Metering(MeteringStore(pool), deps.tenancy, deps.tally),
         auth=Authenticator(deps.tenancy),

@@ -160,3 +160,11 @@ def test_no_service_handles_the_stores_sessions(name):
     """Which session a statement runs in, and when it ends, is the store's (stores/postgres/search/reads.py
     offers a search's reads): a service that held sessions would put the transaction boundary in two layers."""
     assert f"{ROOT}.stores.postgres.session" not in GRAPH[name]
+
+
+@pytest.mark.parametrize("name", [n for n in SERVICE_MODULES if n != f"{ROOT}.services.deps"])
+def test_no_service_is_handed_everything(name):
+    """Each wing is given what it uses (its own dependencies, filled by services/deps.py `narrowed` in
+    the composition root), so a constructor says what it touches and mypy fails a service that
+    reaches for more."""
+    assert f"{ROOT}.services.deps" not in GRAPH[name], f"{name} imports the whole of services/deps.py"

@@ -2,20 +2,27 @@
 that holds a value back is core/write/conflicts.py; the write path applies it)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..core.access.caller import Caller
 from ..core.errors import Code, MemplaneError, invalid, not_found
 from ..core.model import MemoryRecord
 from ..core.paging import decode_position, record_token
 from ..core.validation import MAX_NOTE_BYTES, check_free_id, check_text, clamp_page_size
-from ..stores.postgres.conflicts import ConflictClosed, OpenConflict
+from ..stores.postgres.conflicts import ConflictClosed, ConflictStore, OpenConflict
 from .changeable import parse_memory_id
-from .deps import Deps
 
 SIDES = ("current", "challenger")
 
 
+@dataclass(frozen=True)
+class ConflictsDeps:
+    """What conflicts draw on, filled by the composition root (services/deps.py)."""
+
+    conflicts: ConflictStore
+
 class ConflictsService:
-    def __init__(self, deps: Deps) -> None:
+    def __init__(self, deps: ConflictsDeps) -> None:
         self.deps = deps
 
     async def list(

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import builtins
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
 from ..core.access.caller import Caller
 from ..core.errors import denied, invalid, not_found
@@ -22,15 +22,36 @@ from ..core.validation import (
     clamp_page_size,
 )
 from ..core.write.entities import extract_entities
+from ..llm.embedders import Embedder
+from ..stores.postgres.contexts import ContextStore
+from ..stores.postgres.memories import MemoryStore
 from .changeable import changeable, parse_memory_id
-from .deps import Deps
+from .content.keys import TenantKeys
+from .content.policies import ContentPolicies
 from .reflection.outcomes import apply_outcome
 
 FEEDBACK_STEP = 0.1
 
 
+class MemoriesSettings(Protocol):
+    max_batch: int
+    max_content_bytes: int
+    pending_threshold: float
+
+
+@dataclass(frozen=True)
+class MemoriesDeps:
+    """What reading and changing memories draws on, filled by the composition root (services/deps.py)."""
+
+    settings: MemoriesSettings
+    memories: MemoryStore
+    contexts: ContextStore  # a changed turn's windows are built again
+    content: ContentPolicies  # an update is screened as a write is
+    keys: TenantKeys  # ... and sealed
+    embedder: Embedder
+
 class MemoriesService:
-    def __init__(self, deps: Deps) -> None:
+    def __init__(self, deps: MemoriesDeps) -> None:
         self.deps = deps
 
     async def get(self, caller: Caller, memory_id: str) -> MemoryRecord:
@@ -162,7 +183,7 @@ class MemoriesService:
         if len(memory_ids) > self.deps.settings.max_batch:
             raise invalid("BATCH_TOO_LARGE", f"at most {self.deps.settings.max_batch} ids per call")
         if outcome:
-            return await apply_outcome(self.deps, caller, memory_ids, task_id=task_id, outcome=outcome, comment=comment)
+            return await apply_outcome(self.deps.memories, self.deps.settings.pending_threshold, caller, memory_ids, task_id=task_id, outcome=outcome, comment=comment)
         out = []
         for current in await changeable(self.deps.memories, caller, memory_ids):
             mid = current.stored_id

@@ -4,13 +4,15 @@ see it; cancelling needs the right to start it, an erasure's an admin, and every
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 
 from ..core.access.caller import Caller, Role
 from ..core.errors import denied, invalid, not_found
 from ..core.operations import STATES, Operation
 from ..core.paging import decode_position, encode_token
 from ..core.validation import clamp_page_size
-from .deps import Deps
+from ..stores.postgres.jobs import JobStore
+from ..stores.postgres.tenancy import TenancyStore
 
 
 def parse_operation_id(value: str) -> uuid.UUID:
@@ -20,8 +22,15 @@ def parse_operation_id(value: str) -> uuid.UUID:
         raise not_found("operation") from None
 
 
+@dataclass(frozen=True)
+class OperationsDeps:
+    """What operations draw on, filled by the composition root (services/deps.py)."""
+
+    jobs: JobStore
+    tenancy: TenancyStore  # who administers a tenant
+
 class OperationsService:
-    def __init__(self, deps: Deps) -> None:
+    def __init__(self, deps: OperationsDeps) -> None:
         self.deps = deps
 
     async def get(self, caller: Caller, op_id: str) -> Operation:

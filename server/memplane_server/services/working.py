@@ -3,21 +3,35 @@ episodic (or its kind's) memory."""
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Protocol
 
 from ..core.access.caller import Caller, caller_from_json
 from ..core.model import MemoryRecord
 from ..core.validation import check_free_id
 from ..core.working import SessionContents, WorkingItem, promotion_drafts
-from ..stores.redis.working import WorkingSession
-from .deps import Deps
+from ..stores.redis.working import WorkingSession, WorkingStore
 from .write.service import WriteService
 
 log = logging.getLogger(__name__)
 
 
+class WorkingSettings(Protocol):
+    max_batch: int
+    max_content_bytes: int
+    working_promote: bool
+
+
+@dataclass(frozen=True)
+class WorkingDeps:
+    """What working memory draws on, filled by the composition root (services/deps.py)."""
+
+    settings: WorkingSettings
+    working: WorkingStore
+
 class WorkingService:
-    def __init__(self, deps: Deps, writes: WriteService) -> None:
+    def __init__(self, deps: WorkingDeps, writes: WriteService) -> None:
         self.deps = deps
         self.writes = writes
 

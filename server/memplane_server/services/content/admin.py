@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import partial
 
 from ...core.access.caller import Caller, Role
@@ -26,9 +27,10 @@ from ...core.errors import denied, invalid, not_found
 from ...core.model import MemoryDraft, Scope
 from ...core.validation import check_identifier
 from ...stores.postgres.content.policies import StoredRules, StoredText
-from ...stores.postgres.tenancy import MissingParentError
+from ...stores.postgres.tenancy import MissingParentError, TenancyStore
 from ..admin import administered_tenant
-from ..deps import Deps
+from ..cpu import CpuLane
+from .policies import ContentPolicies
 
 SCAN_BATCH = 500
 
@@ -48,8 +50,16 @@ def _screen_all(pairs: list[tuple[StoredText, Actions]]) -> list[Screened]:
     return [screen(_draft(text), actions) for text, actions in pairs]
 
 
+@dataclass(frozen=True)
+class ContentPolicyDeps:
+    """What content policy administration draws on, filled by the composition root (services/deps.py)."""
+
+    content: ContentPolicies
+    tenancy: TenancyStore  # who administers a tenant
+    cpu: CpuLane  # a scan's detectors, off the event loop
+
 class ContentPolicyService:
-    def __init__(self, deps: Deps) -> None:
+    def __init__(self, deps: ContentPolicyDeps) -> None:
         self.deps = deps
 
     async def _target(self, caller: Caller, tenant_id: str, domain: str) -> tuple[str | None, str | None]:

@@ -12,7 +12,7 @@ from typing import Any
 from ...core.access.caller import Caller
 from ...core.model import Trace
 from ...stores.redis.working import WorkingSession
-from ..deps import Deps
+from .deps import ForgetDeps
 
 # A working item holding a longer text that contains a forgotten memory's text goes too; below this
 # many characters only the same text counts (a short word is in too many unrelated items).
@@ -43,7 +43,7 @@ def _holds(item: dict[str, Any], traces: list[Trace]) -> bool:
 
 
 async def drop_working(
-    deps: Deps, tenant_id: str, session_ids: set[str] | None, doomed: Callable[[dict[str, Any]], bool],
+    deps: ForgetDeps, tenant_id: str, session_ids: set[str] | None, doomed: Callable[[dict[str, Any]], bool],
     done: CopiesDropped, *, agent_ids: Iterable[str | None] | None = None, dry_run: bool = False,
 ) -> None:
     """Drops matching items from the tenant's working sessions (these session ids, these agents' only
@@ -62,7 +62,7 @@ async def drop_working(
         done.working_item_ids.update(dropped.ids)
 
 
-async def drop_copies(deps: Deps, caller: Caller, traces: list[Trace]) -> CopiesDropped:
+async def drop_copies(deps: ForgetDeps, caller: Caller, traces: list[Trace]) -> CopiesDropped:
     """Working items of the caller's own sessions named by the forgotten memories holding their text
     (or naming them as their source), and the cached responses naming them in every tenant.
 

@@ -16,8 +16,8 @@ from ...core.forget.erasure import Receipt, receipt_to_json, redact_words, subje
 from ...core.operations import Operation
 from ...core.validation import MAX_NOTE_BYTES, check_free_id, check_text
 from ...stores.postgres.forget.erasure import ErasureStore
-from ..deps import Deps
 from .copies import CopiesDropped, drop_working
+from .deps import ForgetDeps
 
 
 @dataclass
@@ -31,7 +31,7 @@ class Erasure:
 
 
 class ErasureService:
-    def __init__(self, deps: Deps, store: ErasureStore) -> None:
+    def __init__(self, deps: ForgetDeps, store: ErasureStore) -> None:
         self.deps = deps
         self.store = store
 

@@ -24,7 +24,7 @@ from ...core.forget.lifecycle import (
 from ...core.model import Scope
 from ...stores.postgres.forget.lifecycle import LifecycleStore, StoredPolicy
 from ..admin import administered_tenant
-from ..deps import Deps
+from .deps import ForgetDeps
 from .service import ForgetService
 
 BATCH = 2000
@@ -32,7 +32,7 @@ ACTOR = "system:lifecycle"
 
 
 class LifecycleService:
-    def __init__(self, deps: Deps, store: LifecycleStore, forgets: ForgetService) -> None:
+    def __init__(self, deps: ForgetDeps, store: LifecycleStore, forgets: ForgetService) -> None:
         self.deps = deps
         self.store = store
         self.forgets = forgets

@@ -16,8 +16,8 @@ from ...core.errors import invalid
 from ...core.model import MemoryFilter
 from ...core.validation import MAX_NOTE_BYTES, check_text
 from ..changeable import changeable
-from ..deps import Deps
 from .copies import drop_copies
+from .deps import ForgetDeps
 
 # Memories per transaction of a forget by filter: small enough that a batch's locks and its
 # commit (numbering its change-log entries under the log's lock) hold others up for well under a
@@ -33,7 +33,7 @@ class ForgetResult:
 
 
 class ForgetService:
-    def __init__(self, deps: Deps) -> None:
+    def __init__(self, deps: ForgetDeps) -> None:
         self.deps = deps
 
     async def forget(

@@ -18,8 +18,8 @@ from ...core.retrieval.tokens import keyword_tokens
 from ...core.validation import check_filter
 from ...llm.chat import went_without
 from ...llm.consolidation import consolidate as consolidate_with_model
-from ..deps import Deps
 from ..write.service import WriteService
+from .deps import ReflectionDeps
 
 KINDS = (Kind.LESSON, Kind.PROCEDURE)
 log = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ def _clusters(rows: list[tuple[MemoryRecord, np.ndarray]]) -> list[list[int]]:
 
 
 class ConsolidateService:
-    def __init__(self, deps: Deps, writes: WriteService) -> None:
+    def __init__(self, deps: ReflectionDeps, writes: WriteService) -> None:
         self.deps = deps
         self.writes = writes
 

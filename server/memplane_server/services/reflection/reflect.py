@@ -65,8 +65,8 @@ from ...llm.reflection import reflect as reflect_with_model
 from ...llm.summary import refresh as refresh_with_model
 from ...stores.sealing import OPENERS, key_from_json
 from ..changeable import changeable
-from ..deps import Deps
 from ..write.service import WriteService
+from .deps import ReflectionDeps
 from .outcomes import apply_outcome
 
 MAX_ATTEMPTS = 10_000
@@ -77,7 +77,7 @@ _dropped = metrics.get_meter("memplane.server").create_counter(
 
 
 class ReflectService:
-    def __init__(self, deps: Deps, writes: WriteService) -> None:
+    def __init__(self, deps: ReflectionDeps, writes: WriteService) -> None:
         self.deps = deps
         self.writer = writes
 
@@ -126,7 +126,7 @@ class ReflectService:
         if not decision.run:
             assert r.task is not None  # only tasks are decided on
             if r.task.used_memory_ids:  # the outcome still counts for what the task used
-                await apply_outcome(self.deps, caller, list(r.task.used_memory_ids), task_id=r.task.task_id,
+                await apply_outcome(self.deps.memories, self.deps.settings.pending_threshold, caller, list(r.task.used_memory_ids), task_id=r.task.task_id,
                                     outcome=r.task.outcome)
             await self.deps.decisions.record(caller, subject_type=subject[0], subject_id=subject[1],
                                              decision="skipped", reason=decision.reason, sealing=sealing)
@@ -209,7 +209,7 @@ class ReflectService:
             assert r.task is not None
             if r.task.used_memory_ids:
                 # First: an id the caller may not change refuses the reflection before it stores anything.
-                await apply_outcome(self.deps, caller, list(r.task.used_memory_ids), task_id=r.task.task_id,
+                await apply_outcome(self.deps.memories, self.deps.settings.pending_threshold, caller, list(r.task.used_memory_ids), task_id=r.task.task_id,
                                     outcome=r.task.outcome, comment="")
             asked = [*task_focus(r.task), *filter(None, [language_line(r.task.request)])]
             focus = "\nFocus:\n- " + "\n- ".join(asked) if asked else ""

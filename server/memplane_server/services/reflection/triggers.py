@@ -8,10 +8,10 @@ from ...core.access.caller import WRITING_ROLES, Caller, caller_to_json
 from ...core.model import Kind, Layer, MemoryRecord
 from ...core.reflection.reflection import ReflectInput, input_to_json
 from ...core.reflection.triggers import Decision, turns_decision
-from ..deps import Deps
+from .deps import ReflectionDeps
 
 
-async def after_write(deps: Deps, caller: Caller, records: list[MemoryRecord]) -> None:
+async def after_write(deps: ReflectionDeps, caller: Caller, records: list[MemoryRecord]) -> None:
     s = deps.settings
     if not (s.reflect_every_turns or s.reflect_on_entity_change) or caller.role not in WRITING_ROLES:
         return

@@ -19,11 +19,11 @@ from ...core.model import Kind, Layer, MemoryFilter, Scored, Status
 from ...core.retrieval.intent import Intent
 from ...core.retrieval.ranking import ALWAYS_PREFERENCES
 from ...core.retrieval.time_expressions import TimeRange
-from ...settings import Settings
 from ...stores.postgres.memories import MemoryStore
 from ...stores.postgres.search.lexical import FactQuery, KeywordQuery
 from ...stores.postgres.search.nearest import VectorQuery
 from ...stores.postgres.search.reads import SearchReads
+from .deps import SearchSettings
 from .stages import staged
 
 # The keyword channels read this many times their share of candidates (their tokens only), so
@@ -105,7 +105,7 @@ def within(f: MemoryFilter, span: TimeRange) -> MemoryFilter | None:
 
 
 def plan_channels(
-    store: MemoryStore, settings: Settings, caller: Caller, f: MemoryFilter, parts: QueryParts, *,
+    store: MemoryStore, settings: SearchSettings, caller: Caller, f: MemoryFilter, parts: QueryParts, *,
     limit: int, as_of: datetime | None, lead: int = 0,
 ) -> Plan:
     """The persistent-memory channels this query runs (working memory is searched apart), each in a
@@ -127,7 +127,7 @@ def searches_persistent(f: MemoryFilter) -> bool:
     return not (f.layers and all(layer is Layer.WORKING for layer in f.layers))
 
 
-def _searched(settings: Settings, f: MemoryFilter) -> tuple[bool, bool]:
+def _searched(settings: SearchSettings, f: MemoryFilter) -> tuple[bool, bool]:
     """Whether the filter reaches persistent memory at all, and turn windows."""
     if not searches_persistent(f):
         return False, False
@@ -137,7 +137,7 @@ def _searched(settings: Settings, f: MemoryFilter) -> tuple[bool, bool]:
 
 
 def lexical_channels(
-    reads: SearchReads, settings: Settings, parts: QueryParts, *,
+    reads: SearchReads, settings: SearchSettings, parts: QueryParts, *,
     limit: int, as_of: datetime | None, together: bool = True, lead: int = 0,
 ) -> Plan:
     """The channels that need only the query's text (its tokens and names), not its vectors; started
@@ -175,7 +175,7 @@ def lexical_channels(
 
 
 def vector_channels(
-    reads: SearchReads, settings: Settings, parts: QueryParts, *, limit: int, as_of: datetime | None, lead: int = 0,
+    reads: SearchReads, settings: SearchSettings, parts: QueryParts, *, limit: int, as_of: datetime | None, lead: int = 0,
 ) -> Plan:
     """The channels that read the query's vectors; started together, they run as one statement (in
     the session `reads` opened for them, if any)."""

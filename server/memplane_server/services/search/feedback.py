@@ -9,21 +9,21 @@ from datetime import datetime
 from ...core.access.caller import Caller
 from ...core.model import Layer, MemoryFilter, Scored, SearchHit
 from ...core.retrieval.feedback import expansion_terms, rocchio
-from ...settings import Settings
 from ...stores.postgres.memories import MemoryStore
 from ...stores.postgres.search.feedback import FeedbackStore
 from ...stores.postgres.search.keyword_stats import FLOOR_SHARE
 from .channels import KEYWORD_POOL, QueryParts
+from .deps import SearchSettings
 
 VECTOR, KEYWORD = "vector_feedback", "keyword_feedback"
 
 
-def wanted(settings: Settings) -> bool:
+def wanted(settings: SearchSettings) -> bool:
     return settings.search_feedback_docs > 0 and (settings.search_feedback_vector > 0 or settings.search_feedback_terms > 0)
 
 
 async def feedback_channels(
-    memories: MemoryStore, store: FeedbackStore, settings: Settings, caller: Caller, f: MemoryFilter,
+    memories: MemoryStore, store: FeedbackStore, settings: SearchSettings, caller: Caller, f: MemoryFilter,
     parts: QueryParts, hits: list[SearchHit], *, limit: int, as_of: datetime | None,
 ) -> dict[str, list[Scored]]:
     """The second pass's rankings by channel; none when the first pass found nothing stored."""

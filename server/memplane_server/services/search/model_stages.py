@@ -10,12 +10,12 @@ from ...core.model import MemoryFilter, ScoreComponent, Scored, SearchHit
 from ...llm.chat import went_without
 from ...llm.query_rewrite import QueryRewriter
 from ...llm.rerank import MAX_CANDIDATES, Reranker
-from ..deps import Deps
+from .deps import SearchDeps
 
 log = logging.getLogger(__name__)
 
 
-async def rewrite_channels(deps: Deps, caller: Caller, text: str, f: MemoryFilter, *, limit: int,
+async def rewrite_channels(deps: SearchDeps, caller: Caller, text: str, f: MemoryFilter, *, limit: int,
                            as_of) -> dict[str, list[Scored]]:
     """Nearest memories to each LLM rephrasing of the query; nothing when the model fails."""
     try:
@@ -32,7 +32,7 @@ async def rewrite_channels(deps: Deps, caller: Caller, text: str, f: MemoryFilte
     return {f"rewrite{i}": scored for i, scored in enumerate(found, 1)}
 
 
-async def reranked(deps: Deps, text: str, hits: list[SearchHit], *, explain: bool) -> list[SearchHit]:
+async def reranked(deps: SearchDeps, text: str, hits: list[SearchHit], *, explain: bool) -> list[SearchHit]:
     """The LLM orders the leading candidates; hits keep the scores of the places they take, so
     scores still fall down the list. On failure the fused order stands."""
     pool = hits[:MAX_CANDIDATES]

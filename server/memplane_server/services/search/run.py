@@ -24,12 +24,11 @@ from ...core.retrieval.tokens import keyword_tokens, lookup_names, needs_segment
 from ...core.retrieval.transcript import read_transcript
 from ...core.timezones import parse_time_zone
 from ...llm.rerank import MAX_CANDIDATES
-from ...settings import Settings
 from ...stores.postgres.search.reads import SearchReads
 from ...stores.redis.working import WorkingSession
-from ..deps import Deps
 from . import feedback
 from .channels import PREFERENCES, QueryParts, in_order, lexical_channels, searches_persistent, vector_channels
+from .deps import SearchDeps, SearchSettings
 from .graph import CHANNEL as GRAPH
 from .graph import GraphChannel, GraphResult, explain_links
 from .model_stages import reranked, rewrite_channels
@@ -45,7 +44,7 @@ from .working import working_channel
 class Searcher(Protocol):
     """What a run uses of the service that starts it (services/search/service.py)."""
 
-    deps: Deps
+    deps: SearchDeps
     graph: GraphChannel
     session: SessionChannel
     usage: UsageCounts
@@ -57,7 +56,7 @@ class Searcher(Protocol):
 INLINE_PARSE_CHARS = 400
 
 
-def query_texts(settings: Settings, text: str) -> tuple[str, list[str]]:
+def query_texts(settings: SearchSettings, text: str) -> tuple[str, list[str]]:
     """The words searched (a transcript's, as the dialogue settings pick them) and the texts embedded:
     those words, and for a transcript its focus too (the `last_turn` channel)."""
     transcript = read_transcript(text)

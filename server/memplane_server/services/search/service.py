@@ -14,7 +14,7 @@ from ...core.errors import invalid
 from ...core.model import SearchHit
 from ...core.validation import MAX_FILTER_VALUES
 from ...logs import OncePerCause, cause_of
-from ..deps import Deps
+from .deps import SearchDeps
 from .graph import GraphChannel
 from .query import SearchQuery
 from .run import SearchRun
@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 
 class SearchService:
-    def __init__(self, deps: Deps) -> None:
+    def __init__(self, deps: SearchDeps) -> None:
         self.deps = deps
         self._background: set[asyncio.Task] = set()
         self.usage = UsageCounts(deps.memories, deps.clock)

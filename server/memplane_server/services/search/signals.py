@@ -6,14 +6,14 @@ names one, so that the user's erasure removes it and shreds every copy in backup
 from __future__ import annotations
 
 from ...core.access.caller import Caller
-from ..deps import Deps
+from .deps import SearchDeps
 
 # The part of a query a signal keeps: enough to see what was asked, cut after screening so that a
 # secret is never cut to a prefix the detectors no longer recognise.
 KEPT_QUERY_CHARS = 200
 
 
-async def keep_nothing_found(deps: Deps, caller: Caller, text: str, user_id: str | None) -> None:
+async def keep_nothing_found(deps: SearchDeps, caller: Caller, text: str, user_id: str | None) -> None:
     kept = await deps.content.kept_texts(caller, {"query": text})
     if kept is None:
         return

@@ -28,7 +28,7 @@ from ...core.access.caller import Caller
 from ...core.changes import ChangeBatch, ChangeFilter, might_see
 from ...core.errors import Code, MemplaneError, invalid
 from ...core.validation import MAX_FILTER_VALUES, check_free_id
-from ..deps import Deps
+from .deps import WatchDeps
 from .feed import ChangeFeed, Subscription, reach_of
 
 PAGE_EVENTS = 64
@@ -104,7 +104,7 @@ def check_change_filter(f: ChangeFilter) -> ChangeFilter:
 
 
 class WatchService:
-    def __init__(self, deps: Deps) -> None:
+    def __init__(self, deps: WatchDeps) -> None:
         self.store = deps.changes
         self.feed = ChangeFeed(deps.changes, deps.change_listener)
         self.retention_seconds = deps.settings.change_retention_seconds

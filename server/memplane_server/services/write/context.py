@@ -25,7 +25,7 @@ from opentelemetry import metrics
 
 from ...core.retrieval.tokens import keyword_tokens
 from ...core.write.windows import averaged, windows_to_build, windows_to_upgrade
-from ..deps import Deps
+from .deps import WriteDeps
 from .digests import DigestService
 
 log = logging.getLogger(__name__)
@@ -43,7 +43,7 @@ _sessions_built = metrics.get_meter("memplane.server").create_counter(
 
 
 class ContextService:
-    def __init__(self, deps: Deps, *, quiet_seconds: float = 0.0, digests: DigestService | None = None) -> None:
+    def __init__(self, deps: WriteDeps, *, quiet_seconds: float = 0.0, digests: DigestService | None = None) -> None:
         self.deps = deps
         self.store = deps.contexts
         self.quiet_seconds = quiet_seconds

@@ -17,13 +17,13 @@ from ...core.write.windows import SessionTurn
 from ...llm.chat import ChatModel, answered_by, went_without
 from ...llm.digest import write_digest
 from ...logs import OncePerCause, cause_of
-from ..deps import Deps
+from .deps import WriteDeps
 
 log = logging.getLogger(__name__)
 
 
 class DigestService:
-    def __init__(self, deps: Deps) -> None:
+    def __init__(self, deps: WriteDeps) -> None:
         self.deps = deps
         self._failures = OncePerCause(log)
 

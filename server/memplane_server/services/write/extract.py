@@ -20,7 +20,7 @@ from ...core.write.claims import names, ungrounded
 from ...llm.chat import went_without
 from ...llm.extraction import KnownFact, Turn, extract
 from ...llm.extraction import Operation as Claim
-from ..deps import Deps
+from .deps import WriteDeps
 
 log = logging.getLogger(__name__)
 _dropped = metrics.get_meter("memplane.server").create_counter(
@@ -64,7 +64,7 @@ class FactWriter(Protocol):
 
 
 class ExtractService:
-    def __init__(self, deps: Deps, writes: FactWriter) -> None:
+    def __init__(self, deps: WriteDeps, writes: FactWriter) -> None:
         self.deps = deps
         self.writes = writes
 

@@ -31,7 +31,7 @@ from ...core.write.entities import extract_entities
 from ...core.write.outcomes import CREATED, ItemOutcome
 from ...stores.postgres.memory_writes import QuotaExceeded, RequestReused, SourceGone, Stored, StoredDraft
 from ...stores.redis.working import WorkingSession
-from ..deps import Deps
+from .deps import WriteDeps
 
 # Up to this many texts, their keywords and entities are found in the event loop: it takes less than
 # a hop to a thread and back (about 0.35 ms of a single write, bench/README.md), while a batch's
@@ -45,7 +45,7 @@ def index_terms(texts: list[str]) -> list[tuple[str, tuple[str, ...]]]:
 
 
 class WriteService:
-    def __init__(self, deps: Deps) -> None:
+    def __init__(self, deps: WriteDeps) -> None:
         self.deps = deps
 
     def prepare(self, caller: Caller, draft: MemoryDraft, index: int) -> MemoryDraft:
