@@ -168,3 +168,59 @@ def test_no_service_is_handed_everything(name):
     the composition root), so a constructor says what it touches and mypy fails a service that
     reaches for more."""
     assert f"{ROOT}.services.deps" not in GRAPH[name], f"{name} imports the whole of services/deps.py"
+
+
+def _wing_types() -> dict[str, tuple[set[str], set[str]]]:
+    """Each wing's dependencies type (a class named *Deps in services/), with its fields and the
+    settings its settings Protocol names."""
+    classes = {}
+    for name in SERVICE_MODULES:
+        for node in ast.parse(MODULES[name].read_text()).body:
+            if isinstance(node, ast.ClassDef):
+                classes[node.name] = [s.target.id for s in node.body
+                                      if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)], node
+    wings = {}
+    for cls, (names, node) in classes.items():
+        if cls.endswith("Deps") and cls != "Deps":
+            settings = next((ast.unparse(s.annotation) for s in node.body if isinstance(s, ast.AnnAssign)
+                             and isinstance(s.target, ast.Name) and s.target.id == "settings"), None)
+            wings[cls] = set(names), set(classes[settings][0]) if settings in classes else set()
+    return wings
+
+
+WINGS = _wing_types()
+
+
+def _reached(tree: ast.AST) -> tuple[set[str], set[str]]:
+    """What a module reads of `deps` / `self.deps`, and of their settings."""
+    def is_deps(node: ast.expr) -> bool:
+        return (isinstance(node, ast.Name) and node.id == "deps") or (
+            isinstance(node, ast.Attribute) and node.attr == "deps")
+    fields_, settings = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and is_deps(node.value):
+            fields_.add(node.attr)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) \
+                and node.value.attr == "settings" and is_deps(node.value.value):
+            settings.add(node.attr)
+    return fields_, settings
+
+
+@pytest.mark.parametrize("name", SERVICE_MODULES)
+def test_a_service_reaches_only_for_what_its_wing_was_given(name):
+    tree = ast.parse(MODULES[name].read_text())
+    given = {ast.unparse(n.annotation) for n in ast.walk(tree) if isinstance(n, ast.arg) and n.arg == "deps"
+             and n.annotation is not None}
+    wings = [WINGS[g] for g in given if g in WINGS]
+    if not wings:
+        return
+    reached_fields, reached_settings = _reached(tree)
+    allowed_fields = set().union(*(f for f, _ in wings))
+    allowed_settings = set().union(*(s for _, s in wings))
+    assert reached_fields <= allowed_fields, f"{name} reaches for {sorted(reached_fields - allowed_fields)}"
+    assert reached_settings <= allowed_settings, f"{name} reads {sorted(reached_settings - allowed_settings)}"
+
+
+def test_the_wings_are_seen():
+    assert {"SearchDeps", "WriteDeps", "ReflectionDeps", "ForgetDeps", "WatchDeps", "MemoriesDeps"} <= set(WINGS)
+    assert "max_query_bytes" in WINGS["SearchDeps"][1]
