@@ -1,8 +1,10 @@
-"""Renders docs/settings.md from the Settings class (server/memplane_server/settings.py).
+"""Renders docs/settings.md from the server's Settings class (server/memplane_server/settings.py)
+and the client tools' ToolSettings (clients/python/memplane/tool_settings.py).
 
-Each field is one MEMPLANE_<FIELD> variable: its type and bounds, its default and its Field
-description, grouped by the blank-line sections of the class. The prose around the table is
-hand-written in scripts/settings_doc_template.md, whose SETTINGS_TABLE line the tables replace.
+Each field is one MEMPLANE_<FIELD> variable: its type and bounds, its default and its description,
+the server's grouped by the blank-line sections of the class. The prose around the tables is
+hand-written in scripts/settings_doc_template.md, whose SETTINGS_TABLE line the server's tables
+replace and whose CLIENT_SETTINGS_TABLE line the client tools' table.
 Run with --check to fail (exit 1) when the committed page differs from what would be rendered,
 which the tests do so that the page never drifts from the code.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
 import inspect
 import json
 import re
@@ -19,18 +22,20 @@ import typing
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# The settings of this checkout, not of whichever memplane_server is installed.
-sys.path.insert(0, str(ROOT / "server"))
+# The settings of this checkout, not of whichever memplane_server or memplane is installed.
+sys.path[:0] = [str(ROOT / "server"), str(ROOT / "clients" / "python")]
 
 from annotated_types import Ge, Gt, Le, Lt  # noqa: E402
 from pydantic import SecretStr  # noqa: E402
 from pydantic.fields import FieldInfo  # noqa: E402
 
+from memplane.tool_settings import ToolSettings  # noqa: E402
 from memplane_server.settings import Settings  # noqa: E402
 
 OUTPUT = ROOT / "docs" / "settings.md"
 TEMPLATE = Path(__file__).resolve().parent / "settings_doc_template.md"
 PLACEHOLDER = "SETTINGS_TABLE"
+CLIENT_PLACEHOLDER = "CLIENT_SETTINGS_TABLE"
 
 # The class groups its fields by blank lines; each group is named here by its first field.
 SECTIONS = {
@@ -41,7 +46,6 @@ SECTIONS = {
     "max_memories_per_tenant": "Quotas and rate limits",
     "working_ttl_seconds": "Working memory, Watch and memory thresholds",
     "workers": "Background work, shutdown and telemetry",
-    "address": "Clients: MCP, the panel and the admin CLI",
 }
 
 _TYPE_NAMES = {str: "string", int: "integer", float: "number", bool: "boolean", Path: "path", SecretStr: "secret"}
@@ -124,21 +128,41 @@ def cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render() -> str:
+HEADER = ["| variable | type | default | meaning |", "|---|---|---|---|"]
+
+
+def row(name: str, kind: str, default: str, description: str) -> str:
+    return f"| `MEMPLANE_{name.upper()}` | {cell(kind)} | {cell(default)} | {cell(description)} |"
+
+
+def server_tables() -> str:
     parts = []
     for title, names in sections():
-        rows = ["| variable | type | default | meaning |", "|---|---|---|---|"]
-        for name in names:
-            info = Settings.model_fields[name]
-            rows.append(
-                f"| `MEMPLANE_{name.upper()}` | {cell(render_type(info))} | {cell(render_default(info))}"
-                f" | {cell(info.description or '')} |"
-            )
-        parts.append(f"## {title}\n\n" + "\n".join(rows))
-    template = TEMPLATE.read_text(encoding="utf-8")
-    if template.count(f"\n{PLACEHOLDER}\n") != 1:
-        raise SystemExit(f"{TEMPLATE} must hold one line {PLACEHOLDER} where the tables go")
-    return template.replace(f"\n{PLACEHOLDER}\n", "\n" + "\n\n".join(parts) + "\n")
+        rows = [row(name, render_type(info), render_default(info), info.description or "")
+                for name in names for info in [Settings.model_fields[name]]]
+        parts.append(f"## {title}\n\n" + "\n".join(HEADER + rows))
+    return "\n\n".join(parts)
+
+
+def client_table() -> str:
+    """ToolSettings is a plain dataclass (the client distribution takes no pydantic): its fields are
+    strings, and their metadata says which are secrets or host:port."""
+    rows = []
+    for setting in dataclasses.fields(ToolSettings):
+        meta = setting.metadata
+        kind = "secret" if meta["secret"] else ", ".join(["string"] + ["host:port"] * meta["host_port"])
+        default = "unset" if setting.default is None else f"`{setting.default}`"
+        rows.append(row(setting.name, kind, default, meta["description"]))
+    return "\n".join(HEADER + rows)
+
+
+def render() -> str:
+    text = TEMPLATE.read_text(encoding="utf-8")
+    for placeholder, tables in ((PLACEHOLDER, server_tables()), (CLIENT_PLACEHOLDER, client_table())):
+        if text.count(f"\n{placeholder}\n") != 1:
+            raise SystemExit(f"{TEMPLATE} must hold one line {placeholder} where its tables go")
+        text = text.replace(f"\n{placeholder}\n", f"\n{tables}\n")
+    return text
 
 
 def main() -> int:
@@ -154,7 +178,8 @@ def main() -> int:
         return 0
     if fresh != current:
         OUTPUT.write_text(fresh, encoding="utf-8")
-    print(f"docs/settings.md: {len(Settings.model_fields)} settings, {'changed' if fresh != current else 'unchanged'}")
+    count = len(Settings.model_fields) + len(dataclasses.fields(ToolSettings))
+    print(f"docs/settings.md: {count} settings, {'changed' if fresh != current else 'unchanged'}")
     return 0
 
 

@@ -98,22 +98,26 @@ def dispatch(args: argparse.Namespace, settings: Settings) -> int:
         except ToolError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
+    # The rest are clients of a running server: they read the client's settings, not the server's.
+    from memplane.tool_settings import ToolSettings
+
+    tools = ToolSettings.from_environment()
     if args.cmd == "import-chats":
         from .chats.command import run as import_chats
         from .commands import api_key_of
 
-        return import_chats(args, args.target or settings.listen, api_key_of(args.api_key, settings))
+        return import_chats(args, args.target or tools.address, api_key_of(args.api_key, tools))
     if args.cmd == "mcp":
         from .mcp.server import run
 
-        return run(settings, http=args.http)
+        return run(tools, http=args.http)
     if args.cmd == "panel":
         from .panel.server import run as serve_panel
 
-        return serve_panel(settings)
+        return serve_panel(tools)
     from .commands.admin import run as admin_command
 
-    return admin_command(args, settings)
+    return admin_command(args, tools)
 
 
 if __name__ == "__main__":

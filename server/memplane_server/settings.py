@@ -382,21 +382,6 @@ class Settings(BaseSettings):
     )
     log_level: str = Field("INFO", description="Python log level")
 
-    # `memplane mcp` and `memplane panel` are clients of a running server, like any agent.
-    address: str | None = Field(
-        None, description="host:port of the server that `memplane mcp` and `memplane panel` call; unset ="
-        " `MEMPLANE_LISTEN`")
-    api_key: SecretStr | None = Field(
-        None, description="the key `memplane mcp` calls with over stdio (over HTTP each request's bearer token is"
-        " used, never this), the admin key `memplane admin` uses, and the writing key of `memplane import-chats`")
-    agent_id: str | None = Field(
-        None, description="agent a key not bound to an agent acts as in `memplane mcp` over stdio")
-    mcp_listen: str = Field("127.0.0.1:8765", description="host:port `memplane mcp --http` binds (path `/mcp`)")
-    panel_listen: str = Field(
-        "127.0.0.1:8766", pattern=r"^.*:\d+$", description="host:port `memplane panel` (the inspector web UI) binds;"
-        " it calls `MEMPLANE_ADDRESS`"
-    )
-
     @property
     def stage_models(self) -> dict[str, str]:
         """MEMPLANE_LLM_STAGE_MODELS by stage."""

@@ -1,12 +1,14 @@
 """The documentation: links that resolve, a generated settings page, a README that fits one screen."""
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import re
 from pathlib import Path
 
 import pytest
 
+from memplane.tool_settings import ToolSettings
 from memplane_server.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,6 +76,7 @@ def test_settings_page_is_what_the_script_renders():
 
 def test_every_setting_has_a_description():
     assert [name for name, info in Settings.model_fields.items() if not (info.description or "").strip()] == []
+    assert [f.name for f in dataclasses.fields(ToolSettings) if not f.metadata["description"].strip()] == []
 
 
 def test_readme_fits_under_12_kb():

@@ -26,9 +26,9 @@ ALLOWED = {
     "worker": {"core", "services", "logs", "settings"},
     "api": {"core", "services", "logs", "settings"},
     # The MCP adapter is a client of the server through the Python SDK, not of its insides.
-    "mcp": {"settings"},
+    "mcp": set(),
     # So is the inspector web panel: it sees exactly what its visitor's API key may see.
-    "panel": {"settings"},
+    "panel": set(),
     # And so is the chat importer, which writes through the SDK as any client would.
     "chats": set(),
     # The composition root and the command line put everything together.

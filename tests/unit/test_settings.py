@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from memplane.tool_settings import DEFAULT_ADDRESS
 from memplane_server import settings as settings_module
 from memplane_server.settings import Settings
 
@@ -25,6 +26,14 @@ def test_defaults_without_environment():
     assert s.max_content_bytes == 32 * 1024
     assert s.dedup_threshold == 0.9
     assert s.telemetry_exporter == "none"
+
+
+def test_the_client_tools_call_the_servers_default_listen_address():
+    assert Settings().listen == DEFAULT_ADDRESS
+
+
+def test_the_client_tools_settings_are_not_the_servers():
+    assert not {"address", "api_key", "agent_id", "mcp_listen", "panel_listen"} & set(Settings.model_fields)
 
 
 def test_reads_memplane_prefixed_variables(monkeypatch):

@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--user-id", default="", help="the user the conversations are about (Slack: each author)")
     parser.add_argument("--dry-run", action="store_true", help="count what would be written; write nothing")
     parser.add_argument("--batch", type=int, default=64, help="turns per Write (at most the server's max batch)")
-    parser.add_argument("--target", help="server address (default: MEMPLANE_LISTEN)")
+    parser.add_argument("--target", help="server address (default: MEMPLANE_ADDRESS)")
     parser.add_argument("--api-key", help="a writing key of the tenant (default: MEMPLANE_API_KEY)")
     parser.add_argument("--agent", help="the agent to act as, for a key not bound to one")
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
-from ..settings import Settings
 from . import api_key_of, content_policy, erase_user, lifecycle, token_usage
 from .output import jsonable
 from .token_usage import COMMANDS as USAGE_COMMANDS
+
+if TYPE_CHECKING:
+    from memplane.tool_settings import ToolSettings
 
 # Each command: the AdminClient call, the flags it needs, the flags it may take.
 ADMIN_COMMANDS = {
@@ -61,18 +64,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def connection(parser: argparse.ArgumentParser, default: object) -> None:
     """--target and --api-key; SUPPRESS as a command's default keeps what was given before it."""
-    parser.add_argument("--target", default=default, help="server address (default: MEMPLANE_LISTEN)")
+    parser.add_argument("--target", default=default, help="server address (default: MEMPLANE_ADDRESS)")
     parser.add_argument("--api-key", default=default, help="admin key (default: MEMPLANE_API_KEY)")
 
 
-def run(args: argparse.Namespace, settings: Settings) -> int:
+def run(args: argparse.Namespace, tools: ToolSettings) -> int:
     from memplane import AdminClient, MemplaneError
 
-    key = api_key_of(args.api_key, settings)
+    key = api_key_of(args.api_key, tools)
     if not key:
         print("give --api-key or set MEMPLANE_API_KEY (an admin key printed at first start)", file=sys.stderr)
         return 2
-    target = args.target or settings.listen
+    target = args.target or tools.address
     bodies = {"erase-user": erase_user.run, "lifecycle": lifecycle.run, "content-policy": content_policy.run,
               **dict.fromkeys(USAGE_COMMANDS, token_usage.run)}
     if args.command in bodies:

@@ -16,9 +16,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 from memplane import AsyncMemoryClient
+from memplane.tool_settings import ToolSettings
 
 from .. import __version__
-from ..settings import Settings
 from .tools import TOOLS, Connector, forget, memory_history, recall, working_memory
 
 HTTP_PATH = "/mcp"
@@ -89,15 +89,15 @@ def host_and_port(listen: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def run(settings: Settings, *, http: bool) -> int:
+def run(settings: ToolSettings, *, http: bool) -> int:
     """Serves until stopped (stdin closed over stdio, SIGTERM or Ctrl-C over HTTP)."""
-    address = settings.address or settings.listen
+    address = settings.address
     if http:
         return _run_http(address, settings.mcp_listen)
-    if settings.api_key is None or not settings.api_key.get_secret_value().strip():
+    if settings.api_key is None or not settings.api_key.strip():
         print("memplane mcp: set MEMPLANE_API_KEY to the API key to call Memplane with", file=sys.stderr)
         return 2
-    key = settings.api_key.get_secret_value()
+    key = settings.api_key
 
     @asynccontextmanager
     async def from_environment(_: MCPServer) -> AsyncIterator[Connector]:

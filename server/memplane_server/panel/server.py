@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import uvicorn
 
-from ..settings import Settings
+from memplane.tool_settings import ToolSettings
+
 from .app import build_app
 
 
@@ -12,10 +13,9 @@ def host_and_port(listen: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def run(settings: Settings) -> int:
-    address = settings.address or settings.listen
+def run(settings: ToolSettings) -> int:
     host, port = host_and_port(settings.panel_listen)
-    print(f"memplane panel on http://{settings.panel_listen}/ calling Memplane at {address}", flush=True)
+    print(f"memplane panel on http://{settings.panel_listen}/ calling Memplane at {settings.address}", flush=True)
     # Live pages hold streams open; at shutdown they get a few seconds, then are cut.
-    uvicorn.run(build_app(address), host=host, port=port, log_level="warning", timeout_graceful_shutdown=3)
+    uvicorn.run(build_app(settings.address), host=host, port=port, log_level="warning", timeout_graceful_shutdown=3)
     return 0
