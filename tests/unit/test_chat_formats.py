@@ -8,9 +8,9 @@ from datetime import datetime, timezone
 
 import pytest
 
-from memplane_server.chats.formats import chatgpt, claude, jsonl, slack
-from memplane_server.chats.importer import parts
-from memplane_server.chats.model import ChatFileError, ChatMessage
+from memplane.chats.formats import chatgpt, claude, jsonl, slack
+from memplane.chats.importer import parts
+from memplane.chats.model import ChatFileError, ChatMessage
 from tests.support.chat_exports import chatgpt_export
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memplane_server.cli import build_parser
+from memplane.chats.command import build_parser as build_import_chats_parser
+from memplane_server.cli import CLIENT_TOOLS, build_parser, run_client_tool
 
 
 def parse(*argv: str):
@@ -70,4 +71,20 @@ def test_every_documented_command_line_parses(line):
 
     words = shlex.split(line.split(" # ")[0].split(" > ")[0], comments=True)
     start = next(i for i, w in enumerate(words) if w.endswith("memplane")) + 1
-    parse(*words[start:])
+    if words[start] == "import-chats":  # the client's command, which parses its own arguments
+        build_import_chats_parser().parse_args(words[start + 1:])
+    else:
+        parse(*words[start:])
+
+
+def test_the_server_lists_the_client_tools_among_its_commands():
+    listed = build_parser().format_help()
+    assert all(name in listed for name in CLIENT_TOOLS)
+
+
+@pytest.mark.parametrize("name", sorted(CLIENT_TOOLS))
+def test_a_client_tools_arguments_are_parsed_by_the_client_under_the_servers_name(name, capsys):
+    with pytest.raises(SystemExit) as exited:
+        run_client_tool(name, ["--help"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: memplane {name}")

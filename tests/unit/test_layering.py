@@ -1,6 +1,7 @@
 """The server's layers point one way (DESIGN §7): api -> services -> core, services -> stores and
 llm; nothing imports api but the composition root; and no module imports itself back through a
-cycle, also not through an import inside a function."""
+cycle, also not through an import inside a function. The client distribution (the SDK and its
+tools: mcp, panel, chats) imports nothing of the server."""
 from __future__ import annotations
 
 import ast
@@ -8,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
+import memplane
 import memplane_server
 
 PACKAGE = Path(memplane_server.__file__).parent
+CLIENT_PACKAGE = Path(memplane.__file__).parent
 ROOT = "memplane_server"
 
 # What each part may import from the server package (besides itself).
@@ -25,12 +28,6 @@ ALLOWED = {
     "services": {"core", "stores", "llm", "logs", "settings"},
     "worker": {"core", "services", "logs", "settings"},
     "api": {"core", "services", "logs", "settings"},
-    # The MCP adapter is a client of the server through the Python SDK, not of its insides.
-    "mcp": set(),
-    # So is the inspector web panel: it sees exactly what its visitor's API key may see.
-    "panel": set(),
-    # And so is the chat importer, which writes through the SDK as any client would.
-    "chats": set(),
     # The composition root and the command line put everything together.
     "runtime": {"*"},
     # The keys a process opens sealed rows with, shared by the composition root and the tools.
@@ -113,6 +110,25 @@ def test_no_folder_holds_more_than_fifteen_modules():
     crowded = {str(d.relative_to(PACKAGE)): n for d in [PACKAGE, *(p for p in PACKAGE.rglob("*") if p.is_dir())]
                if (n := len(list(d.glob("*.py")))) > 15}
     assert not crowded, crowded
+
+
+def test_the_client_distribution_imports_nothing_of_the_server():
+    """memplane-client installs without memplane-server: the tools beside an agent (mcp, panel,
+    chats) are clients of the server through the SDK, as any agent is."""
+    found = {str(path.relative_to(CLIENT_PACKAGE.parent)): sorted(names)
+             for path in CLIENT_PACKAGE.rglob("*.py")
+             if (names := {name for name in _absolute_imports(path) if name.partition(".")[0] == ROOT})}
+    assert found == {}
+
+
+def _absolute_imports(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names.add(node.module)
+    return names
 
 
 def test_the_rules_see_every_part():

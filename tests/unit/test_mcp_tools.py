@@ -10,8 +10,8 @@ from mcp import Client
 from mcp.server.mcpserver.exceptions import ToolError
 
 from memplane import Kind, Layer, Memory, MemoryStatus, Scope
-from memplane_server.mcp.server import bearer_key, build_server, host_and_port
-from memplane_server.mcp.tools import MemoryView, given, view
+from memplane.mcp.server import bearer_key, build_server, host_and_port
+from memplane.mcp.tools import MemoryView, given, view
 
 
 class Unreachable:

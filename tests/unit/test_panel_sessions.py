@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from memplane_server.panel.auth import safe_next
-from memplane_server.panel.sessions import SessionStore
+from memplane.panel.auth import safe_next
+from memplane.panel.sessions import SessionStore
 
 
 class Clock:

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from enum import Enum
-from typing import Annotated, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar, cast
 
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
@@ -26,10 +26,17 @@ def enum_names(enum: type[ProtoEnum]) -> Any:
     return Literal[tuple(member.name.lower() for member in enum if member.value != 0)]
 
 
-KindName = enum_names(Kind)
-ScopeName = enum_names(Scope)
-LayerName = enum_names(Layer)
-OutcomeName = enum_names(TaskOutcome)
+if TYPE_CHECKING:
+    # A Literal made at run time is beyond a type checker; to it the names are strings.
+    KindName = str
+    ScopeName = str
+    LayerName = str
+    OutcomeName = str
+else:
+    KindName = enum_names(Kind)
+    ScopeName = enum_names(Scope)
+    LayerName = enum_names(Layer)
+    OutcomeName = enum_names(TaskOutcome)
 
 
 class Connector(Protocol):
@@ -42,7 +49,7 @@ class Connector(Protocol):
 async def memplane(ctx: Context) -> AsyncIterator[AsyncMemoryClient]:
     """The caller's client; a failed call becomes a tool error that carries the server's code
     and reason (`PERMISSION_DENIED [READ_ONLY_KEY]: ...`), for the model to read."""
-    connector: Connector = ctx.request_context.lifespan_context
+    connector = cast(Connector, ctx.request_context.lifespan_context)
     try:
         async with connector.client(ctx) as client:
             yield client

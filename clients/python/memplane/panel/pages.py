@@ -9,7 +9,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from memplane import Kind, MemoryStatus, Scope
+from memplane import HistoryEntry, Kind, MemoryStatus, Scope, SearchHit
 from memplane.enums import ProtoEnum
 
 from .guard import client_of, signed_in
@@ -90,7 +90,7 @@ async def history(request: Request) -> Response:
     attribute = request.query_params.get("attribute", "").strip()
     if not entity:
         raise BadInput("name an entity")
-    entries = []
+    entries: list[HistoryEntry] = []
     async with client_of(request) as client:
         token = ""
         while len(entries) < HISTORY_LIMIT:
@@ -107,7 +107,7 @@ async def history(request: Request) -> Response:
 async def search(request: Request) -> Response:
     params = request.query_params
     query = params.get("q", "").strip()
-    hits = ()
+    hits: tuple[SearchHit, ...] = ()
     if query:
         filters = sdk_filters(params)
         async with client_of(request) as client:

@@ -6,6 +6,7 @@ import hmac
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from functools import wraps
+from typing import cast
 from urllib.parse import urlencode
 
 from starlette.requests import Request
@@ -23,12 +24,12 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 
 def sessions(request: Request) -> SessionStore:
-    return request.app.state.sessions
+    return cast(SessionStore, request.app.state.sessions)
 
 
 def session_of(request: Request) -> Session:
     """The signed-in session of a request that passed signed_in."""
-    return request.state.session
+    return cast(Session, request.state.session)
 
 
 @asynccontextmanager

@@ -18,7 +18,7 @@ from mcp.types import ToolAnnotations
 from memplane import AsyncMemoryClient
 from memplane.tool_settings import ToolSettings
 
-from .. import __version__
+from .._version import __version__
 from .tools import TOOLS, Connector, forget, memory_history, recall, working_memory
 
 HTTP_PATH = "/mcp"

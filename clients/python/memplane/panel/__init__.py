@@ -11,5 +11,6 @@ key and closes it after, so nothing one visitor opened is ever used for another.
 Modules: sessions (who is signed in), guard (session lookup, CSRF and origin checks, security
 headers), render (templates and display filters), auth (sign in / out), pages (read-only views),
 actions (forget, correct, resolve: each confirmed first), live (server-sent events from Watch),
-app (routes and error pages), server (`memplane panel`).
+app (routes and error pages), server (the HTTP server), command (`memplane panel`, `memplane-panel`,
+`python -m memplane.panel`; needs the panel extra).
 """

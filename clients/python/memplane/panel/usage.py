@@ -15,7 +15,7 @@ from .render import page
 
 
 def _days(request: Request) -> dict[str, date | None]:
-    out = {}
+    out: dict[str, date | None] = {}
     for name in ("start_day", "end_day"):
         text = request.query_params.get(name, "").strip()
         try:
@@ -29,14 +29,15 @@ def _days(request: Request) -> dict[str, date | None]:
 async def usage(request: Request) -> Response:
     days = _days(request)
     async with admin_client_of(request) as admin:
-        report = await admin.get_usage(**days)
+        report = await admin.get_usage(start_day=days["start_day"], end_day=days["end_day"])
     return page(request, "usage.html", report=report, values={k: v.isoformat() if v else "" for k, v in days.items()})
 
 
 @signed_in
 async def usage_csv(request: Request) -> Response:
+    days = _days(request)
     async with admin_client_of(request) as admin:
-        report = await admin.get_usage(**_days(request))
+        report = await admin.get_usage(start_day=days["start_day"], end_day=days["end_day"])
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(("tenant", "day", "metric", "name", "value"))

@@ -11,7 +11,7 @@ from typing import Any
 from .model import ChatFileError, ChatMessage, Conversation, from_epoch, from_iso, load_json, text_of
 
 
-def _records(data: Any, path: Path) -> list[dict]:
+def _records(data: Any, path: Path) -> list[dict[str, Any]]:
     if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
         raise ChatFileError(f"{path}: expected a list of conversations (objects)")
     return data
@@ -64,7 +64,7 @@ def claude(path: Path) -> list[Conversation]:
             text = text_of(message.get("text") or "", at) or "\n".join(
                 text_of(part.get("text", ""), at) for part in message.get("content") or []
                 if isinstance(part, dict) and part.get("type") == "text")
-            speaker = {"human": "user", "assistant": "assistant"}.get(message.get("sender"), message.get("sender"))
+            speaker = "user" if message.get("sender") == "human" else message.get("sender")
             if text.strip() and speaker:
                 messages.append(ChatMessage(str(message["uuid"]), str(speaker), text.strip(),
                                             from_iso(message.get("created_at"), at)))

@@ -36,13 +36,10 @@ def as_json(event: ChangeEvent) -> str:
 @signed_in
 async def live_events(request: Request) -> Response:
     filters = sdk_filters(request.query_params)
-    watch_filters: dict[str, object] = {"scopes": filters.get("scopes"), "kinds": filters.get("kinds"),
-                     "session_id": filters.get("session_id"), "entity": filters.get("entity")}
     # A browser's EventSource reconnects by itself, sending the id of the last event it got: the
     # watch resumes after it, so nothing is missed or shown twice.
     last = request.headers.get("last-event-id", "")
-    if last.isdigit():
-        watch_filters["after_position"] = int(last)
+    after_position = int(last) if last.isdigit() else None
     session_id = session_of(request).id
     store = sessions(request)
 
@@ -51,7 +48,9 @@ async def live_events(request: Request) -> Response:
             async with client_of(request) as client:
                 # progress=True: the server also reports now and then while nothing visible changes,
                 # which is when a stream whose visitor signed out notices and ends.
-                async for item in client.watch(progress=True, timeout=None, **watch_filters):
+                async for item in client.watch(after_position=after_position, scopes=filters.get("scopes"),
+                                               kinds=filters.get("kinds"), session_id=filters.get("session_id"),
+                                               entity=filters.get("entity"), progress=True, timeout=None):
                     if not store.alive(session_id):
                         return
                     if isinstance(item, ChangeEvent):

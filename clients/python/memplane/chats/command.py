@@ -1,6 +1,7 @@
-"""`memplane import-chats FILE --format chatgpt|claude|slack|jsonl`: reads the whole export first
-(a bad file is refused, naming the line or record, before anything is written), then writes each
-conversation as a session of turns, with a progress line, and prints what it did as JSON."""
+"""`memplane import-chats FILE --format chatgpt|claude|slack|jsonl` (the server's command line hands it
+here) and `memplane-import-chats`: reads the whole export first (a bad file is refused, naming the
+line or record, before anything is written), then writes each conversation as a session of turns,
+with a progress line, and prints what it did as JSON."""
 from __future__ import annotations
 
 import argparse
@@ -9,12 +10,17 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from memplane import MemoryClient, MemplaneError
+
+from ..tool_settings import ToolSettings
 from .formats import READERS
 from .importer import ImportReport, import_chats
 from .model import ChatFileError
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def build_parser(prog: str = "memplane-import-chats") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description="write chat exports (ChatGPT, Claude, Slack, JSONL) as"
+                                     " sessions of turns, each message once; see docs/importing-chats.md")
     parser.add_argument("file", type=Path, help="the export: conversations.json, a Slack export's folder or zip, or"
                                                 " a .jsonl file")
     parser.add_argument("--format", required=True, choices=sorted(READERS))
@@ -24,6 +30,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", help="server address (default: MEMPLANE_ADDRESS)")
     parser.add_argument("--api-key", help="a writing key of the tenant (default: MEMPLANE_API_KEY)")
     parser.add_argument("--agent", help="the agent to act as, for a key not bound to one")
+    return parser
+
+
+def main(argv: list[str] | None = None, prog: str = "memplane-import-chats") -> int:
+    args = build_parser(prog).parse_args(argv)
+    tools = ToolSettings.from_environment()
+    return run(args, args.target or tools.address, args.api_key or tools.api_key)
 
 
 def _progress(report: ImportReport) -> None:
@@ -32,8 +45,6 @@ def _progress(report: ImportReport) -> None:
 
 
 def run(args: argparse.Namespace, target: str, key: str | None) -> int:
-    from memplane import MemoryClient, MemplaneError
-
     if not key:
         print("give --api-key or set MEMPLANE_API_KEY (a writing key of the tenant)", file=sys.stderr)
         return 2
