@@ -86,8 +86,8 @@ class Settings(BaseSettings):
         10, ge=0, le=19,
         description="the local embedder runs searches' queries in a thread of their own, beside writes' passages, and"
         " the passages' thread at this CPU nice value (Linux), so that a query beside them takes its idle time (18.2"
-        " against 17.9 ms on 2 cores; 25 ms at the same priority) and searches' SQL goes first (docs/search.md); 0:"
-        " the same priority")
+        " against 17.9 ms on 2 cores; 25 ms at the same priority) and searches' SQL goes first (docs/search.md); on"
+        " cores shared with other busy processes the writes give way to those too; 0: the same priority")
     embed_batch_size: int = Field(
         8, ge=1,
         description="texts per call to the local model for a request's passages (8 texts: about 0.4 s on 2 cores);"
