@@ -86,5 +86,6 @@ async def test_a_tasks_outcome_moves_each_memory_once_however_often_it_is_report
         scope=None, domain=None, agent_id=None, layer=None, kind=Kind.LESSON, content="Warm the cache first",
         confidence=0.9)])
     for _ in range(3):
-        [after] = await apply_outcome(deps, world.writer, [str(lesson.id)], task_id="t-77", outcome="failure")
+        [after] = await apply_outcome(deps.memories, deps.settings.pending_threshold, world.writer, [str(lesson.id)],
+                                       task_id="t-77", outcome="failure")
     assert after.confidence == pytest.approx(0.765)
