@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import datetime
 
 from ...core.access.caller import Caller
 from ...core.model import MemoryFilter, ScoreComponent, Scored, SearchHit
@@ -16,7 +17,7 @@ log = logging.getLogger(__name__)
 
 
 async def rewrite_channels(deps: SearchDeps, caller: Caller, text: str, f: MemoryFilter, *, limit: int,
-                           as_of) -> dict[str, list[Scored]]:
+                           as_of: datetime | None) -> dict[str, list[Scored]]:
     """Nearest memories to each LLM rephrasing of the query; nothing when the model fails."""
     try:
         assert deps.llm is not None, "settings refuse search_rewrite without llm_model"
