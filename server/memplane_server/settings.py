@@ -164,7 +164,8 @@ class Settings(BaseSettings):
     )
     keyword_common_share: float = Field(
         0.05, ge=0.01, le=1,  # 0.01: the rarest share the statistics keep (stores/postgres/search/keyword_stats.py)
-        description="a query term found in more than this share of the tenant's rows (a speaker's name in a chat)"
+        description="a query term found in more than this share of the tenant's rows, and in 10 rows or more (a"
+        " speaker's name in a chat),"
         " does not make a row match the keyword channels; it still counts in their ranking, and a query of only"
         " such terms runs no keyword match (at least `0.01`, the rarest share the statistics keep)",
     )

@@ -157,3 +157,17 @@ async def test_a_single_question_runs_no_last_turn_channel(deps, make_tenant):
     world = await make_tenant()
     await WriteService(deps).write(world.writer, [event("Bart won the race", datetime(2023, 3, 7, tzinfo=timezone.utc))])
     assert all("last_turn" not in channels(h) for h in await search(deps, world.writer, "Bart: did he win?"))
+
+
+async def test_a_word_in_a_few_rows_of_a_small_counted_tenant_still_matches_the_keyword_channel(deps, make_tenant):
+    """In 2 of 8 rows a word is past the common share (5%), but a word in so few rows is no speaker's
+    name in every turn: with the tenant's statistics counted it still matches."""
+    world = await make_tenant()
+    now = datetime.now(timezone.utc)
+    await noise(deps, world.writer)
+    await WriteService(deps).write(world.writer, [event("we camped by Lake Tahoe", now),
+                                                  event("Tahoe was cold at night", now)])
+    assert await deps.keyword_stats.refresh(world.tenant_id)
+    hits = await search(deps, world.writer, "Tahoe")
+    assert {h.memory.content for h in hits if "keyword" in channels(h)} == {"we camped by Lake Tahoe",
+                                                                          "Tahoe was cold at night"}
